@@ -1,0 +1,40 @@
+//! The device-side API that DPA kernels call.
+//!
+//! [`sys`] declares DOCA's device functions under their C names; the modules around it wrap them
+//! safely: handles are typed, immediate lengths are checked against 32 bytes before anything is
+//! sent, flags are a typed [`SubmitFlags`] set, and a received immediate cannot outlive the
+//! completion it belongs to.
+//!
+//! Kernels are declared with [`thread_kernel!`] and [`rpc_kernel!`]: one source that compiles to
+//! an exported entry point for the DPA (riscv64) and to an ordinary function plus a typed
+//! reference ([`ThreadKernel`], [`RpcKernel`]) that host code uses to name the kernel.
+#![cfg_attr(not(test), no_std)]
+#![warn(missing_docs)]
+
+pub mod comch;
+pub mod completion;
+mod kernel;
+pub mod log;
+#[allow(non_camel_case_types)]
+pub mod sys;
+pub mod thread;
+
+pub use dpakit_abi as abi;
+pub use dpakit_abi::{AbiError, ImmMessage, Immediate, MAX_IMM_DATA_LEN, Pod, SubmitFlags};
+pub use kernel::{RpcKernel, RpcSignature, ThreadEntry, ThreadKernel};
+
+#[doc(hidden)]
+pub mod __private {
+    /// Copies a string into a fixed array (the kernel marker records).
+    pub const fn str_to_array<const N: usize>(s: &str) -> [u8; N] {
+        let bytes = s.as_bytes();
+        assert!(bytes.len() == N);
+        let mut out = [0u8; N];
+        let mut i = 0;
+        while i < N {
+            out[i] = bytes[i];
+            i += 1;
+        }
+        out
+    }
+}

@@ -1,0 +1,468 @@
+//! `cargo xtask build-dpa`: cross-compile a kernel crate for the DPA and check what it imports.
+//!
+//! The kernels are built by a nested cargo with its own target directory and a scrubbed
+//! environment (so the outer build's RUSTFLAGS, target dir or wrapper cannot leak in), asked for
+//! a staticlib with `cargo rustc --crate-type staticlib`, and found from cargo's JSON messages.
+//! The archive is then read member by member: kernel entries come from the `.dpakit.kernels`
+//! records that `thread_kernel!`/`rpc_kernel!` leave behind, their sizes from the symbol table,
+//! and the imports are the symbols some member needs and no member defines. Every import must
+//! be a DOCA device function (`dpakit_dev::sys::DEVICE_API`); anything else — `malloc`, an
+//! allocator shim, a libc call — means std, alloc or a C library slipped into a kernel.
+
+use crate::setup::{self, DPA_TARGET};
+use crate::{Result, workspace_root};
+use object::read::archive::ArchiveFile;
+use object::{Object, ObjectSection, ObjectSymbol};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// The section where kernel declarations record `kind:name\0` on device builds.
+const KERNEL_SECTION: &str = ".dpakit.kernels";
+
+/// What to build and where to put it.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The kernel crate (a workspace member).
+    pub package: String,
+    /// Its library name (the archive is `lib<lib_name>.a`).
+    pub lib_name: String,
+    /// Build with the release profile.
+    pub release: bool,
+    /// Where the archive and report.json go.
+    pub out_dir: PathBuf,
+    /// The nested cargo's target directory.
+    pub cargo_target_dir: PathBuf,
+}
+
+impl Options {
+    /// The kit's own kernels into `target/dpa/<profile>/`.
+    pub fn shipped_kernels(release: bool) -> Self {
+        let dpa = workspace_root().join("target").join("dpa");
+        Options {
+            package: "dpakit-kernels".into(),
+            lib_name: "dpakit_kernels".into(),
+            release,
+            out_dir: dpa.join(profile_dir(release)),
+            cargo_target_dir: dpa.join("cargo"),
+        }
+    }
+}
+
+fn profile_dir(release: bool) -> &'static str {
+    if release { "release" } else { "debug" }
+}
+
+/// One kernel entry point in the archive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kernel {
+    /// Exported symbol name.
+    pub symbol: String,
+    /// `thread` or `rpc`.
+    pub kind: String,
+    /// Size of the entry function in bytes.
+    pub size: u64,
+}
+
+/// The result of a successful build.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The archive written to the output directory.
+    pub archive: PathBuf,
+    /// `release` or `debug`.
+    pub profile: &'static str,
+    /// Kernel entries, by name.
+    pub kernels: Vec<Kernel>,
+    /// Undefined symbols of the archive (all DOCA device functions), sorted.
+    pub imports: Vec<String>,
+}
+
+impl Report {
+    /// The report as JSON (what `report.json` holds).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "target": DPA_TARGET,
+            "profile": self.profile,
+            "archive": self.archive.display().to_string(),
+            "kernels": self.kernels.iter().map(|k| json!({
+                "symbol": k.symbol,
+                "kind": k.kind,
+                "size": k.size,
+            })).collect::<Vec<_>>(),
+            "imports": self.imports,
+        })
+    }
+
+    /// The report as a table for the terminal.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "DPA kernels: {} ({DPA_TARGET}, {})",
+            self.archive.display(),
+            self.profile
+        );
+        let width = self
+            .kernels
+            .iter()
+            .map(|k| k.symbol.len())
+            .max()
+            .unwrap_or(0)
+            .max("kernel".len());
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {:<6}  {:>10}",
+            "kernel", "kind", "code size"
+        );
+        for k in &self.kernels {
+            let _ = writeln!(
+                out,
+                "  {:<width$}  {:<6}  {:>8} B",
+                k.symbol, k.kind, k.size
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  imports ({} DOCA device symbols):",
+            self.imports.len()
+        );
+        for import in &self.imports {
+            let _ = writeln!(out, "    {import}");
+        }
+        out
+    }
+}
+
+/// Builds the kernel crate for the DPA, checks its imports, writes the archive and
+/// `report.json` to `opts.out_dir`.
+pub fn build(opts: &Options) -> Result<Report> {
+    setup::ensure_dpa_target()?;
+    let built = cargo_build(opts)?;
+    let analysis = analyze_archive(
+        &std::fs::read(&built).map_err(|e| format!("cannot read {}: {e}", built.display()))?,
+    )?;
+    analysis.check_imports(dpakit_dev::sys::DEVICE_API)?;
+    if analysis.kernels.is_empty() {
+        return Err(format!(
+            "{} declares no kernels: declare them with dpakit_dev::thread_kernel! or rpc_kernel!",
+            opts.package
+        ));
+    }
+
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", opts.out_dir.display()))?;
+    let archive = opts.out_dir.join(format!("lib{}.a", opts.lib_name));
+    std::fs::copy(&built, &archive).map_err(|e| {
+        format!(
+            "cannot copy {} to {}: {e}",
+            built.display(),
+            archive.display()
+        )
+    })?;
+    let report = Report {
+        archive,
+        profile: profile_dir(opts.release),
+        kernels: analysis.kernels,
+        imports: analysis.imports.into_iter().collect(),
+    };
+    let json = serde_json::to_string_pretty(&report.to_json()).expect("JSON values serialize");
+    let report_path = opts.out_dir.join("report.json");
+    std::fs::write(&report_path, json + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", report_path.display()))?;
+    Ok(report)
+}
+
+/// Runs the nested cargo and returns the staticlib it produced.
+fn cargo_build(opts: &Options) -> Result<PathBuf> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(&cargo);
+    cmd.args([
+        "rustc",
+        "--package",
+        &opts.package,
+        "--lib",
+        "--target",
+        DPA_TARGET,
+    ])
+    .args([
+        "--crate-type",
+        "staticlib",
+        "--message-format=json-render-diagnostics",
+    ])
+    .arg("--target-dir")
+    .arg(&opts.cargo_target_dir)
+    .current_dir(workspace_root())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
+    if opts.release {
+        cmd.arg("--release");
+    }
+    scrub_environment(&mut cmd);
+    // One LTO'd object per archive: the kernels, the wrappers they call and `core` merge into
+    // one unit, so the symbol sizes are the real code sizes and dead code is gone. Device code
+    // never unwinds.
+    let profile = if opts.release { "RELEASE" } else { "DEV" };
+    cmd.env(format!("CARGO_PROFILE_{profile}_LTO"), "fat")
+        .env(format!("CARGO_PROFILE_{profile}_CODEGEN_UNITS"), "1")
+        .env(format!("CARGO_PROFILE_{profile}_PANIC"), "abort");
+
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut archive = None;
+    for line in BufReader::new(stdout).lines() {
+        let line = line.map_err(|e| format!("reading cargo output: {e}"))?;
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if message["reason"] == "compiler-artifact" && message["target"]["name"] == opts.lib_name {
+            let files = message["filenames"].as_array().into_iter().flatten();
+            for file in files
+                .filter_map(Value::as_str)
+                .filter(|f| f.ends_with(".a"))
+            {
+                archive = Some(PathBuf::from(file));
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "the DPA build of {} failed ({status}); see the errors above",
+            opts.package
+        ));
+    }
+    archive.ok_or_else(|| format!("cargo built {} but reported no staticlib", opts.package))
+}
+
+/// Keeps only what cargo and rustup need to find the toolchain and the registry; drops build
+/// settings of the outer invocation (RUSTFLAGS, CARGO_TARGET_DIR, CARGO_BUILD_*, RUSTC_WRAPPER,
+/// the CARGO_* variables cargo sets for the running xtask, …).
+fn scrub_environment(cmd: &mut Command) {
+    const KEEP: &[&str] = &[
+        "PATH",
+        "HOME",
+        "USER",
+        "TMPDIR",
+        "TERM",
+        "LANG",
+        "LC_ALL",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "RUSTUP_TOOLCHAIN",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+    ];
+    const KEEP_PREFIXES: &[&str] = &[
+        "CARGO_REGISTRIES_",
+        "CARGO_REGISTRY_",
+        "CARGO_HTTP_",
+        "CARGO_NET_",
+    ];
+    cmd.env_clear();
+    for (key, value) in std::env::vars_os() {
+        let Some(name) = key.to_str() else { continue };
+        if KEEP.contains(&name) || KEEP_PREFIXES.iter().any(|p| name.starts_with(p)) {
+            cmd.env(&key, value);
+        }
+    }
+}
+
+/// What an archive defines, needs and declares.
+#[derive(Debug, Default)]
+pub struct Analysis {
+    /// Kernel entries recorded in `.dpakit.kernels`, with their sizes.
+    pub kernels: Vec<Kernel>,
+    /// Symbols needed by some member and defined by none.
+    pub imports: BTreeSet<String>,
+    /// For each import, the first member that needs it (for error messages).
+    pub importers: BTreeMap<String, String>,
+}
+
+impl Analysis {
+    /// Fails, naming each offender and who imports it, when an import is not in `allowed`.
+    pub fn check_imports(&self, allowed: &[&str]) -> Result {
+        let foreign: Vec<&String> = self
+            .imports
+            .iter()
+            .filter(|s| !allowed.contains(&s.as_str()))
+            .collect();
+        if foreign.is_empty() {
+            return Ok(());
+        }
+        let mut msg =
+            String::from("the DPA object imports symbols outside the known DOCA device API:\n");
+        for symbol in &foreign {
+            let _ = writeln!(msg, "  {symbol}  (needed by {})", self.importers[*symbol]);
+        }
+        msg.push_str(
+            "kernels may call only the DOCA device functions declared in dpakit_dev::sys; an \
+             import like this usually means std, alloc or a C library slipped into the kernel \
+             build",
+        );
+        Err(msg)
+    }
+}
+
+/// Reads a static archive of ELF objects.
+pub fn analyze_archive(data: &[u8]) -> Result<Analysis> {
+    let archive = ArchiveFile::parse(data).map_err(|e| format!("not a static archive: {e}"))?;
+    let mut defined: BTreeMap<String, u64> = BTreeMap::new();
+    let mut undefined: BTreeMap<String, String> = BTreeMap::new();
+    let mut records: Vec<(String, String)> = Vec::new();
+
+    for member in archive.members() {
+        let member = member.map_err(|e| format!("bad archive member: {e}"))?;
+        let name = String::from_utf8_lossy(member.name()).into_owned();
+        let bytes = member.data(data).map_err(|e| format!("{name}: {e}"))?;
+        // Archives also carry metadata members (lib.rmeta); only objects have symbols.
+        let Ok(obj) = object::File::parse(bytes) else {
+            continue;
+        };
+        for sym in obj.symbols() {
+            let Ok(sym_name) = sym.name() else { continue };
+            if sym_name.is_empty() {
+                continue;
+            }
+            if sym.is_undefined() {
+                undefined
+                    .entry(sym_name.to_string())
+                    .or_insert_with(|| name.clone());
+            } else if sym.is_global() {
+                let size = defined.entry(sym_name.to_string()).or_insert(0);
+                *size = (*size).max(sym.size());
+            }
+        }
+        // Each record may sit in a section of its own (data-sections), all with this name.
+        for section in obj.sections().filter(|s| s.name() == Ok(KERNEL_SECTION)) {
+            let contents = section.data().map_err(|e| format!("{name}: {e}"))?;
+            for record in contents.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+                let record = String::from_utf8_lossy(record);
+                let (kind, symbol) = record
+                    .split_once(':')
+                    .ok_or_else(|| format!("{name}: malformed kernel record `{record}`"))?;
+                records.push((kind.to_string(), symbol.to_string()));
+            }
+        }
+    }
+
+    let mut analysis = Analysis::default();
+    for (symbol, importer) in undefined {
+        if !defined.contains_key(&symbol) {
+            analysis.imports.insert(symbol.clone());
+            analysis.importers.insert(symbol, importer);
+        }
+    }
+    records.sort();
+    records.dedup();
+    for (kind, symbol) in records {
+        let size = *defined.get(&symbol).ok_or_else(|| {
+            format!("kernel `{symbol}` is recorded but not exported by the archive")
+        })?;
+        analysis.kernels.push(Kernel { symbol, kind, size });
+    }
+    analysis.kernels.sort_by(|a, b| a.symbol.cmp(&b.symbol));
+    Ok(analysis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn test_dir(name: &str) -> PathBuf {
+        workspace_root()
+            .join("target")
+            .join("dpa")
+            .join("xtask-tests")
+            .join(name)
+    }
+
+    #[test]
+    fn shipped_kernels_import_only_the_device_api() {
+        let mut opts = Options::shipped_kernels(true);
+        opts.out_dir = test_dir("shipped");
+        let report = build(&opts).expect("the shipped kernels build for the DPA");
+
+        let echo = report
+            .kernels
+            .iter()
+            .find(|k| k.symbol == "echo")
+            .expect("echo is exported");
+        assert_eq!(echo.kind, "thread");
+        assert!(echo.size > 0);
+        assert!(
+            report
+                .kernels
+                .iter()
+                .any(|k| k.symbol == "prepost_credits" && k.kind == "rpc")
+        );
+        for needed in [
+            "doca_dpa_dev_comch_consumer_get_completion",
+            "doca_dpa_dev_comch_consumer_ack",
+            "doca_dpa_dev_comch_producer_post_send_imm_only",
+        ] {
+            assert!(
+                report.imports.iter().any(|i| i == needed),
+                "echo must import {needed}"
+            );
+        }
+
+        let written: Value = serde_json::from_str(
+            &std::fs::read_to_string(opts.out_dir.join("report.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(written["target"], DPA_TARGET);
+        assert_eq!(
+            written["kernels"].as_array().unwrap().len(),
+            report.kernels.len()
+        );
+        assert!(opts.out_dir.join("libdpakit_kernels.a").is_file());
+        assert!(report.table().contains("echo"));
+    }
+
+    #[test]
+    fn a_kernel_importing_malloc_is_refused() {
+        let opts = Options {
+            package: "dpakit-fixture-bad-kernel".into(),
+            lib_name: "dpakit_fixture_bad_kernel".into(),
+            release: true,
+            out_dir: test_dir("bad-kernel"),
+            cargo_target_dir: test_dir("bad-kernel-cargo"),
+        };
+        let err = build(&opts).expect_err("malloc is not part of the DOCA device API");
+        assert!(err.contains("outside the known DOCA device API"), "{err}");
+        assert!(err.contains("malloc"), "{err}");
+        assert!(
+            !opts.out_dir.join("report.json").exists(),
+            "a refused build writes no report"
+        );
+    }
+
+    #[test]
+    fn imports_check_names_each_offender() {
+        let mut analysis = Analysis::default();
+        for (symbol, member) in [("doca_dpa_dev_log", "a.o"), ("__rust_alloc", "b.o")] {
+            analysis.imports.insert(symbol.into());
+            analysis.importers.insert(symbol.into(), member.into());
+        }
+        let err = analysis
+            .check_imports(dpakit_dev::sys::DEVICE_API)
+            .unwrap_err();
+        assert!(err.contains("__rust_alloc  (needed by b.o)"), "{err}");
+        assert!(!err.contains("doca_dpa_dev_log "), "{err}");
+        analysis.imports.remove("__rust_alloc");
+        assert!(analysis.check_imports(dpakit_dev::sys::DEVICE_API).is_ok());
+    }
+}

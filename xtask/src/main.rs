@@ -1,0 +1,73 @@
+//! dpakit's build tasks: `cargo xtask <command>`.
+
+mod build_dpa;
+mod setup;
+mod test;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  build-dpa [--release]   cross-compile dpa-kernels for the DPA (riscv64imac-unknown-none-elf),
+                          write target/dpa/<profile>/libdpakit_kernels.a and report.json,
+                          and print each kernel's code size and the device symbols it imports
+  test                    install what this machine lacks, then run fmt, clippy, build-dpa
+                          and the whole test suite (what CI runs)
+";
+
+/// A failed task: the message is printed as `error: ...`.
+type Result<T = (), E = String> = std::result::Result<T, E>;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("build-dpa") => parse_build_dpa(&args[1..]).and_then(|opts| {
+            let report = build_dpa::build(&opts)?;
+            print!("{}", report.table());
+            Ok(())
+        }),
+        Some("test") => no_options(&args[1..]).and_then(|()| test::run()),
+        Some("-h" | "--help" | "help") => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => Err(format!("unknown command `{other}`\n\n{USAGE}")),
+        None => Err(USAGE.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_build_dpa(args: &[String]) -> Result<build_dpa::Options> {
+    let mut opts = build_dpa::Options::shipped_kernels(false);
+    for arg in args {
+        match arg.as_str() {
+            "--release" => opts = build_dpa::Options::shipped_kernels(true),
+            other => return Err(format!("build-dpa: unknown option `{other}`\n\n{USAGE}")),
+        }
+    }
+    Ok(opts)
+}
+
+fn no_options(args: &[String]) -> Result {
+    match args.first() {
+        None => Ok(()),
+        Some(other) => Err(format!("unknown option `{other}`\n\n{USAGE}")),
+    }
+}
+
+/// The workspace root (the parent of xtask/).
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives inside the workspace")
+        .to_path_buf()
+}
