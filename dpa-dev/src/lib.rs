@@ -15,6 +15,7 @@ pub mod comch;
 pub mod completion;
 mod kernel;
 pub mod log;
+pub mod mmap;
 #[allow(non_camel_case_types)]
 pub mod sys;
 pub mod thread;

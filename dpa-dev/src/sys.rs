@@ -84,6 +84,11 @@ device_api! {
         flags: u32
     );
 
+    // Memory.
+    /// A device pointer through which the DPA reads and writes `addr` inside an mmap (host
+    /// memory registered with the DPA).
+    "C" fn doca_dpa_dev_mmap_get_external_ptr(mmap: u32, addr: u64) -> u64;
+
     // DPA completions.
     /// Takes the next DPA completion; returns 1 and fills `comp_element`, or 0 when none.
     "C" fn doca_dpa_dev_get_completion(

@@ -1,37 +1,28 @@
 //! The echo kernel: every immediate that arrives goes straight back.
 
+use crate::serve::serve;
 use dpakit_dev::abi::args::MsgqPathArgs;
 use dpakit_dev::abi::handles::ComchConsumerHandle;
-use dpakit_dev::comch::{Consumer, ConsumerCompletion, Producer};
+use dpakit_dev::comch::Consumer;
 use dpakit_dev::log::{LogLevel, log};
 use dpakit_dev::{rpc_kernel, thread, thread_kernel};
 
 thread_kernel! {
     /// Replies to each received immediate with the same bytes.
     ///
-    /// `arg` is the device address of a [`MsgqPathArgs`]. For each message: reply with
-    /// post-send-imm-only to the CPU consumer, ack the completion (the immediate is dead after
-    /// that, so the reply goes first), and give the consumer its credit back. Then re-arm the
-    /// notification and reschedule.
+    /// `arg` is the device address of a [`MsgqPathArgs`]: the kernel takes each consumer
+    /// completion, reads the immediate, replies with post-send-imm-only to the CPU consumer, acks
+    /// the completion, re-acks one consumer credit, re-arms the notification and reschedules.
     pub ECHO: fn echo(arg: u64) {
         // SAFETY: the host passes the device address of the MsgqPathArgs it wrote for this
         // thread and keeps it alive while the thread exists.
         let args: &MsgqPathArgs = unsafe { thread::arg_ref(arg) };
-        let mut completions = ConsumerCompletion::new(args.consumer_completion);
-        let consumer = Consumer::new(args.consumer);
-        let producer = Producer::new(args.producer);
-
-        while let Some(msg) = completions.get() {
-            let sent = producer.post_send_imm_only(args.cpu_consumer_id, msg.imm(), args.submit_flags);
-            if sent.is_err() {
+        serve(args, |msg, producer| {
+            if producer.post_send_imm_only(args.cpu_consumer_id, msg.imm(), args.submit_flags).is_err() {
                 // Cannot happen with a conforming device: an immediate is at most 32 bytes.
                 log(LogLevel::Error, c"echo: received immediate longer than 32 bytes");
             }
-            completions.ack(1);
-            consumer.ack(1);
-        }
-        completions.request_notification();
-        thread::reschedule()
+        })
     }
 }
 

@@ -67,6 +67,7 @@ struct dpakit_msgq_path_args {
 	uint64_t consumer_completion; /* doca_dpa_dev_comch_consumer_completion_t */
 	uint64_t consumer;            /* doca_dpa_dev_comch_consumer_t */
 	uint64_t producer;            /* doca_dpa_dev_comch_producer_t */
+	uint64_t producer_completion; /* doca_dpa_dev_completion_t */
 	uint32_t cpu_consumer_id;
 	uint32_t submit_flags;
 };

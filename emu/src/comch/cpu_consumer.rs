@@ -1,0 +1,229 @@
+//! The CPU consumer of a DPA→CPU MsgQ (`doca_comch_consumer` with post-receive tasks).
+
+use super::CpuConsumerShared;
+use crate::ctx::StateMachine;
+use crate::error::{Result, bail};
+use crate::limits;
+use crate::msgq::{Direction, Msgq, MsgqShared};
+use crate::pe::{Pe, PeClient};
+use crate::ring::CompletionRing;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A completed post-receive task: the immediate a DPA producer sent.
+#[derive(Debug)]
+pub struct RecvCompletion<'a> {
+    /// The immediate data (`doca_comch_consumer_task_post_recv_get_imm_data`); valid during the
+    /// callback only.
+    pub imm: &'a [u8],
+    /// `doca_comch_consumer_task_post_recv_get_producer_id`.
+    pub producer_id: u32,
+    /// The user data given to [`CpuConsumer::post_recv`].
+    pub user_data: u64,
+}
+
+type RecvCb = Box<dyn FnMut(&RecvCompletion<'_>)>;
+
+/// Configuration of a [`CpuConsumer`].
+pub struct CpuConsumerBuilder<'a> {
+    msgq: &'a Msgq,
+    pe: &'a Pe,
+    num_tasks: u32,
+    imm_data_len: u32,
+    on_recv: Option<RecvCb>,
+}
+
+impl fmt::Debug for CpuConsumerBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuConsumerBuilder")
+            .field("num_tasks", &self.num_tasks)
+            .finish()
+    }
+}
+
+struct Inner {
+    shared: Arc<CpuConsumerShared>,
+    index: usize,
+    msgq: Arc<MsgqShared>,
+    state: StateMachine,
+    num_tasks: u32,
+    /// User data of posted receives, in posting order (receives complete in that order).
+    posted: RefCell<VecDeque<u64>>,
+    on_recv: RefCell<Option<RecvCb>>,
+}
+
+/// `doca_comch_consumer` on the CPU side of a DPA→CPU MsgQ.
+pub struct CpuConsumer {
+    inner: Rc<Inner>,
+}
+
+impl fmt::Debug for CpuConsumer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuConsumer")
+            .field("id", &self.inner.shared.id)
+            .finish()
+    }
+}
+
+impl<'a> CpuConsumerBuilder<'a> {
+    /// `doca_comch_consumer_task_post_recv_set_conf`: the size of the receive task pool
+    /// (default 64).
+    pub fn num_recv_tasks(mut self, n: u32) -> Self {
+        self.num_tasks = n;
+        self
+    }
+
+    /// `doca_comch_consumer_set_imm_data_len` (≤ 32; default 32).
+    pub fn imm_data_len(mut self, len: u32) -> Self {
+        self.imm_data_len = len;
+        self
+    }
+
+    /// The post-receive completion callback, run by [`Pe::progress`].
+    pub fn on_recv(mut self, cb: impl FnMut(&RecvCompletion<'_>) + 'static) -> Self {
+        self.on_recv = Some(Box::new(cb));
+        self
+    }
+
+    /// `doca_comch_msgq_consumer_create` + `doca_pe_connect_ctx` + `doca_ctx_start`.
+    pub fn start(self) -> Result<CpuConsumer> {
+        let msgq = &self.msgq.shared;
+        msgq.check_endpoint("CPU consumer", Direction::FromDpa)?;
+        if self.num_tasks == 0 || self.num_tasks as usize > limits::CPU_MAX_NUM_TASKS {
+            bail!(
+                InvalidValue,
+                "post-receive task pool of {} is outside 1..={}",
+                self.num_tasks,
+                limits::CPU_MAX_NUM_TASKS
+            );
+        }
+        if self.imm_data_len as usize > limits::MAX_IMM_DATA_LEN {
+            bail!(
+                InvalidValue,
+                "imm_data_len {} exceeds the MsgQ limit of {} bytes",
+                self.imm_data_len,
+                limits::MAX_IMM_DATA_LEN
+            );
+        }
+        let waker = self.pe.waker();
+        let made = msgq.cpu_consumers.insert_with(|index| {
+            Arc::new(CpuConsumerShared {
+                id: index as u32 + 1,
+                ring: CompletionRing::new(self.num_tasks as usize),
+                posted: AtomicU32::new(0),
+                imm_data_len: self.imm_data_len,
+                waker,
+            })
+        });
+        let Some((index, shared)) = made else {
+            return Err(msgq.consumer_capacity_error());
+        };
+        let inner = Rc::new(Inner {
+            shared,
+            index,
+            msgq: msgq.clone(),
+            state: StateMachine::new("the CPU consumer"),
+            num_tasks: self.num_tasks,
+            posted: RefCell::new(VecDeque::with_capacity(self.num_tasks as usize)),
+            on_recv: RefCell::new(self.on_recv),
+        });
+        inner.state.start()?;
+        let weak: std::rc::Weak<dyn PeClient> =
+            Rc::downgrade(&inner) as std::rc::Weak<dyn PeClient>;
+        self.pe.connect(weak);
+        Ok(CpuConsumer { inner })
+    }
+}
+
+impl CpuConsumer {
+    /// A consumer on `msgq` driven by `pe`.
+    pub fn builder<'a>(msgq: &'a Msgq, pe: &'a Pe) -> CpuConsumerBuilder<'a> {
+        CpuConsumerBuilder {
+            msgq,
+            pe,
+            num_tasks: 64,
+            imm_data_len: limits::MAX_IMM_DATA_LEN as u32,
+            on_recv: None,
+        }
+    }
+
+    /// `doca_comch_consumer_get_id`: what DPA producers address.
+    pub fn id(&self) -> u32 {
+        self.inner.shared.id
+    }
+
+    /// `doca_comch_consumer_task_post_recv_alloc_init` (no buffer: MsgQ consumers receive
+    /// immediate data only) + `doca_task_submit`. Fails with NO_MEMORY when every receive task
+    /// is posted.
+    #[inline]
+    pub fn post_recv(&self, user_data: u64) -> Result<()> {
+        let inner = &*self.inner;
+        inner.state.require_running("post a receive")?;
+        let mut posted = inner.posted.borrow_mut();
+        if posted.len() >= inner.num_tasks as usize {
+            bail!(
+                NoMemory,
+                "all {} receive tasks are posted: wait for completions, or configure more with num_recv_tasks",
+                inner.num_tasks
+            );
+        }
+        posted.push_back(user_data);
+        inner.shared.posted.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Receives posted and not completed yet.
+    pub fn posted(&self) -> usize {
+        self.inner.posted.borrow().len()
+    }
+
+    /// `doca_ctx_stop`: outstanding receives are flushed (their callbacks do not run).
+    pub fn stop(&self) -> Result<()> {
+        self.inner.shared.posted.store(0, Ordering::Release);
+        self.inner.posted.borrow_mut().clear();
+        self.inner.state.stop()
+    }
+}
+
+impl PeClient for Inner {
+    fn progress(&self) -> usize {
+        if self.msgq.dpa.shared.sched.is_deterministic() {
+            self.msgq.dpa.run_until_idle();
+        }
+        let mut n = 0;
+        let mut buf = [0u8; limits::MAX_IMM_DATA_LEN];
+        // SAFETY: the CPU consumer is the ring's only reader, and it is bound to this thread.
+        while let Some((len, producer_id)) = unsafe { self.shared.ring.pop_into(&mut buf) } {
+            // A message only arrives for a posted receive (the DPA side checks), so one is here.
+            let user_data = self.posted.borrow_mut().pop_front().unwrap_or_default();
+            n += 1;
+            let mut cb = self.on_recv.borrow_mut().take();
+            if let Some(cb) = cb.as_mut() {
+                cb(&RecvCompletion {
+                    imm: &buf[..len as usize],
+                    producer_id,
+                    user_data,
+                });
+            }
+            if let Some(cb) = cb {
+                self.on_recv.borrow_mut().get_or_insert(cb);
+            }
+        }
+        n
+    }
+
+    fn has_pending(&self) -> bool {
+        crate::sync_hint::has_unpolled(&self.shared.ring)
+    }
+}
+
+impl Drop for CpuConsumer {
+    fn drop(&mut self) {
+        let _ = self.stop();
+        self.inner.msgq.cpu_consumers.remove(self.inner.index);
+    }
+}

@@ -1,0 +1,269 @@
+//! The CPU producer of a CPU→DPA MsgQ (`doca_comch_producer` with send tasks).
+
+use super::DpaConsumerShared;
+use crate::ctx::StateMachine;
+use crate::error::{Result, bail};
+use crate::limits;
+use crate::msgq::{Direction, Msgq, MsgqShared};
+use crate::pe::{Pe, PeClient};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::fmt;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// A finished send task, as its completion callback sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendCompletion {
+    /// The user data given to [`CpuProducer::send`].
+    pub user_data: u64,
+}
+
+type SendCb = Box<dyn FnMut(SendCompletion)>;
+
+/// Configuration of a [`CpuProducer`].
+pub struct CpuProducerBuilder<'a> {
+    msgq: &'a Msgq,
+    pe: &'a Pe,
+    num_tasks: u32,
+    on_send: Option<SendCb>,
+}
+
+impl fmt::Debug for CpuProducerBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuProducerBuilder")
+            .field("num_tasks", &self.num_tasks)
+            .finish()
+    }
+}
+
+struct PendingSend {
+    imm: [u8; limits::MAX_IMM_DATA_LEN],
+    len: u8,
+    consumer: usize,
+    user_data: u64,
+}
+
+struct Inner {
+    id: u32,
+    msgq: Arc<MsgqShared>,
+    state: StateMachine,
+    num_tasks: u32,
+    in_flight: Cell<u32>,
+    /// Sends waiting for a credit, in submission order.
+    pending: RefCell<VecDeque<PendingSend>>,
+    /// Delivered sends whose completion has not been reported yet.
+    completed: RefCell<VecDeque<u64>>,
+    on_send: RefCell<Option<SendCb>>,
+}
+
+/// `doca_comch_producer` on the CPU side of a CPU→DPA MsgQ.
+pub struct CpuProducer {
+    inner: Rc<Inner>,
+}
+
+impl fmt::Debug for CpuProducer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuProducer")
+            .field("id", &self.inner.id)
+            .field("in_flight", &self.inner.in_flight.get())
+            .finish()
+    }
+}
+
+impl<'a> CpuProducerBuilder<'a> {
+    /// `doca_comch_producer_task_send_set_conf`: the size of the send task pool (default 64).
+    pub fn num_send_tasks(mut self, n: u32) -> Self {
+        self.num_tasks = n;
+        self
+    }
+
+    /// The send task completion callback, run by [`Pe::progress`].
+    pub fn on_send_complete(mut self, cb: impl FnMut(SendCompletion) + 'static) -> Self {
+        self.on_send = Some(Box::new(cb));
+        self
+    }
+
+    /// `doca_msgq_producer_create` + `doca_pe_connect_ctx` + `doca_ctx_start`.
+    pub fn start(self) -> Result<CpuProducer> {
+        let msgq = &self.msgq.shared;
+        msgq.check_endpoint("CPU producer", Direction::ToDpa)?;
+        if self.num_tasks == 0 || self.num_tasks as usize > limits::CPU_MAX_NUM_TASKS {
+            bail!(
+                InvalidValue,
+                "send task pool of {} is outside 1..={}",
+                self.num_tasks,
+                limits::CPU_MAX_NUM_TASKS
+            );
+        }
+        let id = msgq.add_producer()?;
+        let n = self.num_tasks as usize;
+        let inner = Rc::new(Inner {
+            id,
+            msgq: msgq.clone(),
+            state: StateMachine::new("the CPU producer"),
+            num_tasks: self.num_tasks,
+            in_flight: Cell::new(0),
+            pending: RefCell::new(VecDeque::with_capacity(n)),
+            completed: RefCell::new(VecDeque::with_capacity(n)),
+            on_send: RefCell::new(self.on_send),
+        });
+        inner.state.start()?;
+        let weak: std::rc::Weak<dyn PeClient> =
+            Rc::downgrade(&inner) as std::rc::Weak<dyn PeClient>;
+        self.pe.connect(weak);
+        Ok(CpuProducer { inner })
+    }
+}
+
+impl CpuProducer {
+    /// A producer on `msgq` driven by `pe`.
+    pub fn builder<'a>(msgq: &'a Msgq, pe: &'a Pe) -> CpuProducerBuilder<'a> {
+        CpuProducerBuilder {
+            msgq,
+            pe,
+            num_tasks: 64,
+            on_send: None,
+        }
+    }
+
+    /// `doca_comch_producer_get_id`.
+    pub fn id(&self) -> u32 {
+        self.inner.id
+    }
+
+    /// `doca_comch_producer_task_send_alloc_init` + `doca_task_submit` with immediate data only.
+    ///
+    /// The task completes (its callback runs in [`Pe::progress`]) once the message is in the DPA
+    /// consumer's completion context. Without a credit (a receive the DPA posted with
+    /// `consumer_ack`) the task waits inside the soft device; nothing is dropped, and per-consumer
+    /// order is kept. Fails with NO_MEMORY when all send tasks are in flight.
+    #[inline]
+    pub fn send(&self, imm: &[u8], consumer_id: u32, user_data: u64) -> Result<()> {
+        let inner = &*self.inner;
+        inner.state.require_running("send")?;
+        if imm.len() > limits::MAX_IMM_DATA_LEN {
+            bail!(
+                InvalidValue,
+                "immediate data of {} bytes exceeds the MsgQ limit of {} bytes",
+                imm.len(),
+                limits::MAX_IMM_DATA_LEN
+            );
+        }
+        let index = (consumer_id as usize).wrapping_sub(1);
+        let Some(consumer) = inner.msgq.dpa_consumers.get(index) else {
+            bail!(
+                NotFound,
+                "no consumer with id {consumer_id} on this MsgQ (use DpaConsumer::id)"
+            );
+        };
+        if imm.len() > consumer.completion.imm_data_len as usize {
+            bail!(
+                InvalidValue,
+                "immediate data of {} bytes exceeds consumer {consumer_id}'s imm_data_len of {}",
+                imm.len(),
+                consumer.completion.imm_data_len
+            );
+        }
+        if inner.in_flight.get() >= inner.num_tasks {
+            bail!(
+                NoMemory,
+                "all {} send tasks are in flight: call Pe::progress to complete them, or configure \
+                 more with num_send_tasks",
+                inner.num_tasks
+            );
+        }
+        inner.in_flight.set(inner.in_flight.get() + 1);
+        let mut pending = inner.pending.borrow_mut();
+        if pending.is_empty() && consumer.try_deliver(imm, inner.id) {
+            inner.completed.borrow_mut().push_back(user_data);
+        } else {
+            let mut copy = [0u8; limits::MAX_IMM_DATA_LEN];
+            copy[..imm.len()].copy_from_slice(imm);
+            pending.push_back(PendingSend {
+                imm: copy,
+                len: imm.len() as u8,
+                consumer: index,
+                user_data,
+            });
+        }
+        Ok(())
+    }
+
+    /// Send tasks not completed yet.
+    pub fn in_flight(&self) -> u32 {
+        self.inner.in_flight.get()
+    }
+
+    /// `doca_ctx_stop`: fails with IN_USE while tasks are in flight.
+    pub fn stop(&self) -> Result<()> {
+        if self.inner.in_flight.get() > 0 {
+            bail!(
+                InUse,
+                "cannot stop the CPU producer: {} send tasks in flight; progress them first",
+                self.inner.in_flight.get()
+            );
+        }
+        self.inner.state.stop()
+    }
+}
+
+impl Inner {
+    fn consumer(&self, index: usize) -> Option<&DpaConsumerShared> {
+        self.msgq.dpa_consumers.get(index)
+    }
+}
+
+impl PeClient for Inner {
+    fn progress(&self) -> usize {
+        if self.msgq.dpa.shared.sched.is_deterministic() {
+            self.msgq.dpa.run_until_idle();
+        }
+        {
+            let mut pending = self.pending.borrow_mut();
+            while let Some(front) = pending.front() {
+                let delivered = self
+                    .consumer(front.consumer)
+                    .is_some_and(|c| c.try_deliver(&front.imm[..front.len as usize], self.id));
+                if !delivered {
+                    break;
+                }
+                let done = pending.pop_front().expect("front exists");
+                self.completed.borrow_mut().push_back(done.user_data);
+            }
+        }
+        let mut n = 0;
+        loop {
+            let Some(user_data) = self.completed.borrow_mut().pop_front() else {
+                break;
+            };
+            self.in_flight.set(self.in_flight.get() - 1);
+            n += 1;
+            let mut cb = self.on_send.borrow_mut().take();
+            if let Some(cb) = cb.as_mut() {
+                cb(SendCompletion { user_data });
+            }
+            if let Some(cb) = cb {
+                self.on_send.borrow_mut().get_or_insert(cb);
+            }
+        }
+        n
+    }
+
+    fn has_pending(&self) -> bool {
+        !self.completed.borrow().is_empty()
+            || self
+                .pending
+                .borrow()
+                .front()
+                .and_then(|f| self.consumer(f.consumer))
+                .is_some_and(DpaConsumerShared::can_deliver)
+    }
+}
+
+impl Drop for CpuProducer {
+    fn drop(&mut self) {
+        let _ = self.inner.state.stop();
+        self.inner.msgq.remove_producer();
+    }
+}

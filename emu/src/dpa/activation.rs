@@ -1,0 +1,194 @@
+//! Running kernel code: one activation on the thread's own stack.
+//!
+//! A DPA thread runs its kernel from the entry until the kernel returns, calls
+//! `thread_reschedule` or `thread_finish`, or faults. On the soft device the activation runs as a
+//! coroutine on the thread's stack; ending it switches back to the worker and abandons the
+//! kernel's frames, as the device abandons them when it releases the EU. That costs a few tens of
+//! nanoseconds and allocates nothing, where unwinding would cost microseconds and allocate.
+//! Destructors of the kernel's locals do not run, exactly as on the device.
+//!
+//! Device functions find the running activation through a thread-local pointer.
+
+use super::DpaShared;
+use super::thread::ThreadShared;
+use crate::error::{Error, ErrorCode, Result, err};
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::any::Any;
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+/// How an activation ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// `thread_reschedule`: the next notification runs the kernel again.
+    Reschedule,
+    /// The kernel function returned; treated like a reschedule.
+    Return,
+    /// `thread_finish`: the thread is never triggered again.
+    Finish,
+    /// A panic or device-side misuse; the DPA context holds the error.
+    Fault,
+}
+
+/// What device functions need to know about the code calling them.
+pub(crate) struct Current<'a> {
+    pub dpa: &'a DpaShared,
+    /// `None` in an RPC.
+    pub thread: Option<&'a ThreadShared>,
+    /// The kernel's name, for diagnostics.
+    pub kernel: &'static str,
+    yielder: &'a Yielder<(), Ending>,
+}
+
+thread_local! {
+    static CURRENT: Cell<*const Current<'static>> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Calls `f` with the running activation. Outside one — a device function called from plain
+/// host code — there is nothing sensible to do: report it and abort, as the device would fault.
+#[inline]
+pub(crate) fn with_current<R>(function: &str, f: impl FnOnce(&Current<'_>) -> R) -> R {
+    let ptr = CURRENT.with(Cell::get);
+    if ptr.is_null() {
+        eprintln!(
+            "dpakit soft device: {function} called outside a DPA kernel activation; device \
+             functions may only run inside kernels started by a DPA thread or RPC"
+        );
+        std::process::abort();
+    }
+    // SAFETY: the pointer is set only while the activation that owns the Current runs on this
+    // OS thread, and cleared before that Current goes away.
+    f(unsafe { &*ptr })
+}
+
+impl Current<'_> {
+    /// Ends the activation with `ending`; never returns.
+    pub(crate) fn end(&self, ending: Ending) -> ! {
+        self.yielder.suspend(ending);
+        // The coroutine is reset, never resumed, after an ending suspension.
+        unreachable!("an ended activation was resumed")
+    }
+
+    /// Records a fatal error naming the kernel and ends the activation.
+    pub(crate) fn fault(&self, code: ErrorCode, message: String) -> ! {
+        self.dpa
+            .set_fatal(err(code, format!("kernel `{}`: {message}", self.kernel)));
+        self.end(Ending::Fault)
+    }
+}
+
+/// Sets CURRENT for the lifetime of the guard.
+struct CurrentGuard;
+
+impl CurrentGuard {
+    fn set(current: &Current<'_>) -> Self {
+        CURRENT.with(|c| c.set((current as *const Current<'_>).cast()));
+        CurrentGuard
+    }
+}
+
+impl Drop for CurrentGuard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(std::ptr::null()));
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(non-string panic payload)".into())
+}
+
+/// Runs `body` as an activation on `stack`; returns how it ended, its value if it returned, and
+/// the stack.
+fn run_on_stack<R: 'static>(
+    dpa: &DpaShared,
+    thread: Option<&ThreadShared>,
+    kernel: &'static str,
+    stack: DefaultStack,
+    body: impl FnOnce() -> R + 'static,
+) -> (Ending, Option<R>, DefaultStack) {
+    let mut result: Option<R> = None;
+    // The coroutine API wants a 'static closure; these pointers outlive it because the coroutine
+    // has completed or been reset before this function returns.
+    let dpa_ptr: *const DpaShared = dpa;
+    let thread_ptr: Option<*const ThreadShared> = thread.map(|t| t as *const ThreadShared);
+    let result_ptr: *mut Option<R> = &mut result;
+    let mut coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Ending>, ()| {
+        // SAFETY: see above; the referents live on the caller's frame or in Arcs it holds.
+        let (dpa, thread) = unsafe { (&*dpa_ptr, thread_ptr.map(|t| &*t)) };
+        let current = Current {
+            dpa,
+            thread,
+            kernel,
+            yielder,
+        };
+        let _guard = CurrentGuard::set(&current);
+        let value = body();
+        // SAFETY: `result` outlives the coroutine and nothing else touches it meanwhile.
+        unsafe { *result_ptr = Some(value) };
+        Ending::Return
+    });
+    let ending = match catch_unwind(AssertUnwindSafe(|| coroutine.resume(()))) {
+        Ok(CoroutineResult::Return(ending)) => ending,
+        Ok(CoroutineResult::Yield(ending)) => {
+            // SAFETY: the kernel's frames are abandoned without running destructors, as the
+            // device abandons them; nothing on that stack is referenced from outside it.
+            unsafe { coroutine.force_reset() };
+            ending
+        }
+        Err(payload) => {
+            CURRENT.with(|c| c.set(std::ptr::null()));
+            dpa.set_fatal(Error::new(
+                ErrorCode::Unexpected,
+                format!("kernel `{kernel}` panicked: {}", panic_message(&*payload)),
+            ));
+            Ending::Fault
+        }
+    };
+    let stack = coroutine.into_stack();
+    (ending, result, stack)
+}
+
+/// One activation of a DPA thread. The caller holds the thread's ACTIVE bit.
+pub(crate) fn run_thread(dpa: &Arc<DpaShared>, thread: &ThreadShared) -> Ending {
+    // SAFETY: the scheduler set ACTIVE for this thread before calling.
+    let Some(stack) = (unsafe { thread.take_stack() }) else {
+        dpa.set_fatal(err(
+            ErrorCode::Unexpected,
+            format!("DPA thread `{}` lost its stack", thread.name),
+        ));
+        return Ending::Fault;
+    };
+    let entry = thread.entry;
+    let arg = thread.arg;
+    let (ending, _, stack) =
+        run_on_stack(dpa, Some(thread), thread.name, stack, move || entry(arg));
+    // SAFETY: still ACTIVE.
+    unsafe { thread.put_stack(stack) };
+    ending
+}
+
+/// Runs an RPC kernel synchronously on the calling thread.
+pub(crate) fn run_rpc(
+    dpa: &Arc<DpaShared>,
+    kernel: &'static str,
+    body: impl FnOnce() -> u64 + 'static,
+) -> Result<u64> {
+    let stack = DefaultStack::new(256 * 1024)
+        .map_err(|e| err(ErrorCode::NoMemory, format!("RPC stack: {e}")))?;
+    let (ending, value, _stack) = run_on_stack(dpa, None, kernel, stack, body);
+    match (ending, value) {
+        (Ending::Return, Some(v)) => Ok(v),
+        _ => Err(dpa.fatal().unwrap_or_else(|| {
+            err(
+                ErrorCode::BadState,
+                format!("RPC kernel `{kernel}` ended without returning a value"),
+            )
+        })),
+    }
+}

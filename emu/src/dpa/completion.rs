@@ -1,0 +1,333 @@
+//! Completion contexts on the DPA: consumer completions (`doca_comch_consumer_completion`),
+//! DPA completions (`doca_dpa_completion`) and notification completions
+//! (`doca_dpa_notification_completion`).
+//!
+//! Each one can be attached to a DPA thread. Publishing into an armed context disarms it and
+//! triggers the thread; `request_notification` re-arms it and, if something is already waiting,
+//! triggers at once, so no wake-up is lost between draining and re-arming.
+
+use super::thread::{DpaThread, ThreadShared};
+use super::{Dpa, DpaShared, Kind};
+use crate::error::{Result, bail};
+use crate::limits;
+use crate::ring::CompletionRing;
+use dpakit_abi::handles::{
+    CompletionHandle, ConsumerCompletionHandle, NotificationCompletionHandle,
+};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
+use std::sync::{Arc, Weak};
+
+/// Arming and triggering the attached thread.
+pub(crate) struct Notifier {
+    armed: AtomicBool,
+    thread: Option<Arc<ThreadShared>>,
+    dpa: Weak<DpaShared>,
+    /// The one thread index allowed to read the context (+1; 0 = nobody yet).
+    reader: AtomicU32,
+}
+
+impl fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Notifier")
+            .field("armed", &self.armed.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Notifier {
+    fn new(dpa: &Dpa, thread: Option<&DpaThread>) -> Self {
+        // Armed from the start: the first completion triggers the thread.
+        Self {
+            armed: AtomicBool::new(true),
+            reader: AtomicU32::new(thread.map_or(0, |t| t.shared().index as u32 + 1)),
+            thread: thread.map(|t| t.shared().clone()),
+            dpa: Arc::downgrade(&dpa.shared),
+        }
+    }
+
+    /// Whether the caller (`None`: an RPC) may read the context: the attached thread, or the
+    /// first reader of an unattached context. RPCs never read: they run beside the threads.
+    pub(crate) fn claim_reader(&self, thread: Option<usize>) -> bool {
+        let Some(index) = thread else { return false };
+        let me = index as u32 + 1;
+        match self
+            .reader
+            .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(owner) => owner == me,
+        }
+    }
+
+    /// Call after publishing a completion.
+    #[inline]
+    pub(crate) fn published(&self) {
+        fence(Ordering::SeqCst);
+        if self.armed.load(Ordering::Relaxed) && self.armed.swap(false, Ordering::AcqRel) {
+            self.fire();
+        }
+    }
+
+    /// `request_notification`: re-arm; trigger now if `waiting` (checked after arming).
+    #[inline]
+    pub(crate) fn request(&self, waiting: impl FnOnce() -> bool) {
+        self.armed.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if waiting() && self.armed.swap(false, Ordering::AcqRel) {
+            self.fire();
+        }
+    }
+
+    /// Triggers the attached thread regardless of arming (thread_notify).
+    #[inline]
+    pub(crate) fn fire(&self) {
+        if let (Some(thread), Some(dpa)) = (&self.thread, self.dpa.upgrade()) {
+            thread.notify(&dpa.sched);
+        }
+    }
+}
+
+/// The shared state of a consumer completion context.
+#[derive(Debug)]
+pub(crate) struct ConsumerCompletionShared {
+    pub ring: CompletionRing,
+    pub imm_data_len: u32,
+    pub max_num_consumers: u32,
+    pub consumers: AtomicU32,
+    pub notifier: Notifier,
+}
+
+/// The shared state of a DPA completion context.
+#[derive(Debug)]
+pub(crate) struct DpaCompletionShared {
+    pub ring: CompletionRing,
+    pub notifier: Notifier,
+}
+
+/// The shared state of a notification completion.
+#[derive(Debug)]
+pub(crate) struct NotificationShared {
+    pub notifier: Notifier,
+}
+
+/// Bytes of a DPA completion element in its ring: type, then user data.
+pub(crate) fn encode_completion(kind: u32, user_data: u32) -> [u8; 8] {
+    let mut e = [0u8; 8];
+    e[..4].copy_from_slice(&kind.to_ne_bytes());
+    e[4..].copy_from_slice(&user_data.to_ne_bytes());
+    e
+}
+
+/// `doca_comch_consumer_completion`: where a DPA consumer's received messages appear.
+#[derive(Debug)]
+pub struct ConsumerCompletion {
+    pub(crate) dpa: Dpa,
+    pub(crate) shared: Arc<ConsumerCompletionShared>,
+    index: usize,
+}
+
+/// Configuration of a [`ConsumerCompletion`].
+#[derive(Debug)]
+pub struct ConsumerCompletionBuilder<'a> {
+    dpa: &'a Dpa,
+    max_num_consumers: u32,
+    max_num_recv: u32,
+    imm_data_len: u32,
+    thread: Option<&'a DpaThread>,
+}
+
+impl<'a> ConsumerCompletionBuilder<'a> {
+    /// `doca_comch_consumer_completion_set_max_num_consumers` (default 1).
+    pub fn max_num_consumers(mut self, n: u32) -> Self {
+        self.max_num_consumers = n;
+        self
+    }
+
+    /// `doca_comch_consumer_completion_set_max_num_recv`: completions the context holds before the
+    /// kernel acks them (default 64).
+    pub fn max_num_recv(mut self, n: u32) -> Self {
+        self.max_num_recv = n;
+        self
+    }
+
+    /// `doca_comch_consumer_completion_set_imm_data_len`: the largest immediate accepted (≤ 32;
+    /// default 32).
+    pub fn imm_data_len(mut self, len: u32) -> Self {
+        self.imm_data_len = len;
+        self
+    }
+
+    /// `doca_comch_consumer_completion_set_dpa_thread`: the thread triggered by new messages.
+    pub fn dpa_thread(mut self, thread: &'a DpaThread) -> Self {
+        self.thread = Some(thread);
+        self
+    }
+
+    /// `doca_comch_consumer_completion_start`.
+    pub fn start(self) -> Result<ConsumerCompletion> {
+        self.dpa
+            .shared
+            .require_running("start a consumer completion")?;
+        if self.max_num_recv == 0 || self.max_num_recv as usize > limits::CONSUMER_MAX_NUM_RECV {
+            bail!(
+                InvalidValue,
+                "consumer completion max_num_recv {} is outside 1..={}",
+                self.max_num_recv,
+                limits::CONSUMER_MAX_NUM_RECV
+            );
+        }
+        if self.imm_data_len as usize > limits::MAX_IMM_DATA_LEN {
+            bail!(
+                InvalidValue,
+                "consumer completion imm_data_len {} exceeds the MsgQ limit of {} bytes",
+                self.imm_data_len,
+                limits::MAX_IMM_DATA_LEN
+            );
+        }
+        if self.max_num_consumers == 0
+            || self.max_num_consumers as usize > limits::MSGQ_MAX_NUM_CONSUMERS
+        {
+            bail!(
+                InvalidValue,
+                "consumer completion max_num_consumers {} is outside 1..={}",
+                self.max_num_consumers,
+                limits::MSGQ_MAX_NUM_CONSUMERS
+            );
+        }
+        let shared = Arc::new(ConsumerCompletionShared {
+            ring: CompletionRing::new(self.max_num_recv as usize),
+            imm_data_len: self.imm_data_len,
+            max_num_consumers: self.max_num_consumers,
+            consumers: AtomicU32::new(0),
+            notifier: Notifier::new(self.dpa, self.thread),
+        });
+        let Some(index) = self
+            .dpa
+            .shared
+            .handles
+            .consumer_completions
+            .insert(shared.clone())
+        else {
+            bail!(
+                NoMemory,
+                "too many consumer completion contexts on this DPA"
+            );
+        };
+        Ok(ConsumerCompletion {
+            dpa: self.dpa.clone(),
+            shared,
+            index,
+        })
+    }
+}
+
+impl ConsumerCompletion {
+    /// `doca_comch_consumer_completion_create`.
+    pub fn builder(dpa: &Dpa) -> ConsumerCompletionBuilder<'_> {
+        ConsumerCompletionBuilder {
+            dpa,
+            max_num_consumers: 1,
+            max_num_recv: 64,
+            imm_data_len: limits::MAX_IMM_DATA_LEN as u32,
+            thread: None,
+        }
+    }
+
+    /// `doca_comch_consumer_completion_get_dpa_handle`.
+    pub fn dpa_handle(&self) -> ConsumerCompletionHandle {
+        ConsumerCompletionHandle(self.dpa.shared.handle(Kind::ConsumerCompletion, self.index))
+    }
+}
+
+impl Drop for ConsumerCompletion {
+    fn drop(&mut self) {
+        self.dpa
+            .shared
+            .handles
+            .consumer_completions
+            .remove(self.index);
+    }
+}
+
+/// `doca_dpa_completion`: where DPA producers report finished sends and copies.
+#[derive(Debug)]
+pub struct DpaCompletion {
+    pub(crate) dpa: Dpa,
+    pub(crate) shared: Arc<DpaCompletionShared>,
+    index: usize,
+}
+
+impl DpaCompletion {
+    /// `doca_dpa_completion_create` + optional `doca_dpa_completion_set_thread` +
+    /// `doca_dpa_completion_start`.
+    pub fn start(dpa: &Dpa, queue_size: u32, thread: Option<&DpaThread>) -> Result<DpaCompletion> {
+        dpa.shared.require_running("start a DPA completion")?;
+        if queue_size == 0 || queue_size as usize > limits::DPA_COMPLETION_MAX_QUEUE_SIZE {
+            bail!(
+                InvalidValue,
+                "DPA completion queue size {queue_size} is outside 1..={}",
+                limits::DPA_COMPLETION_MAX_QUEUE_SIZE
+            );
+        }
+        let shared = Arc::new(DpaCompletionShared {
+            ring: CompletionRing::new(queue_size as usize),
+            notifier: Notifier::new(dpa, thread),
+        });
+        let Some(index) = dpa.shared.handles.completions.insert(shared.clone()) else {
+            bail!(NoMemory, "too many DPA completion contexts on this DPA");
+        };
+        Ok(DpaCompletion {
+            dpa: dpa.clone(),
+            shared,
+            index,
+        })
+    }
+
+    /// `doca_dpa_completion_get_dpa_handle`.
+    pub fn dpa_handle(&self) -> CompletionHandle {
+        CompletionHandle(self.dpa.shared.handle(Kind::Completion, self.index))
+    }
+}
+
+impl Drop for DpaCompletion {
+    fn drop(&mut self) {
+        self.dpa.shared.handles.completions.remove(self.index);
+    }
+}
+
+/// `doca_dpa_notification_completion`: lets kernels (and the host) trigger a thread.
+#[derive(Debug)]
+pub struct NotificationCompletion {
+    dpa: Dpa,
+    index: usize,
+}
+
+impl NotificationCompletion {
+    /// `doca_dpa_notification_completion_create` + `_start` for `thread`.
+    pub fn start(dpa: &Dpa, thread: &DpaThread) -> Result<NotificationCompletion> {
+        dpa.shared
+            .require_running("start a notification completion")?;
+        let shared = Arc::new(NotificationShared {
+            notifier: Notifier::new(dpa, Some(thread)),
+        });
+        let Some(index) = dpa.shared.handles.notifications.insert(shared) else {
+            bail!(NoMemory, "too many notification completions on this DPA");
+        };
+        Ok(NotificationCompletion {
+            dpa: dpa.clone(),
+            index,
+        })
+    }
+
+    /// `doca_dpa_notification_completion_get_dpa_handle`.
+    pub fn dpa_handle(&self) -> NotificationCompletionHandle {
+        NotificationCompletionHandle(self.dpa.shared.handle(Kind::Notification, self.index))
+    }
+}
+
+impl Drop for NotificationCompletion {
+    fn drop(&mut self) {
+        self.dpa.shared.handles.notifications.remove(self.index);
+    }
+}

@@ -1,0 +1,659 @@
+//! The DOCA device functions, implemented by the soft device for kernels compiled for the host.
+//!
+//! Each one finds the running activation, resolves its handles through the DPA's tables and
+//! validates what the hardware would not: a bad handle, acking more than was posted or read, a
+//! send with no receive posted, a DMA range outside its mmap. A violation is a fatal error on
+//! the DPA context and ends the activation; it never corrupts memory or loses a message silently.
+
+use super::activation::{Current, Ending, with_current};
+use super::completion::encode_completion;
+use super::memory::resolve_mmap;
+use super::{DpaShared, Kind};
+use crate::comch::{CpuConsumerShared, DpaConsumerShared, DpaProducerShared};
+use crate::dpa::completion::{ConsumerCompletionShared, DpaCompletionShared};
+use crate::error::ErrorCode;
+use crate::limits::MAX_IMM_DATA_LEN;
+use crate::ring::Polled;
+use crate::table::Table;
+use dpakit_abi::SubmitFlags;
+use std::ffi::{c_char, c_int};
+use std::sync::atomic::Ordering;
+
+/// `DOCA_DPA_DEV_COMP_SEND`.
+const COMP_SEND: u32 = 0;
+
+fn lookup<'a, T: Send + Sync>(
+    cur: &Current<'a>,
+    table: impl FnOnce(&'a DpaShared) -> &'a Table<T>,
+    kind: Kind,
+    handle: u64,
+    what: &str,
+) -> &'a T {
+    let dpa = cur.dpa;
+    match dpa.index_of(handle, kind).and_then(|i| table(dpa).get(i)) {
+        Some(obj) => obj,
+        None => cur.fault(
+            ErrorCode::InvalidValue,
+            format!("invalid {what} handle {handle:#x}: not a live {what} of this DPA (destroyed, or from another context)"),
+        ),
+    }
+}
+
+fn consumer_completion<'a>(cur: &Current<'a>, h: u64) -> &'a ConsumerCompletionShared {
+    lookup(
+        cur,
+        |d| &d.handles.consumer_completions,
+        Kind::ConsumerCompletion,
+        h,
+        "consumer completion",
+    )
+}
+
+fn dpa_consumer<'a>(cur: &Current<'a>, h: u64) -> &'a DpaConsumerShared {
+    lookup(
+        cur,
+        |d| &d.handles.dpa_consumers,
+        Kind::DpaConsumer,
+        h,
+        "DPA consumer",
+    )
+}
+
+fn dpa_producer<'a>(cur: &Current<'a>, h: u64) -> &'a DpaProducerShared {
+    lookup(
+        cur,
+        |d| &d.handles.dpa_producers,
+        Kind::DpaProducer,
+        h,
+        "DPA producer",
+    )
+}
+
+fn dpa_completion<'a>(cur: &Current<'a>, h: u64) -> &'a DpaCompletionShared {
+    lookup(
+        cur,
+        |d| &d.handles.completions,
+        Kind::Completion,
+        h,
+        "DPA completion",
+    )
+}
+
+/// A completion context's ring has one reader: the thread attached to the context, or — for a
+/// context with no thread — whoever polls it first. Anyone else polling would race that reader.
+fn require_owner(cur: &Current<'_>, notifier: &super::completion::Notifier, function: &str) {
+    let me = cur.thread.map(|t| t.index);
+    if !notifier.claim_reader(me) {
+        cur.fault(
+            ErrorCode::NotPermitted,
+            format!("{function}: this completion context is read by another DPA thread; each context has one reader (the thread attached to it)"),
+        );
+    }
+}
+
+/// Reads the immediate a device function was given.
+fn imm_arg<'b>(cur: &Current<'_>, imm: *const u8, len: u32, function: &str) -> &'b [u8] {
+    if len as usize > MAX_IMM_DATA_LEN {
+        cur.fault(
+            ErrorCode::InvalidValue,
+            format!(
+                "{function}: immediate of {len} bytes exceeds the limit of {MAX_IMM_DATA_LEN} bytes"
+            ),
+        );
+    }
+    if len == 0 {
+        return &[];
+    }
+    if imm.is_null() {
+        cur.fault(
+            ErrorCode::InvalidValue,
+            format!("{function}: null immediate pointer with length {len}"),
+        );
+    }
+    // SAFETY: the kernel passes a pointer to `len` (≤ 32) readable bytes, as the device API
+    // requires; the bytes are copied before the call returns.
+    unsafe { std::slice::from_raw_parts(imm, len as usize) }
+}
+
+/// The send half shared by post_send_imm_only and dma_copy: deliver `imm` to CPU consumer
+/// `consumer_id`, then account for the send queue and report a completion.
+fn send_to_cpu(
+    cur: &Current<'_>,
+    producer: &DpaProducerShared,
+    consumer_id: u32,
+    imm: &[u8],
+    flags: u32,
+    function: &str,
+) {
+    let flags = match SubmitFlags::from_bits(flags) {
+        Ok(f) => f,
+        Err(e) => cur.fault(ErrorCode::InvalidValue, format!("{function}: {e}")),
+    };
+    let Some(consumer) = producer
+        .cpu_consumers
+        .get((consumer_id as usize).wrapping_sub(1))
+    else {
+        cur.fault(
+            ErrorCode::NotFound,
+            format!("{function}: no CPU consumer with id {consumer_id} on the producer's MsgQ"),
+        )
+    };
+    if imm.len() > consumer.imm_data_len as usize {
+        cur.fault(
+            ErrorCode::InvalidValue,
+            format!(
+                "{function}: immediate of {} bytes exceeds CPU consumer {consumer_id}'s imm_data_len of {}",
+                imm.len(),
+                consumer.imm_data_len
+            ),
+        );
+    }
+    deliver(cur, consumer, producer.id, imm, consumer_id, function);
+
+    // Send queue: sends without a report hold their slot until a later send reports.
+    if flags.contains(SubmitFlags::OPTIMIZE_REPORTS) {
+        let unreported = producer.unreported.fetch_add(1, Ordering::Relaxed) + 1;
+        if unreported > producer.dev_num_send {
+            cur.fault(
+                ErrorCode::Full,
+                format!(
+                    "{function}: {unreported} sends with OPTIMIZE_REPORTS in a row overflow the \
+                     producer's send queue of {} (dev_num_send); let a send report at least once \
+                     per {} sends",
+                    producer.dev_num_send, producer.dev_num_send
+                ),
+            );
+        }
+    } else {
+        producer.unreported.store(0, Ordering::Relaxed);
+        let completion = &producer.completion;
+        if completion
+            .ring
+            .try_push(&encode_completion(COMP_SEND, producer.user_data), 0)
+            .is_err()
+        {
+            cur.fault(
+                ErrorCode::Full,
+                format!(
+                    "{function}: the producer's DPA completion queue ({} entries) overflowed; ack \
+                     completions with doca_dpa_dev_completion_ack or send with OPTIMIZE_REPORTS",
+                    completion.ring.capacity()
+                ),
+            );
+        }
+        completion.notifier.published();
+    }
+}
+
+fn deliver(
+    cur: &Current<'_>,
+    consumer: &CpuConsumerShared,
+    producer_id: u32,
+    imm: &[u8],
+    consumer_id: u32,
+    function: &str,
+) {
+    let claimed = consumer
+        .posted
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| p.checked_sub(1))
+        .is_ok();
+    if !claimed {
+        cur.fault(
+            ErrorCode::Empty,
+            format!(
+                "{function}: CPU consumer {consumer_id} has no receive posted; the message would be \
+                 lost. Post receives on the CPU consumer first (check with \
+                 doca_dpa_dev_comch_producer_is_consumer_empty)"
+            ),
+        );
+    }
+    // Posted receives never exceed the ring's capacity, so a claimed receive always has a slot.
+    if consumer.ring.try_push(imm, producer_id).is_err() {
+        cur.fault(
+            ErrorCode::Unexpected,
+            format!("{function}: CPU consumer {consumer_id} ring full despite a posted receive"),
+        );
+    }
+    consumer.waker.wake();
+}
+
+// ---- Comch MsgQ, DPA consumer side ----
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_comch_consumer_ack(consumer: u64, num_msgs: u32) {
+    with_current("doca_dpa_dev_comch_consumer_ack", |cur| {
+        let c = dpa_consumer(cur, consumer);
+        let posted = c
+            .credits
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |credits| {
+                credits.checked_add(num_msgs).filter(|&n| n <= c.max_recv)
+            });
+        if let Err(current) = posted {
+            cur.fault(
+                ErrorCode::InvalidValue,
+                format!(
+                    "doca_dpa_dev_comch_consumer_ack({num_msgs}) with {current} receives already \
+                     posted exceeds the consumer's queue of {} (doca_comch_consumer_set_dev_num_recv)",
+                    c.max_recv
+                ),
+            );
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_comch_consumer_get_completion(
+    consumer_comp: u64,
+    comp_element: *mut u64,
+) -> c_int {
+    with_current("doca_dpa_dev_comch_consumer_get_completion", |cur| {
+        let cc = consumer_completion(cur, consumer_comp);
+        require_owner(
+            cur,
+            &cc.notifier,
+            "doca_dpa_dev_comch_consumer_get_completion",
+        );
+        // SAFETY: only the attached thread polls (checked above), one activation at a time.
+        match unsafe { cc.ring.poll() } {
+            Some(polled) => {
+                // SAFETY: the kernel passes a valid out-pointer.
+                unsafe { comp_element.write(polled.element()) };
+                1
+            }
+            None => 0,
+        }
+    })
+}
+
+/// The message behind a completion element a kernel holds.
+fn element<'a>(element: u64) -> Polled<'a> {
+    // SAFETY: kernels pass elements they got from get_completion, which stay valid until the
+    // completion ack; the view is used only inside the device call.
+    unsafe { Polled::from_element(element) }
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_comch_consumer_get_completion_imm(
+    comp_element: u64,
+    imm_length: *mut u32,
+) -> *const u8 {
+    let polled = element(comp_element);
+    let imm = polled.imm();
+    if !imm_length.is_null() {
+        // SAFETY: the kernel passes a valid out-pointer.
+        unsafe { imm_length.write(imm.len() as u32) };
+    }
+    imm.as_ptr()
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_comch_consumer_get_completion_producer_id(comp_element: u64) -> u32 {
+    element(comp_element).producer_id()
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_comch_consumer_completion_ack(consumer_comp: u64, num_comp: u64) {
+    with_current("doca_dpa_dev_comch_consumer_completion_ack", |cur| {
+        let cc = consumer_completion(cur, consumer_comp);
+        require_owner(
+            cur,
+            &cc.notifier,
+            "doca_dpa_dev_comch_consumer_completion_ack",
+        );
+        // SAFETY: only the attached thread acks (checked above), one activation at a time.
+        if let Err(e) = unsafe { cc.ring.release(num_comp) } {
+            cur.fault(
+                ErrorCode::InvalidValue,
+                format!("doca_dpa_dev_comch_consumer_completion_ack({num_comp}): {e}"),
+            );
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_comch_consumer_completion_request_notification(consumer_comp: u64) {
+    with_current(
+        "doca_dpa_dev_comch_consumer_completion_request_notification",
+        |cur| {
+            let cc = consumer_completion(cur, consumer_comp);
+            cc.notifier
+                .request(|| crate::sync_hint::has_unpolled(&cc.ring));
+        },
+    )
+}
+
+// ---- Comch MsgQ, DPA producer side ----
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_comch_producer_is_consumer_empty(
+    producer: u64,
+    consumer_id: u32,
+) -> c_int {
+    with_current("doca_dpa_dev_comch_producer_is_consumer_empty", |cur| {
+        let p = dpa_producer(cur, producer);
+        match p.cpu_consumers.get((consumer_id as usize).wrapping_sub(1)) {
+            Some(c) => c_int::from(c.posted.load(Ordering::Acquire) == 0),
+            None => cur.fault(
+                ErrorCode::NotFound,
+                format!("doca_dpa_dev_comch_producer_is_consumer_empty: no CPU consumer with id {consumer_id}"),
+            ),
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_comch_producer_post_send_imm_only(
+    producer: u64,
+    consumer_id: u32,
+    imm: *const u8,
+    imm_length: u32,
+    flags: u32,
+) {
+    const F: &str = "doca_dpa_dev_comch_producer_post_send_imm_only";
+    with_current(F, |cur| {
+        let p = dpa_producer(cur, producer);
+        let imm = imm_arg(cur, imm, imm_length, F);
+        send_to_cpu(cur, p, consumer_id, imm, flags, F);
+    })
+}
+
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+extern "C" fn doca_dpa_dev_comch_producer_dma_copy(
+    producer: u64,
+    consumer_id: u32,
+    dst_mmap: u32,
+    dst_addr: u64,
+    src_mmap: u32,
+    src_addr: u64,
+    length: usize,
+    imm: *const u8,
+    imm_length: u32,
+    flags: u32,
+) {
+    const F: &str = "doca_dpa_dev_comch_producer_dma_copy";
+    with_current(F, |cur| {
+        let p = dpa_producer(cur, producer);
+        let imm = imm_arg(cur, imm, imm_length, F);
+        let len = length as u64;
+        let Some(dst) = resolve_mmap(cur.dpa, dst_mmap) else {
+            cur.fault(
+                ErrorCode::InvalidValue,
+                format!("{F}: invalid destination mmap handle {dst_mmap:#x}"),
+            )
+        };
+        let Some(src) = resolve_mmap(cur.dpa, src_mmap) else {
+            cur.fault(
+                ErrorCode::InvalidValue,
+                format!("{F}: invalid source mmap handle {src_mmap:#x}"),
+            )
+        };
+        if !src.readable {
+            cur.fault(
+                ErrorCode::NotPermitted,
+                format!("{F}: the source mmap lacks local read access"),
+            );
+        }
+        if !dst.writable {
+            cur.fault(
+                ErrorCode::NotPermitted,
+                format!("{F}: the destination mmap needs DOCA_ACCESS_FLAG_LOCAL_READ_WRITE"),
+            );
+        }
+        if !src.contains(src_addr, len) {
+            cur.fault(
+                ErrorCode::InvalidValue,
+                format!(
+                    "{F}: source range {src_addr:#x}+{len} is outside the source mmap \
+                     [{:#x}, {:#x})",
+                    src.base,
+                    src.base + src.len
+                ),
+            );
+        }
+        if !dst.contains(dst_addr, len) {
+            cur.fault(
+                ErrorCode::InvalidValue,
+                format!(
+                    "{F}: destination range {dst_addr:#x}+{len} is outside the destination mmap \
+                     [{:#x}, {:#x})",
+                    dst.base,
+                    dst.base + dst.len
+                ),
+            );
+        }
+        if len > 0 && src_addr < dst_addr + len && dst_addr < src_addr + len {
+            cur.fault(
+                ErrorCode::InvalidValue,
+                format!("{F}: source and destination ranges overlap"),
+            );
+        }
+        // SAFETY: both ranges lie inside started mmaps kept alive by the DPA's handle table, and
+        // they do not overlap (checked above).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                src_addr as usize as *const u8,
+                dst_addr as usize as *mut u8,
+                length,
+            )
+        };
+        send_to_cpu(cur, p, consumer_id, imm, flags, F);
+    })
+}
+
+// ---- Memory ----
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_mmap_get_external_ptr(mmap: u32, addr: u64) -> u64 {
+    with_current("doca_dpa_dev_mmap_get_external_ptr", |cur| {
+        let Some(view) = resolve_mmap(cur.dpa, mmap) else {
+            cur.fault(
+                ErrorCode::InvalidValue,
+                format!("doca_dpa_dev_mmap_get_external_ptr: invalid mmap handle {mmap:#x}"),
+            )
+        };
+        if !view.contains(addr, 1) {
+            cur.fault(
+                ErrorCode::InvalidValue,
+                format!(
+                    "doca_dpa_dev_mmap_get_external_ptr: address {addr:#x} is outside the mmap [{:#x}, {:#x})",
+                    view.base,
+                    view.base + view.len
+                ),
+            );
+        }
+        // The soft DPA shares the host's address space: the external pointer is the address.
+        addr
+    })
+}
+
+// ---- DPA completions ----
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_get_completion(dpa_comp: u64, comp_element: *mut u64) -> c_int {
+    with_current("doca_dpa_dev_get_completion", |cur| {
+        let c = dpa_completion(cur, dpa_comp);
+        require_owner(cur, &c.notifier, "doca_dpa_dev_get_completion");
+        // SAFETY: only the attached thread polls (checked above), one activation at a time.
+        match unsafe { c.ring.poll() } {
+            Some(polled) => {
+                // SAFETY: the kernel passes a valid out-pointer.
+                unsafe { comp_element.write(polled.element()) };
+                1
+            }
+            None => 0,
+        }
+    })
+}
+
+fn completion_word(element: u64, word: usize) -> u32 {
+    let polled = self::element(element);
+    let bytes = polled.imm();
+    let mut w = [0u8; 4];
+    if let Some(src) = bytes.get(word * 4..word * 4 + 4) {
+        w.copy_from_slice(src);
+    }
+    u32::from_ne_bytes(w)
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_get_completion_type(comp_element: u64) -> u32 {
+    completion_word(comp_element, 0)
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_get_completion_user_data(comp_element: u64) -> u32 {
+    completion_word(comp_element, 1)
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_completion_ack(dpa_comp: u64, num_comp: u64) {
+    with_current("doca_dpa_dev_completion_ack", |cur| {
+        let c = dpa_completion(cur, dpa_comp);
+        require_owner(cur, &c.notifier, "doca_dpa_dev_completion_ack");
+        // SAFETY: only the attached thread acks (checked above), one activation at a time.
+        if let Err(e) = unsafe { c.ring.release(num_comp) } {
+            cur.fault(
+                ErrorCode::InvalidValue,
+                format!("doca_dpa_dev_completion_ack({num_comp}): {e}"),
+            );
+        }
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_completion_request_notification(dpa_comp: u64) {
+    with_current("doca_dpa_dev_completion_request_notification", |cur| {
+        let c = dpa_completion(cur, dpa_comp);
+        c.notifier
+            .request(|| crate::sync_hint::has_unpolled(&c.ring));
+    })
+}
+
+// ---- DPA threads ----
+
+fn require_thread(cur: &Current<'_>, function: &str) {
+    if cur.thread.is_none() {
+        cur.fault(
+            ErrorCode::NotPermitted,
+            format!("{function} is for DPA threads; it was called from an RPC"),
+        );
+    }
+}
+
+#[unsafe(no_mangle)]
+extern "C-unwind" fn doca_dpa_dev_thread_reschedule() -> ! {
+    with_current("doca_dpa_dev_thread_reschedule", |cur| {
+        require_thread(cur, "doca_dpa_dev_thread_reschedule");
+        cur.end(Ending::Reschedule)
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "C-unwind" fn doca_dpa_dev_thread_finish() -> ! {
+    with_current("doca_dpa_dev_thread_finish", |cur| {
+        require_thread(cur, "doca_dpa_dev_thread_finish");
+        cur.end(Ending::Finish)
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_thread_notify(notify_comp: u64) {
+    with_current("doca_dpa_dev_thread_notify", |cur| {
+        let n = lookup(
+            cur,
+            |d| &d.handles.notifications,
+            Kind::Notification,
+            notify_comp,
+            "notification completion",
+        );
+        n.notifier.fire();
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "C" fn doca_dpa_dev_thread_get_local_storage() -> u64 {
+    with_current("doca_dpa_dev_thread_get_local_storage", |cur| {
+        match cur.thread {
+            Some(t) => t.local_storage.load(Ordering::Relaxed),
+            None => cur.fault(
+                ErrorCode::NotPermitted,
+                "thread local storage read from an RPC".into(),
+            ),
+        }
+    })
+}
+
+// ---- Logging: doca_dpa_dev_log is variadic, so C (csrc/dev_log.c) formats and calls this. ----
+
+#[unsafe(no_mangle)]
+extern "C" fn dpakit_emu_dev_log(level: u32, message: *const c_char, len: usize) {
+    // SAFETY: the C shim passes a buffer of `len` formatted bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(message.cast::<u8>(), len) };
+    let text = String::from_utf8_lossy(bytes);
+    let level_name = match level {
+        20 => "CRIT",
+        30 => "ERROR",
+        40 => "WARNING",
+        50 => "INFO",
+        60 => "DEBUG",
+        _ => "LOG",
+    };
+    if level <= crate::log_level() {
+        eprint!("[dpa {level_name}] {text}");
+        if !text.ends_with('\n') {
+            eprintln!();
+        }
+    }
+}
+
+unsafe extern "C" {
+    fn doca_dpa_dev_log(log_level: u32, format: *const c_char, ...);
+}
+
+/// Takes the address of every device function. [`Dpa`](super::Dpa) start calls it, so any program
+/// that runs kernels links all of them whatever order the linker sees the crates in.
+pub(crate) fn keep_linked() {
+    let table: [*const (); 21] = [
+        doca_dpa_dev_mmap_get_external_ptr as *const (),
+        doca_dpa_dev_comch_consumer_ack as *const (),
+        doca_dpa_dev_comch_consumer_get_completion as *const (),
+        doca_dpa_dev_comch_consumer_get_completion_imm as *const (),
+        doca_dpa_dev_comch_consumer_get_completion_producer_id as *const (),
+        doca_dpa_dev_comch_consumer_completion_ack as *const (),
+        doca_dpa_dev_comch_consumer_completion_request_notification as *const (),
+        doca_dpa_dev_comch_producer_is_consumer_empty as *const (),
+        doca_dpa_dev_comch_producer_post_send_imm_only as *const (),
+        doca_dpa_dev_comch_producer_dma_copy as *const (),
+        doca_dpa_dev_get_completion as *const (),
+        doca_dpa_dev_get_completion_type as *const (),
+        doca_dpa_dev_get_completion_user_data as *const (),
+        doca_dpa_dev_completion_ack as *const (),
+        doca_dpa_dev_completion_request_notification as *const (),
+        doca_dpa_dev_thread_reschedule as *const (),
+        doca_dpa_dev_thread_finish as *const (),
+        doca_dpa_dev_thread_notify as *const (),
+        doca_dpa_dev_thread_get_local_storage as *const (),
+        doca_dpa_dev_log as *const (),
+        dpakit_emu_dev_log as *const (),
+    ];
+    std::hint::black_box(&table);
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every symbol kernels may import has a definition here.
+    #[test]
+    fn every_declared_device_function_is_implemented() {
+        let source = include_str!("device_api.rs");
+        let c_source = include_str!("../../csrc/dev_log.c");
+        for symbol in dpakit_dev::sys::DEVICE_API {
+            let defined = source.contains(&format!("fn {symbol}("))
+                || c_source.contains(&format!("void {symbol}("));
+            assert!(
+                defined,
+                "{symbol} is declared in dpakit-dev but not implemented by the soft device"
+            );
+        }
+    }
+}

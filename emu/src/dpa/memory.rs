@@ -1,0 +1,224 @@
+//! DPA device memory (`doca_dpa_mem_alloc` …) and mmap views for DMA.
+//!
+//! Device memory on the soft device is host memory owned by the DPA context; a device pointer is
+//! its address, so kernels dereference it as they would on the DPA. Every copy is checked to lie
+//! inside one live allocation.
+
+use super::DpaShared;
+use crate::error::{Result, bail};
+use crate::mmap::Mmap;
+use dpakit_abi::handles::MmapHandle;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+pub use dpakit_abi::handles::DevPtr;
+
+/// 64-byte aligned storage unit.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct Line([u8; 64]);
+
+#[derive(Debug, Default)]
+struct Allocations {
+    /// Start address → (storage, requested length).
+    by_addr: BTreeMap<u64, (Box<[Line]>, usize)>,
+    total: usize,
+}
+
+impl std::fmt::Debug for Line {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Line")
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct DeviceMemory {
+    limit: usize,
+    allocations: Mutex<Allocations>,
+}
+
+impl DeviceMemory {
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            allocations: Mutex::new(Allocations::default()),
+        }
+    }
+
+    pub(crate) fn alloc(&self, size: usize) -> Result<DevPtr> {
+        if size == 0 {
+            bail!(InvalidValue, "doca_dpa_mem_alloc of 0 bytes");
+        }
+        let mut a = self.allocations.lock().unwrap_or_else(|p| p.into_inner());
+        if a.total + size > self.limit {
+            bail!(
+                NoMemory,
+                "DPA device memory exhausted: {} bytes in use, {size} requested, limit {} bytes",
+                a.total,
+                self.limit
+            );
+        }
+        let storage: Box<[Line]> = vec![Line([0; 64]); size.div_ceil(64)].into_boxed_slice();
+        let addr = storage.as_ptr() as u64;
+        a.by_addr.insert(addr, (storage, size));
+        a.total += size;
+        Ok(DevPtr(addr))
+    }
+
+    pub(crate) fn free(&self, ptr: DevPtr) -> Result<()> {
+        let mut a = self.allocations.lock().unwrap_or_else(|p| p.into_inner());
+        match a.by_addr.remove(&ptr.raw()) {
+            Some((_, size)) => {
+                a.total -= size;
+                Ok(())
+            }
+            None => bail!(
+                InvalidValue,
+                "doca_dpa_mem_free of {:#x}: not the start of a live allocation",
+                ptr.raw()
+            ),
+        }
+    }
+
+    /// Runs `f` on the range `[ptr, ptr + len)` if it lies inside one live allocation.
+    fn with_range<R>(
+        &self,
+        ptr: DevPtr,
+        len: usize,
+        what: &str,
+        f: impl FnOnce(*mut u8) -> R,
+    ) -> Result<R> {
+        let a = self.allocations.lock().unwrap_or_else(|p| p.into_inner());
+        let addr = ptr.raw();
+        let inside = a
+            .by_addr
+            .range(..=addr)
+            .next_back()
+            .is_some_and(|(&start, (_, size))| {
+                addr.checked_add(len as u64)
+                    .is_some_and(|end| end <= start + *size as u64)
+            });
+        if !inside {
+            bail!(
+                InvalidValue,
+                "{what}: {len} bytes at {addr:#x} are not inside one DPA memory allocation"
+            );
+        }
+        Ok(f(addr as usize as *mut u8))
+    }
+
+    pub(crate) fn h2d(&self, dst: DevPtr, src: &[u8]) -> Result<()> {
+        self.with_range(dst, src.len(), "doca_dpa_h2d_memcpy", |p| {
+            // SAFETY: the range is inside a live allocation (checked under the lock, held during
+            // the copy), and `src` is a separate host slice.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) }
+        })
+    }
+
+    pub(crate) fn d2h(&self, dst: &mut [u8], src: DevPtr) -> Result<()> {
+        self.with_range(src, dst.len(), "doca_dpa_d2h_memcpy", |p| {
+            // SAFETY: as in h2d, in the other direction.
+            unsafe { std::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) }
+        })
+    }
+
+    pub(crate) fn memset(&self, dst: DevPtr, value: u8, size: usize) -> Result<()> {
+        self.with_range(dst, size, "doca_dpa_memset", |p| {
+            // SAFETY: the range is inside a live allocation.
+            unsafe { std::ptr::write_bytes(p, value, size) }
+        })
+    }
+}
+
+/// What DMA needs to know about an mmap, captured when its DPA handle is taken.
+#[derive(Debug)]
+pub(crate) struct MmapView {
+    pub base: u64,
+    pub len: u64,
+    pub readable: bool,
+    pub writable: bool,
+    /// Keeps the memory registered while the handle exists.
+    _mmap: Mmap,
+}
+
+impl MmapView {
+    /// Whether `[addr, addr + len)` lies inside the mmap's range (overflow-safe).
+    #[inline]
+    pub(crate) fn contains(&self, addr: u64, len: u64) -> bool {
+        addr >= self.base
+            && addr
+                .checked_add(len)
+                .is_some_and(|end| end <= self.base + self.len)
+    }
+}
+
+pub(crate) fn register_mmap(dpa: &Arc<DpaShared>, mmap: &Mmap) -> Result<MmapHandle> {
+    if !mmap.is_started() {
+        bail!(
+            BadState,
+            "doca_mmap_dev_get_dpa_handle: the mmap is not started (call start first)"
+        );
+    }
+    let (ptr, len) = mmap.range();
+    let view = Arc::new(MmapView {
+        base: ptr as u64,
+        len: len as u64,
+        readable: mmap.allows_local_read(),
+        writable: mmap.allows_local_write(),
+        _mmap: mmap.clone(),
+    });
+    let Some(index) = dpa.handles.mmaps.insert(view) else {
+        bail!(NoMemory, "too many mmaps registered with this DPA");
+    };
+    Ok(MmapHandle((u32::from(dpa.id as u8) << 24) | index as u32))
+}
+
+/// The view behind an mmap handle of `dpa`.
+#[inline]
+pub(crate) fn resolve_mmap(dpa: &DpaShared, handle: u32) -> Option<&MmapView> {
+    if handle >> 24 != u32::from(dpa.id as u8) {
+        return None;
+    }
+    dpa.handles.mmaps.get((handle & 0xff_ffff) as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dpakit_abi::ErrorCode;
+
+    #[test]
+    fn copies_stay_inside_one_allocation() {
+        let m = DeviceMemory::new(1 << 20);
+        let p = m.alloc(100).unwrap();
+        m.h2d(p, &[7; 100]).unwrap();
+        let mut out = [0u8; 100];
+        m.d2h(&mut out, p).unwrap();
+        assert_eq!(out, [7; 100]);
+        assert_eq!(
+            m.h2d(p, &[0; 101]).unwrap_err().code(),
+            ErrorCode::InvalidValue
+        );
+        assert_eq!(
+            m.memset(DevPtr(p.raw() + 50), 1, 51).unwrap_err().code(),
+            ErrorCode::InvalidValue
+        );
+        m.memset(DevPtr(p.raw() + 50), 1, 50).unwrap();
+        m.free(p).unwrap();
+        assert_eq!(m.free(p).unwrap_err().code(), ErrorCode::InvalidValue);
+        assert_eq!(
+            m.d2h(&mut out, p).unwrap_err().code(),
+            ErrorCode::InvalidValue
+        );
+    }
+
+    #[test]
+    fn the_limit_is_enforced() {
+        let m = DeviceMemory::new(1000);
+        let p = m.alloc(600).unwrap();
+        assert_eq!(m.alloc(600).unwrap_err().code(), ErrorCode::NoMemory);
+        m.free(p).unwrap();
+        m.alloc(600).unwrap();
+        assert_eq!(m.alloc(0).unwrap_err().code(), ErrorCode::InvalidValue);
+    }
+}

@@ -1,0 +1,379 @@
+//! The DPA: context (`doca_dpa`), app (kernel registry), threads, completions, RPC and device
+//! memory, and the device functions kernels call.
+//!
+//! Kernels compiled for the host run on the soft device's workers. Each activation runs on the
+//! thread's own stack ([`activation`]); `thread_reschedule` leaves that stack the way a DPA thread
+//! leaves its EU. Handles given to kernels index fixed tables ([`Handles`]), so a stale or forged
+//! handle is reported as a fatal error, never dereferenced.
+
+pub(crate) mod activation;
+pub mod completion;
+pub(crate) mod device_api;
+mod memory;
+pub(crate) mod sched;
+pub mod thread;
+
+use crate::ctx::{CtxState, StateMachine};
+use crate::error::{Error, Result, bail};
+use crate::table::Table;
+use completion::{ConsumerCompletionShared, DpaCompletionShared, NotificationShared};
+use dpakit_dev::{RpcKernel, RpcSignature, ThreadKernel};
+use memory::DeviceMemory;
+use sched::{Scheduler, SchedulerConfig};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
+use thread::ThreadShared;
+
+pub use activation::Ending;
+pub use completion::{
+    ConsumerCompletion, ConsumerCompletionBuilder, DpaCompletion, NotificationCompletion,
+};
+pub use memory::DevPtr;
+pub use sched::{SchedMode, SchedStats, TraceEvent, pin_current_thread};
+pub use thread::{DpaThread, DpaThreadBuilder};
+
+/// `doca_dpa_app`: the kernels a DPA program contains. Threads and RPCs may only run kernels the
+/// app lists, as on the device, where a function outside the app does not exist.
+#[derive(Clone, Debug, Default)]
+pub struct App {
+    name: &'static str,
+    thread_kernels: Vec<&'static str>,
+    rpc_kernels: Vec<&'static str>,
+}
+
+impl App {
+    /// An app named `name` (the DOCA app symbol, e.g. `dpakit_kernels`).
+    pub fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            ..Self::default()
+        }
+    }
+
+    /// Adds a thread kernel.
+    pub fn thread_kernel(mut self, kernel: &ThreadKernel) -> Self {
+        self.thread_kernels.push(kernel.name());
+        self
+    }
+
+    /// Adds an RPC kernel.
+    pub fn rpc_kernel<F: RpcSignature>(mut self, kernel: &RpcKernel<F>) -> Self {
+        self.rpc_kernels.push(kernel.name());
+        self
+    }
+
+    /// The app's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// Kinds of objects a kernel names by handle; the kind is part of the handle.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    ConsumerCompletion = 1,
+    DpaConsumer = 2,
+    DpaProducer = 3,
+    Completion = 4,
+    Notification = 5,
+}
+
+/// The per-DPA handle tables.
+#[derive(Debug)]
+pub(crate) struct Handles {
+    pub consumer_completions: Table<ConsumerCompletionShared>,
+    pub dpa_consumers: Table<crate::comch::DpaConsumerShared>,
+    pub dpa_producers: Table<crate::comch::DpaProducerShared>,
+    pub completions: Table<DpaCompletionShared>,
+    pub notifications: Table<NotificationShared>,
+    pub mmaps: Table<memory::MmapView>,
+}
+
+/// State shared by a DPA context, its threads and workers.
+pub(crate) struct DpaShared {
+    pub id: u16,
+    pub dev: crate::dev::Dev,
+    pub app: App,
+    pub state: StateMachine,
+    pub handles: Handles,
+    pub threads: Table<ThreadShared>,
+    pub sched: Scheduler,
+    pub memory: DeviceMemory,
+    fatal: Mutex<Option<Error>>,
+    faulted: AtomicBool,
+}
+
+impl fmt::Debug for DpaShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dpa")
+            .field("id", &self.id)
+            .field("app", &self.app.name)
+            .field("state", &self.state.get())
+            .finish()
+    }
+}
+
+static NEXT_DPA_ID: AtomicU16 = AtomicU16::new(1);
+
+impl DpaShared {
+    /// The 64-bit device handle for slot `index` of `kind`.
+    pub(crate) fn handle(&self, kind: Kind, index: usize) -> u64 {
+        (u64::from(self.id) << 48) | ((kind as u64) << 40) | index as u64
+    }
+
+    /// The slot index of `handle` if it is a handle of `kind` on this DPA.
+    #[inline]
+    pub(crate) fn index_of(&self, handle: u64, kind: Kind) -> Option<usize> {
+        let ok = handle >> 48 == u64::from(self.id) && (handle >> 40) & 0xff == kind as u64;
+        ok.then_some((handle & 0xff_ffff_ffff) as usize)
+    }
+
+    /// Records a fatal error: the context moves to STOPPING and every later check reports it.
+    pub(crate) fn set_fatal(&self, error: Error) {
+        let mut fatal = self.fatal.lock().unwrap_or_else(|p| p.into_inner());
+        if fatal.is_none() {
+            eprintln!(
+                "dpakit soft device: fatal error on DPA context {}: {error}",
+                self.id
+            );
+            *fatal = Some(error);
+            self.faulted.store(true, Ordering::Release);
+            if self.state.get() == CtxState::Running {
+                self.state.transition(CtxState::Stopping);
+            }
+        }
+    }
+
+    /// The fatal error, if one happened.
+    pub(crate) fn fatal(&self) -> Option<Error> {
+        if !self.faulted.load(Ordering::Acquire) {
+            return None;
+        }
+        self.fatal.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn check(&self) -> Result<()> {
+        self.fatal().map_or(Ok(()), Err)
+    }
+
+    pub(crate) fn require_running(&self, what: &str) -> Result<()> {
+        self.check()?;
+        self.state.require_running(what)
+    }
+}
+
+/// Configuration of a [`Dpa`] (`doca_dpa_create` … `doca_dpa_start`).
+#[derive(Debug)]
+pub struct DpaBuilder {
+    dev: crate::dev::Dev,
+    app: Option<App>,
+    sched: SchedulerConfig,
+}
+
+/// `doca_dpa`: a DPA context running one app.
+#[derive(Clone)]
+pub struct Dpa {
+    pub(crate) shared: Arc<DpaShared>,
+}
+
+impl fmt::Debug for Dpa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.shared.fmt(f)
+    }
+}
+
+impl DpaBuilder {
+    /// `doca_dpa_set_app`.
+    pub fn app(mut self, app: App) -> Self {
+        self.app = Some(app);
+        self
+    }
+
+    /// How activations are scheduled: busy-polling workers (lowest latency), sleeping workers
+    /// woken by notifications, or deterministic (single thread, seeded).
+    pub fn sched_mode(mut self, mode: SchedMode) -> Self {
+        self.sched.mode = mode;
+        self
+    }
+
+    /// Number of worker threads (default: one less than the machine's cores, at least one).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.sched.workers = Some(n);
+        self
+    }
+
+    /// Pins worker `i` to CPU `cpus[i % cpus.len()]` (benchmarks pin to distinct cores).
+    pub fn pin_workers(mut self, cpus: Vec<usize>) -> Self {
+        self.sched.pin = cpus;
+        self
+    }
+
+    /// `doca_dpa_start`.
+    pub fn start(self) -> Result<Dpa> {
+        let Some(app) = self.app else {
+            bail!(
+                BadState,
+                "a DPA needs an app before start (doca_dpa_set_app): call DpaBuilder::app"
+            );
+        };
+        self.dev.as_devinfo().dpa_cap_is_supported()?;
+        use crate::limits::DPA_MAX_THREADS;
+        let id = NEXT_DPA_ID.fetch_add(1, Ordering::Relaxed);
+        let shared = Arc::new_cyclic(|weak| DpaShared {
+            id,
+            dev: self.dev,
+            app,
+            state: StateMachine::new("the DPA context"),
+            handles: Handles {
+                consumer_completions: Table::new(DPA_MAX_THREADS),
+                dpa_consumers: Table::new(crate::limits::MSGQ_MAX_NUM_CONSUMERS * 16),
+                dpa_producers: Table::new(crate::limits::MSGQ_MAX_NUM_PRODUCERS * 16),
+                completions: Table::new(DPA_MAX_THREADS * 2),
+                notifications: Table::new(DPA_MAX_THREADS),
+                mmaps: Table::new(1024),
+            },
+            threads: Table::new(DPA_MAX_THREADS),
+            sched: Scheduler::new(self.sched, weak.clone()),
+            memory: DeviceMemory::new(crate::limits::DPA_MAX_MEMORY),
+            fatal: Mutex::new(None),
+            faulted: AtomicBool::new(false),
+        });
+        device_api::keep_linked();
+        shared.state.start()?;
+        shared.sched.spawn_workers()?;
+        Ok(Dpa { shared })
+    }
+}
+
+impl Dpa {
+    /// `doca_dpa_create`: a DPA context on `dev` (which must have a DPA).
+    pub fn builder(dev: &crate::dev::Dev) -> DpaBuilder {
+        DpaBuilder {
+            dev: dev.clone(),
+            app: None,
+            sched: SchedulerConfig::default(),
+        }
+    }
+
+    /// The device the context runs on.
+    pub fn dev(&self) -> &crate::dev::Dev {
+        &self.shared.dev
+    }
+
+    /// The context state; STOPPING after a fatal error.
+    pub fn state(&self) -> CtxState {
+        self.shared.state.get()
+    }
+
+    /// The fatal error that stopped the context (a kernel panic, or device-side misuse such as
+    /// acking more credits than the queue holds), if any.
+    pub fn error(&self) -> Option<Error> {
+        self.shared.fatal()
+    }
+
+    /// `Err` with the fatal error if there was one.
+    pub fn check(&self) -> Result<()> {
+        self.shared.check()
+    }
+
+    /// `doca_dpa_get_core_num`.
+    pub fn core_num(&self) -> u32 {
+        crate::limits::DPA_NUM_CORES as u32
+    }
+
+    /// `doca_dpa_get_num_threads_per_core` (EUs per core).
+    pub fn num_threads_per_core(&self) -> u32 {
+        crate::limits::DPA_THREADS_PER_CORE as u32
+    }
+
+    /// `doca_dpa_get_max_threads_per_kernel`-style limit: threads one DPA context can hold.
+    pub fn max_threads(&self) -> u32 {
+        crate::limits::DPA_MAX_THREADS as u32
+    }
+
+    /// `doca_dpa_rpc`: runs an RPC kernel once and returns its result.
+    pub fn rpc<F: RpcSignature>(&self, kernel: &RpcKernel<F>, args: F::Args) -> Result<u64> {
+        self.shared.require_running("run an RPC")?;
+        if !self.shared.app.rpc_kernels.contains(&kernel.name()) {
+            bail!(
+                NotFound,
+                "RPC kernel `{}` is not part of app `{}`; add it with App::rpc_kernel",
+                kernel.name(),
+                self.shared.app.name
+            );
+        }
+        let entry = kernel.entry();
+        activation::run_rpc(&self.shared, kernel.name(), move || entry.invoke(args))
+    }
+
+    /// `doca_dpa_mem_alloc`: `size` bytes of device memory (zeroed).
+    pub fn mem_alloc(&self, size: usize) -> Result<DevPtr> {
+        self.shared.require_running("allocate device memory")?;
+        self.shared.memory.alloc(size)
+    }
+
+    /// `doca_dpa_mem_free`.
+    pub fn mem_free(&self, ptr: DevPtr) -> Result<()> {
+        self.shared.memory.free(ptr)
+    }
+
+    /// `doca_dpa_h2d_memcpy`: copies `src` to device memory at `dst`.
+    pub fn h2d_memcpy(&self, dst: DevPtr, src: &[u8]) -> Result<()> {
+        self.shared.memory.h2d(dst, src)
+    }
+
+    /// `doca_dpa_d2h_memcpy`: copies device memory at `src` into `dst`.
+    pub fn d2h_memcpy(&self, dst: &mut [u8], src: DevPtr) -> Result<()> {
+        self.shared.memory.d2h(dst, src)
+    }
+
+    /// `doca_dpa_memset`.
+    pub fn memset(&self, dst: DevPtr, value: u8, size: usize) -> Result<()> {
+        self.shared.memory.memset(dst, value, size)
+    }
+
+    /// Allocates device memory holding `value` (alloc + h2d copy), e.g. a kernel argument block.
+    pub fn mem_alloc_init<T: dpakit_abi::Pod>(&self, value: &T) -> Result<DevPtr> {
+        let ptr = self.mem_alloc(size_of::<T>())?;
+        self.h2d_memcpy(ptr, dpakit_abi::bytes_of(value))?;
+        Ok(ptr)
+    }
+
+    /// `doca_mmap_dev_get_dpa_handle`: the handle kernels use to name `mmap` in DMA copies.
+    pub fn mmap_handle(&self, mmap: &crate::mmap::Mmap) -> Result<dpakit_abi::handles::MmapHandle> {
+        memory::register_mmap(&self.shared, mmap)
+    }
+
+    /// Scheduler statistics.
+    pub fn stats(&self) -> sched::SchedStats {
+        self.shared.sched.stats()
+    }
+
+    /// The deterministic trace: `(thread index, ending)` for every activation, in order.
+    pub fn trace(&self) -> Vec<sched::TraceEvent> {
+        self.shared.sched.trace()
+    }
+
+    /// In deterministic mode: runs one ready activation chosen by the seeded generator. Returns
+    /// false when nothing is ready. Other modes run activations on their workers and return false.
+    pub fn step(&self) -> bool {
+        self.shared.sched.step()
+    }
+
+    /// In deterministic mode: runs activations until none is ready; returns how many ran.
+    pub fn run_until_idle(&self) -> usize {
+        let mut n = 0;
+        while self.step() {
+            n += 1;
+        }
+        n
+    }
+}
+
+impl Drop for DpaShared {
+    fn drop(&mut self) {
+        self.sched.shutdown();
+    }
+}

@@ -1,0 +1,275 @@
+//! DPA threads (`doca_dpa_thread`): a kernel, its `u64` argument and local storage, and the
+//! state the scheduler uses to trigger it.
+
+use super::Dpa;
+use super::sched::Scheduler;
+use crate::error::{Result, bail};
+use corosensei::stack::DefaultStack;
+use dpakit_dev::{ThreadEntry, ThreadKernel};
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Stack of one DPA thread on the soft device. Generous for debug builds of kernels; pages are
+/// only touched as used.
+const STACK_SIZE: usize = 256 * 1024;
+
+pub(crate) mod flags {
+    /// `doca_dpa_thread_run` was called: notifications trigger activations.
+    pub const RUN: u32 = 1 << 0;
+    /// In a worker's run queue.
+    pub const QUEUED: u32 = 1 << 1;
+    /// An activation is executing.
+    pub const ACTIVE: u32 = 1 << 2;
+    /// Notified while queued, active or not yet running: run (again) afterwards.
+    pub const PENDING: u32 = 1 << 3;
+    /// `thread_finish` was called or the thread was stopped.
+    pub const FINISHED: u32 = 1 << 4;
+    /// The thread's kernel faulted (panic or device-side misuse).
+    pub const FAULTED: u32 = 1 << 5;
+}
+
+/// What the scheduler and workers know about a thread.
+pub(crate) struct ThreadShared {
+    pub index: usize,
+    pub name: &'static str,
+    pub entry: ThreadEntry,
+    pub arg: u64,
+    pub local_storage: AtomicU64,
+    pub state: AtomicU32,
+    pub activations: AtomicU64,
+    /// Used only by the worker that holds the ACTIVE bit.
+    stack: UnsafeCell<Option<DefaultStack>>,
+}
+
+// SAFETY: `stack` is only touched by the one worker that set ACTIVE (an atomic handoff), so the
+// cell is never accessed from two threads at once; every other field is atomic or immutable.
+unsafe impl Sync for ThreadShared {}
+// SAFETY: as above; the stack itself is plain memory.
+unsafe impl Send for ThreadShared {}
+
+impl fmt::Debug for ThreadShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DpaThread")
+            .field("index", &self.index)
+            .field("kernel", &self.name)
+            .field("state", &self.state.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl ThreadShared {
+    /// Takes the thread's stack for an activation.
+    ///
+    /// # Safety
+    /// The caller holds the ACTIVE bit.
+    pub(crate) unsafe fn take_stack(&self) -> Option<DefaultStack> {
+        // SAFETY: exclusive by the caller's contract.
+        unsafe { (*self.stack.get()).take() }
+    }
+
+    /// Gives the stack back after an activation.
+    ///
+    /// # Safety
+    /// The caller holds the ACTIVE bit.
+    pub(crate) unsafe fn put_stack(&self, stack: DefaultStack) {
+        // SAFETY: exclusive by the caller's contract.
+        unsafe { *self.stack.get() = Some(stack) }
+    }
+
+    /// A notification arrived (a completion on an attached, armed context, or `thread_notify`).
+    #[inline]
+    pub(crate) fn notify(&self, sched: &Scheduler) {
+        use flags::*;
+        let mut s = self.state.load(Ordering::Acquire);
+        loop {
+            if s & (FINISHED | FAULTED) != 0 {
+                return;
+            }
+            let next = if s & RUN == 0 || s & (QUEUED | ACTIVE) != 0 {
+                s | PENDING
+            } else {
+                s | QUEUED
+            };
+            if next == s {
+                return;
+            }
+            match self
+                .state
+                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    if next & QUEUED != 0 && s & QUEUED == 0 {
+                        sched.enqueue(self);
+                    }
+                    return;
+                }
+                Err(actual) => s = actual,
+            }
+        }
+    }
+}
+
+/// Configuration of a [`DpaThread`].
+#[derive(Debug)]
+pub struct DpaThreadBuilder<'a> {
+    dpa: &'a Dpa,
+    kernel: ThreadKernel,
+    arg: u64,
+    local_storage: u64,
+}
+
+impl DpaThreadBuilder<'_> {
+    /// `doca_dpa_thread_set_local_storage`.
+    pub fn local_storage(mut self, ptr: super::DevPtr) -> Self {
+        self.local_storage = ptr.raw();
+        self
+    }
+
+    /// `doca_dpa_thread_start`: allocates the thread's resources. The thread is not triggered
+    /// until [`DpaThread::run`].
+    pub fn start(self) -> Result<DpaThread> {
+        let dpa = &self.dpa.shared;
+        dpa.require_running("create a DPA thread")?;
+        if !dpa.app.thread_kernels.contains(&self.kernel.name()) {
+            bail!(
+                NotFound,
+                "thread kernel `{}` is not part of app `{}`; add it with App::thread_kernel",
+                self.kernel.name(),
+                dpa.app.name
+            );
+        }
+        let stack = DefaultStack::new(STACK_SIZE).map_err(|e| {
+            crate::error::err(
+                crate::error::ErrorCode::NoMemory,
+                format!("DPA thread stack: {e}"),
+            )
+        })?;
+        let mut stack = Some(stack);
+        let made = dpa.threads.insert_with(|index| {
+            Arc::new(ThreadShared {
+                index,
+                name: self.kernel.name(),
+                entry: self.kernel.entry(),
+                arg: self.arg,
+                local_storage: AtomicU64::new(self.local_storage),
+                state: AtomicU32::new(0),
+                activations: AtomicU64::new(0),
+                stack: UnsafeCell::new(stack.take()),
+            })
+        });
+        let Some((_, shared)) = made else {
+            bail!(
+                NoMemory,
+                "the DPA holds at most {} threads",
+                dpa.threads.capacity()
+            );
+        };
+        Ok(DpaThread {
+            dpa: self.dpa.clone(),
+            shared,
+        })
+    }
+}
+
+/// `doca_dpa_thread`.
+pub struct DpaThread {
+    pub(crate) dpa: Dpa,
+    pub(crate) shared: Arc<ThreadShared>,
+}
+
+impl fmt::Debug for DpaThread {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.shared.fmt(f)
+    }
+}
+
+impl DpaThread {
+    /// `doca_dpa_thread_create` + `doca_dpa_thread_set_func_arg`.
+    pub fn builder<'a>(dpa: &'a Dpa, kernel: &ThreadKernel, arg: u64) -> DpaThreadBuilder<'a> {
+        DpaThreadBuilder {
+            dpa,
+            kernel: *kernel,
+            arg,
+            local_storage: 0,
+        }
+    }
+
+    /// `doca_dpa_thread_run`: from now on notifications trigger the kernel. A notification that
+    /// arrived earlier triggers it at once.
+    pub fn run(&self) -> Result<()> {
+        use flags::*;
+        self.dpa.shared.require_running("run a DPA thread")?;
+        let prev = self.shared.state.fetch_or(RUN, Ordering::AcqRel);
+        if prev & FINISHED != 0 {
+            bail!(
+                BadState,
+                "DPA thread `{}` has finished; create a new thread",
+                self.shared.name
+            );
+        }
+        if prev & RUN != 0 {
+            bail!(
+                BadState,
+                "DPA thread `{}` is already running",
+                self.shared.name
+            );
+        }
+        if prev & PENDING != 0 {
+            self.shared.state.fetch_and(!PENDING, Ordering::AcqRel);
+            self.shared.notify(&self.dpa.shared.sched);
+        }
+        Ok(())
+    }
+
+    /// Triggers the thread from the host, like a completion would (`doca_dpa_thread_notify`-style
+    /// host helper for tests and examples).
+    pub fn notify(&self) {
+        self.shared.notify(&self.dpa.shared.sched);
+    }
+
+    /// Activations run so far.
+    pub fn activations(&self) -> u64 {
+        self.shared.activations.load(Ordering::Relaxed)
+    }
+
+    /// Whether the kernel called `thread_finish` (or the thread was stopped).
+    pub fn is_finished(&self) -> bool {
+        self.shared.state.load(Ordering::Acquire) & flags::FINISHED != 0
+    }
+
+    /// Whether the kernel faulted; see [`Dpa::error`] for why.
+    pub fn is_faulted(&self) -> bool {
+        self.shared.state.load(Ordering::Acquire) & flags::FAULTED != 0
+    }
+
+    /// `doca_dpa_thread_stop`: no further activations; waits for a running one to end.
+    pub fn stop(&self) -> Result<()> {
+        use flags::*;
+        self.shared.state.fetch_or(FINISHED, Ordering::AcqRel);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.shared.state.load(Ordering::Acquire) & ACTIVE != 0 {
+            if std::time::Instant::now() > deadline {
+                bail!(
+                    TimeOut,
+                    "DPA thread `{}` did not end its activation within 10 s",
+                    self.shared.name
+                );
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<ThreadShared> {
+        &self.shared
+    }
+}
+
+impl Drop for DpaThread {
+    fn drop(&mut self) {
+        let _ = self.stop();
+        self.dpa.shared.threads.remove(self.shared.index);
+    }
+}

@@ -1,0 +1,88 @@
+//! The soft device's documented limits.
+//!
+//! Capability queries (`cap_*`) answer with these values and every configuration call checks
+//! against them, so a program that fits the soft device fits the numbers it was told. They are
+//! `usize` so they index and size tables directly; queries that DOCA types as `uint32_t` convert.
+
+/// Largest immediate a MsgQ producer sends or a consumer receives, in bytes
+/// (`doca_comch_consumer_cap_get_max_imm_data_len`). One immediate travels in one cache line.
+pub const MAX_IMM_DATA_LEN: usize = dpakit_abi::MAX_IMM_DATA_LEN;
+
+/// Most consumers one MsgQ may create (`doca_comch_msgq_set_max_num_consumers` upper bound).
+pub const MSGQ_MAX_NUM_CONSUMERS: usize = 64;
+
+/// Most producers one MsgQ may create (`doca_comch_msgq_set_max_num_producers` upper bound).
+pub const MSGQ_MAX_NUM_PRODUCERS: usize = 64;
+
+/// Most receives a DPA consumer may have posted (`doca_comch_consumer_set_dev_num_recv`), and
+/// most receives across the consumers of one consumer completion context
+/// (`doca_comch_consumer_completion_set_max_num_recv`). Sizes the receive ring.
+pub const CONSUMER_MAX_NUM_RECV: usize = 8192;
+
+/// Most sends a DPA producer may have outstanding (`doca_comch_producer_set_dev_num_send`).
+pub const PRODUCER_MAX_NUM_SEND: usize = 8192;
+
+/// Largest task pool of a CPU producer or consumer (`*_task_send_set_conf`,
+/// `*_task_post_recv_set_conf`); answered by `doca_comch_{producer,consumer}_cap_get_max_num_tasks`.
+pub const CPU_MAX_NUM_TASKS: usize = 65536;
+
+/// DPA cores of the soft BlueField-3 (`doca_dpa_get_core_num`).
+pub const DPA_NUM_CORES: usize = 16;
+
+/// Execution units (hardware threads) per DPA core (`doca_dpa_get_num_eus_per_core`).
+pub const DPA_THREADS_PER_CORE: usize = 16;
+
+/// Most DPA threads one DPA context may create; one per EU (cores × EUs per core).
+pub const DPA_MAX_THREADS: usize = 256;
+
+/// Largest DPA completion queue (`doca_dpa_completion_create` queue size).
+pub const DPA_COMPLETION_MAX_QUEUE_SIZE: usize = 65536;
+
+/// Device memory the soft DPA allocates in total across `doca_dpa_mem_alloc` calls, in bytes
+/// (256 MiB). Past it, allocation fails with `NO_MEMORY` as on a full device heap.
+pub const DPA_MAX_MEMORY: usize = 256 << 20;
+
+/// Largest memory range one mmap may register (`doca_mmap_set_memrange`), in bytes (1 GiB).
+pub const MMAP_MAX_LEN: usize = 1 << 30;
+
+/// Most elements one buffer inventory may hold (`doca_buf_inventory_create`). Elements are
+/// preallocated, so this also bounds the inventory's memory.
+pub const BUF_INVENTORY_MAX_ELEMENTS: usize = 1 << 20;
+
+/// Smallest maximal message size of a legacy Comm Channel endpoint, in bytes; smaller requests
+/// are raised to it.
+pub const COMM_CHANNEL_MIN_MSG_SIZE: usize = 256;
+
+/// Largest maximal message size of a legacy Comm Channel endpoint, in bytes.
+pub const COMM_CHANNEL_MAX_MSG_SIZE: usize = 4080;
+
+/// Smallest queue size of a legacy Comm Channel endpoint, in messages; smaller requests are
+/// raised to it.
+pub const COMM_CHANNEL_MIN_QUEUE_SIZE: usize = 16;
+
+/// Largest queue size of a legacy Comm Channel endpoint, in messages.
+pub const COMM_CHANNEL_MAX_QUEUE_SIZE: usize = 8191;
+
+/// Longest legacy Comm Channel service name, in bytes including the terminating NUL
+/// (`doca_comm_channel_get_max_service_name_len`); a name has at least one character.
+pub const COMM_CHANNEL_MAX_SERVICE_NAME_LEN: usize = 120;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dpa_threads_fill_the_eus() {
+        assert_eq!(DPA_NUM_CORES * DPA_THREADS_PER_CORE, DPA_MAX_THREADS);
+    }
+
+    #[test]
+    fn values_match_the_documentation() {
+        assert_eq!(MAX_IMM_DATA_LEN, 32);
+        assert_eq!(DPA_MAX_MEMORY, 256 * 1024 * 1024);
+        assert_eq!(MMAP_MAX_LEN, 1024 * 1024 * 1024);
+        assert_eq!(BUF_INVENTORY_MAX_ELEMENTS, 1_048_576);
+        const { assert!(COMM_CHANNEL_MIN_MSG_SIZE < COMM_CHANNEL_MAX_MSG_SIZE) };
+        const { assert!(COMM_CHANNEL_MIN_QUEUE_SIZE < COMM_CHANNEL_MAX_QUEUE_SIZE) };
+    }
+}

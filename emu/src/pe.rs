@@ -1,0 +1,288 @@
+//! The progress engine (`doca_pe`): runs the completion callbacks of the contexts connected to
+//! it, and offers a pollable notification handle so a thread can sleep until there is work.
+//!
+//! A PE and the CPU contexts connected to it belong to one thread, as in DOCA (the PE is not
+//! thread safe), so they are `!Send`. Work produced by other threads (the DPA) reaches them
+//! through lock-free rings; the producer wakes a sleeping PE through its [`PeWaker`] only when
+//! the PE asked for a notification, so a busy-polling PE costs the producer no system call.
+
+use crate::error::{Result, bail};
+use std::cell::RefCell;
+use std::fmt;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::rc::{Rc, Weak};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering, fence};
+use std::time::{Duration, Instant};
+
+/// A context the PE drives.
+pub(crate) trait PeClient {
+    /// Runs pending completions and callbacks; returns how many it ran.
+    fn progress(&self) -> usize;
+    /// Whether `progress` would find something to do right now.
+    fn has_pending(&self) -> bool;
+}
+
+/// The wake-up side of a PE's notification handle, shared with whoever produces work for it.
+#[derive(Debug)]
+pub struct PeWaker {
+    fd: OwnedFd,
+    armed: AtomicBool,
+}
+
+impl PeWaker {
+    fn new() -> Result<Self> {
+        // SAFETY: eventfd has no memory arguments; a negative return is handled below.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            bail!(
+                OperatingSystem,
+                "eventfd failed: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Self {
+            fd,
+            armed: AtomicBool::new(false),
+        })
+    }
+
+    /// Signals the handle if the PE asked for a notification. Call after publishing the work.
+    #[inline]
+    pub fn wake(&self) {
+        fence(Ordering::SeqCst);
+        if self.armed.load(Ordering::Relaxed) && self.armed.swap(false, Ordering::AcqRel) {
+            self.signal();
+        }
+    }
+
+    fn signal(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to an eventfd we own. A full counter (EAGAIN)
+        // already means "signalled", so the result can be ignored.
+        unsafe { libc::write(self.fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    fn clear(&self) {
+        let mut value: u64 = 0;
+        // SAFETY: reads 8 bytes into a live u64; EAGAIN (nothing pending) is fine.
+        unsafe { libc::read(self.fd.as_raw_fd(), (&mut value as *mut u64).cast(), 8) };
+    }
+}
+
+struct PeInner {
+    clients: RefCell<Vec<Weak<dyn PeClient>>>,
+    waker: Arc<PeWaker>,
+}
+
+/// `doca_pe`.
+#[derive(Clone)]
+pub struct Pe {
+    inner: Rc<PeInner>,
+}
+
+impl fmt::Debug for Pe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pe")
+            .field("contexts", &self.inner.clients.borrow().len())
+            .finish()
+    }
+}
+
+impl Pe {
+    /// `doca_pe_create`.
+    pub fn new() -> Result<Self> {
+        Ok(Self {
+            inner: Rc::new(PeInner {
+                clients: RefCell::new(Vec::new()),
+                waker: Arc::new(PeWaker::new()?),
+            }),
+        })
+    }
+
+    /// `doca_pe_connect_ctx`: the PE will progress `client`.
+    pub(crate) fn connect(&self, client: Weak<dyn PeClient>) {
+        let mut clients = self.inner.clients.borrow_mut();
+        clients.retain(|c| c.strong_count() > 0);
+        clients.push(client);
+    }
+
+    /// The waker producers of this PE's work signal.
+    pub(crate) fn waker(&self) -> Arc<PeWaker> {
+        self.inner.waker.clone()
+    }
+
+    /// `doca_pe_progress`: runs what is ready on every connected context; returns how many
+    /// completions and events it delivered.
+    pub fn progress(&self) -> usize {
+        let mut done = 0;
+        // Index loop: a callback may connect a new context.
+        let mut i = 0;
+        loop {
+            let client = match self.inner.clients.borrow().get(i) {
+                Some(c) => c.upgrade(),
+                None => break,
+            };
+            if let Some(client) = client {
+                done += client.progress();
+            }
+            i += 1;
+        }
+        done
+    }
+
+    /// `doca_pe_get_notification_handle`: a file descriptor that becomes readable after
+    /// [`request_notification`](Self::request_notification) when work arrives. Use it with
+    /// poll/epoll.
+    pub fn notification_handle(&self) -> RawFd {
+        self.inner.waker.fd.as_raw_fd()
+    }
+
+    /// `doca_pe_request_notification`: arms the handle. If work is already pending the handle is
+    /// signalled at once, so no wake-up is lost between the last progress and sleeping.
+    pub fn request_notification(&self) {
+        self.inner.waker.armed.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if self.has_pending() && self.inner.waker.armed.swap(false, Ordering::AcqRel) {
+            self.inner.waker.signal();
+        }
+    }
+
+    /// `doca_pe_clear_notification`: consumes a signal after waking.
+    pub fn clear_notification(&self) {
+        self.inner.waker.armed.store(false, Ordering::Release);
+        self.inner.waker.clear();
+    }
+
+    fn has_pending(&self) -> bool {
+        self.inner
+            .clients
+            .borrow()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .any(|c| c.has_pending())
+    }
+
+    /// Sleeps on the notification handle until work arrives or `timeout` passes. Returns whether
+    /// it was woken by work.
+    pub fn wait(&self, timeout: Duration) -> Result<bool> {
+        self.request_notification();
+        let mut pfd = libc::pollfd {
+            fd: self.notification_handle(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd for the duration of the call.
+        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+        self.clear_notification();
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            bail!(
+                OperatingSystem,
+                "poll on the PE notification handle failed: {e}"
+            );
+        }
+        Ok(rc > 0)
+    }
+
+    /// Progresses until `done()` holds, spinning for a short while and then sleeping on the
+    /// notification handle between bursts. Fails with TIME_OUT after `timeout`.
+    pub fn progress_until(&self, timeout: Duration, mut done: impl FnMut() -> bool) -> Result<()> {
+        const SPIN: Duration = Duration::from_micros(50);
+        let deadline = Instant::now() + timeout;
+        let mut idle_since = Instant::now();
+        loop {
+            if self.progress() > 0 {
+                idle_since = Instant::now();
+            }
+            if done() {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                bail!(TimeOut, "condition not met within {timeout:?} of progress");
+            }
+            if now - idle_since > SPIN {
+                self.wait((deadline - now).min(Duration::from_millis(10)))?;
+                idle_since = Instant::now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    struct Counter {
+        pending: Cell<usize>,
+    }
+    impl PeClient for Counter {
+        fn progress(&self) -> usize {
+            self.pending.replace(0)
+        }
+        fn has_pending(&self) -> bool {
+            self.pending.get() > 0
+        }
+    }
+
+    #[test]
+    fn progress_runs_connected_contexts() {
+        let pe = Pe::new().unwrap();
+        let c: Rc<Counter> = Rc::new(Counter {
+            pending: Cell::new(3),
+        });
+        let weak: Weak<dyn PeClient> = Rc::downgrade(&c) as Weak<dyn PeClient>;
+        pe.connect(weak);
+        assert_eq!(pe.progress(), 3);
+        assert_eq!(pe.progress(), 0);
+    }
+
+    #[test]
+    fn notification_is_not_lost_when_work_is_already_pending() {
+        let pe = Pe::new().unwrap();
+        let c: Rc<Counter> = Rc::new(Counter {
+            pending: Cell::new(1),
+        });
+        pe.connect(Rc::downgrade(&c) as Weak<dyn PeClient>);
+        assert!(
+            pe.wait(Duration::from_secs(5)).unwrap(),
+            "pending work must signal at once"
+        );
+    }
+
+    #[test]
+    fn a_waker_on_another_thread_wakes_the_pe() {
+        let pe = Pe::new().unwrap();
+        let waker = pe.waker();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            waker.wake();
+        });
+        // Armed by wait(); the other thread's wake signals the handle.
+        assert!(pe.wait(Duration::from_secs(5)).unwrap());
+        t.join().unwrap();
+        assert!(
+            !pe.wait(Duration::from_millis(1)).unwrap(),
+            "a signal is consumed once"
+        );
+    }
+
+    #[test]
+    fn progress_until_times_out_with_time_out() {
+        let pe = Pe::new().unwrap();
+        let e = pe
+            .progress_until(Duration::from_millis(5), || false)
+            .unwrap_err();
+        assert_eq!(e.code(), dpakit_abi::ErrorCode::TimeOut);
+    }
+}

@@ -1,0 +1,898 @@
+//! [`CompletionRing`]: the bounded multi-producer single-consumer ring that carries MsgQ
+//! immediates (at most 32 bytes) from producers to one consumer.
+//!
+//! It is the soft device's datapath: one cache line per message, no locks, and no allocation
+//! after [`CompletionRing::new`]. It is Dmitry Vyukov's bounded queue with the consumer's
+//! dequeue split in two, because DOCA lets a DPA thread read a completion's immediate until it
+//! acknowledges it: [`poll`](CompletionRing::poll) hands out a message and leaves its slot
+//! occupied, [`release`](CompletionRing::release) frees the oldest polled slots in order.
+//!
+//! # Guarantees
+//!
+//! - Messages from one producer thread are polled in the order it pushed them.
+//! - Every pushed message is polled exactly once.
+//! - At most [`capacity`](CompletionRing::capacity) messages are pushed but not yet released;
+//!   [`try_push`](CompletionRing::try_push) fails with [`RingFull`] beyond that.
+//!
+//! # Sequence numbers
+//!
+//! Position `pos` (a counter that never wraps in practice) lives in slot `pos % capacity`. The
+//! slot's `seq` is `2·pos` while it waits for the producer of `pos`, `2·pos + 1` once that
+//! producer has published, and releasing `pos` sets it to `2·(pos + capacity)`, handing the
+//! slot to the producer of the next lap. Vyukov's original `pos + 1` encoding cannot tell
+//! "published at `pos`" from "free for `pos + 1`" when the ring has a single slot; doubling can.
+
+use crate::sync::{AtomicU64, Ordering, UnsafeCell};
+use core::fmt;
+use core::marker::PhantomData;
+use core::ops::Deref;
+use core::ptr::NonNull;
+use dpakit_abi::MAX_IMM_DATA_LEN;
+
+/// One message, padded to a cache line so that producers writing neighbouring slots never
+/// share a line.
+#[repr(C, align(64))]
+struct Slot {
+    seq: AtomicU64,
+    meta: UnsafeCell<SlotMeta>,
+    data: UnsafeCell<ImmData>,
+}
+
+#[derive(Clone, Copy)]
+struct SlotMeta {
+    len: u32,
+    producer_id: u32,
+}
+
+/// The immediate's bytes, 32-byte aligned so that a consumer may view them as a
+/// `dpakit_abi::ImmMessage` in place. Bytes past the message's length are zero.
+#[repr(C, align(32))]
+struct ImmData([u8; MAX_IMM_DATA_LEN]);
+
+#[cfg(not(loom))]
+mod layout {
+    use super::Slot;
+    use core::mem::{align_of, offset_of, size_of};
+    use static_assertions::const_assert_eq;
+
+    const_assert_eq!(size_of::<Slot>(), 64);
+    const_assert_eq!(align_of::<Slot>(), 64);
+    const_assert_eq!(offset_of!(Slot, seq), 0);
+    const_assert_eq!(offset_of!(Slot, meta), 8);
+    const_assert_eq!(offset_of!(Slot, data), 32);
+}
+
+impl Slot {
+    fn new(pos: u64) -> Self {
+        Slot {
+            seq: AtomicU64::new(2 * pos),
+            meta: UnsafeCell::new(SlotMeta {
+                len: 0,
+                producer_id: 0,
+            }),
+            data: UnsafeCell::new(ImmData([0; MAX_IMM_DATA_LEN])),
+        }
+    }
+}
+
+/// Keeps `T` on cache lines of its own. 128 bytes because x86's adjacent-line prefetcher
+/// fetches lines in pairs, and some Arm cores have 128-byte lines.
+#[repr(align(128))]
+struct CachePadded<T>(T);
+
+impl<T> Deref for CachePadded<T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// The consumer's counters. Only the consumer writes them, so plain `Relaxed` accesses do.
+struct Cursor {
+    /// Next position to poll.
+    read: AtomicU64,
+    /// Positions below this are released; `read - acked` are polled but not released.
+    acked: AtomicU64,
+}
+
+/// A bounded MPSC ring of 32-byte immediates; see the [module documentation](self).
+///
+/// Any number of threads may [`try_push`](Self::try_push) at once. The consumer methods
+/// ([`poll`](Self::poll), [`release`](Self::release), [`pop_into`](Self::pop_into)) are
+/// `unsafe` because the ring trusts its caller to run them on one thread at a time; the soft
+/// device guarantees it by letting only the DPA thread attached to a completion context, or the
+/// owner of a CPU consumer, reach them.
+pub struct CompletionRing {
+    /// Next position a producer claims.
+    tail: CachePadded<AtomicU64>,
+    head: CachePadded<Cursor>,
+    slots: Box<[Slot]>,
+    mask: u64,
+}
+
+// SAFETY: the slots' cells are the only non-Sync parts. A producer writes a slot's cells only
+// after claiming its position with a CAS on `tail` (so no other producer writes it) and while
+// `seq` says the consumer has released it; the consumer reads them only after an Acquire load
+// of `seq` sees the producer's Release publication, and until it releases the slot.
+unsafe impl Sync for CompletionRing {}
+// SAFETY: the ring owns its slots; nothing in it is tied to a thread.
+unsafe impl Send for CompletionRing {}
+
+/// [`CompletionRing::try_push`] found every slot pushed and not yet released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingFull;
+
+impl fmt::Display for RingFull {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("completion ring is full")
+    }
+}
+
+impl std::error::Error for RingFull {}
+
+/// [`CompletionRing::release`] was asked to free more messages than were polled and not yet
+/// released. Nothing was released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReleaseError {
+    /// How many the caller asked to release.
+    pub requested: u64,
+    /// How many were polled and not yet released.
+    pub outstanding: u64,
+}
+
+impl fmt::Display for ReleaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "asked to release {} completions but only {} are outstanding",
+            self.requested, self.outstanding
+        )
+    }
+}
+
+impl std::error::Error for ReleaseError {}
+
+/// A message handed out by [`CompletionRing::poll`] and not freed by it: its slot stays
+/// occupied, and its bytes readable, until [`CompletionRing::release`] frees it.
+///
+/// Plain data (slot address, length, producer id, position), so it can cross into `extern "C"`
+/// device functions as a `u64` through [`element`](Self::element) and
+/// [`from_element`](Self::from_element).
+#[derive(Clone, Copy)]
+pub struct Polled<'r> {
+    slot: NonNull<Slot>,
+    len: u32,
+    producer_id: u32,
+    pos: u64,
+    ring: PhantomData<&'r CompletionRing>,
+}
+
+// SAFETY: a `Polled` is a read-only view of a slot that no one writes while it is outstanding
+// (see `Polled::imm`). Moving or sharing it between threads in safe code goes through
+// synchronization that orders the other thread's reads after the consumer's Acquire of `seq`.
+unsafe impl Send for Polled<'_> {}
+// SAFETY: as for Send; `Polled` has no interior mutability.
+unsafe impl Sync for Polled<'_> {}
+
+impl fmt::Debug for Polled<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Polled")
+            .field("pos", &self.pos)
+            .field("producer_id", &self.producer_id)
+            .field("imm", &self.imm())
+            .finish()
+    }
+}
+
+impl<'r> Polled<'r> {
+    /// The immediate's bytes.
+    #[inline]
+    pub fn imm(&self) -> &[u8] {
+        // SAFETY: a Polled comes only from `poll` or `from_element`, whose callers promise to
+        // read it only while it is outstanding: polled, not yet released, and the ring alive
+        // (the lifetime 'r holds the ring borrowed). Until released the slot's seq stays
+        // 2·pos + 1, which no producer accepts, so nothing writes the slot; the consumer's
+        // Acquire load of that seq made the producer's writes visible.
+        let slot = unsafe { self.slot.as_ref() };
+        let len = self.len as usize;
+        // SAFETY: as above: the cell is not written while this view exists, and len <= 32 was
+        // checked by `try_push`.
+        slot.data
+            .with(|data| unsafe { (*data).0.get_unchecked(..len) })
+    }
+
+    /// The immediate's length in bytes (at most 32).
+    #[inline]
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Whether the immediate is empty.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The id the producer passed to [`CompletionRing::try_push`].
+    #[inline]
+    pub fn producer_id(&self) -> u32 {
+        self.producer_id
+    }
+
+    /// The message's position in the ring's total order (0 for the first ever pushed).
+    #[inline]
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// The slot's address, as DOCA's `u64` completion element handle.
+    #[inline]
+    pub fn element(&self) -> u64 {
+        self.slot.as_ptr().expose_provenance() as u64
+    }
+
+    /// The message behind an [`element`](Self::element) handle.
+    ///
+    /// # Safety
+    ///
+    /// `element` came from [`Polled::element`] of a message of a ring that is still alive, the
+    /// message has not been released, and the caller picks a lifetime `'r` that ends before
+    /// the message is released or the ring is dropped or reset.
+    #[inline]
+    pub unsafe fn from_element(element: u64) -> Self {
+        let slot = core::ptr::with_exposed_provenance::<Slot>(element as usize);
+        // SAFETY: the caller promises `element` is the address of a live slot.
+        let slot_ref = unsafe { &*slot };
+        // SAFETY: the slot is outstanding, so no producer writes its cells (see `imm`).
+        let meta = slot_ref.meta.with(|meta| unsafe { *meta });
+        Polled {
+            // SAFETY: the address of a live slot is not null.
+            slot: unsafe { NonNull::new_unchecked(slot.cast_mut()) },
+            len: meta.len,
+            producer_id: meta.producer_id,
+            // An outstanding slot's seq is 2·pos + 1.
+            pos: slot_ref.seq.load(Ordering::Relaxed) >> 1,
+            ring: PhantomData,
+        }
+    }
+}
+
+impl CompletionRing {
+    /// A ring with room for `min_capacity` rounded up to a power of two (at least 1) messages.
+    /// The only allocation the ring ever makes.
+    pub fn new(min_capacity: usize) -> Self {
+        let capacity = min_capacity.max(1).next_power_of_two();
+        CompletionRing {
+            tail: CachePadded(AtomicU64::new(0)),
+            head: CachePadded(Cursor {
+                read: AtomicU64::new(0),
+                acked: AtomicU64::new(0),
+            }),
+            slots: (0..capacity as u64).map(Slot::new).collect(),
+            mask: capacity as u64 - 1,
+        }
+    }
+
+    /// How many messages may be pushed and not yet released.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Messages pushed (or being pushed) and not yet released. Exact only when no thread is
+    /// pushing or releasing.
+    #[inline]
+    pub fn len_hint(&self) -> usize {
+        let acked = self.head.acked.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Relaxed);
+        (tail.saturating_sub(acked) as usize).min(self.capacity())
+    }
+
+    /// Messages polled and not yet released.
+    #[inline]
+    pub fn outstanding(&self) -> u64 {
+        let acked = self.head.acked.load(Ordering::Relaxed);
+        self.head.read.load(Ordering::Relaxed).wrapping_sub(acked)
+    }
+
+    #[inline]
+    fn slot(&self, pos: u64) -> &Slot {
+        &self.slots[(pos & self.mask) as usize]
+    }
+
+    /// Appends `imm` (at most 32 bytes), tagged with `producer_id`. Any thread may push.
+    ///
+    /// # Panics
+    ///
+    /// If `imm` is longer than 32 bytes; callers reject that with a DOCA error first.
+    #[inline]
+    pub fn try_push(&self, imm: &[u8], producer_id: u32) -> Result<(), RingFull> {
+        // Checked before claiming a position: a panic after the claim would wedge the ring.
+        assert!(
+            imm.len() <= MAX_IMM_DATA_LEN,
+            "immediate of {} bytes",
+            imm.len()
+        );
+        let mut data = ImmData([0; MAX_IMM_DATA_LEN]);
+        data.0[..imm.len()].copy_from_slice(imm);
+        let meta = SlotMeta {
+            len: imm.len() as u32,
+            producer_id,
+        };
+
+        let mut pos = self.tail.load(Ordering::Relaxed);
+        loop {
+            let slot = self.slot(pos);
+            // Acquire: the consumer's reads of this slot's previous lap happen before our writes.
+            let seq = slot.seq.load(Ordering::Acquire);
+            let lag = seq.wrapping_sub(2 * pos) as i64;
+            if lag == 0 {
+                // The CAS only decides which producer owns `pos`; `seq` carries the data.
+                match self.tail.compare_exchange_weak(
+                    pos,
+                    pos + 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        // SAFETY: winning the CAS for `pos` while seq == 2·pos makes this
+                        // producer the slot's only writer, and the consumer released it.
+                        slot.meta.with_mut(|cell| unsafe { cell.write(meta) });
+                        // SAFETY: as above.
+                        slot.data.with_mut(|cell| unsafe { cell.write(data) });
+                        slot.seq.store(2 * pos + 1, Ordering::Release);
+                        return Ok(());
+                    }
+                    Err(current) => pos = current,
+                }
+            } else if lag < 0 {
+                // The slot still holds the message from `capacity` positions back.
+                return Err(RingFull);
+            } else {
+                // Another producer took `pos`; start again from the current tail.
+                pos = self.tail.load(Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The next message, if one is published. The message stays readable, and its slot
+    /// occupied, until [`release`](Self::release) frees it.
+    ///
+    /// # Safety
+    ///
+    /// No other thread runs `poll`, `release` or `pop_into` on this ring at the same time;
+    /// consumer calls made from different threads are ordered by happens-before (a mutex, a
+    /// channel, a join). The returned message is read only until it is released.
+    #[inline]
+    pub unsafe fn poll(&self) -> Option<Polled<'_>> {
+        let pos = self.head.read.load(Ordering::Relaxed);
+        let slot = self.slot(pos);
+        // Acquire: pairs with the producer's Release publication of the slot's cells.
+        if slot.seq.load(Ordering::Acquire) != 2 * pos + 1 {
+            return None;
+        }
+        // SAFETY: published and not released, so no producer writes the slot.
+        let meta = slot.meta.with(|meta| unsafe { *meta });
+        self.head.read.store(pos + 1, Ordering::Relaxed);
+        Some(Polled {
+            slot: NonNull::from(slot),
+            len: meta.len,
+            producer_id: meta.producer_id,
+            pos,
+            ring: PhantomData,
+        })
+    }
+
+    /// Frees the `n` oldest polled messages, in order, for producers to reuse. Asking for more
+    /// than [`outstanding`](Self::outstanding) releases nothing and fails.
+    ///
+    /// # Safety
+    ///
+    /// The single-consumer rule of [`poll`](Self::poll), and no released message (nor any copy
+    /// of its [`Polled`], nor a slice from [`Polled::imm`]) is read afterwards.
+    #[inline]
+    pub unsafe fn release(&self, n: u64) -> Result<(), ReleaseError> {
+        let acked = self.head.acked.load(Ordering::Relaxed);
+        let outstanding = self.head.read.load(Ordering::Relaxed) - acked;
+        if n > outstanding {
+            return Err(ReleaseError {
+                requested: n,
+                outstanding,
+            });
+        }
+        let lap = self.capacity() as u64;
+        for pos in acked..acked + n {
+            // Release: our reads of the slot happen before the next producer's writes.
+            self.slot(pos).seq.store(2 * (pos + lap), Ordering::Release);
+        }
+        self.head.acked.store(acked + n, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Takes the next message: copies its 32 bytes (zero past its length) into `out`, frees its
+    /// slot and returns `(len, producer_id)`. For consumers that never hold messages.
+    ///
+    /// # Safety
+    ///
+    /// The single-consumer rule of [`poll`](Self::poll).
+    ///
+    /// # Panics
+    ///
+    /// If polled messages are outstanding: freeing out of order is not possible.
+    #[inline]
+    pub unsafe fn pop_into(&self, out: &mut [u8; MAX_IMM_DATA_LEN]) -> Option<(u32, u32)> {
+        let pos = self.head.read.load(Ordering::Relaxed);
+        assert_eq!(
+            pos,
+            self.head.acked.load(Ordering::Relaxed),
+            "pop_into while polled messages are outstanding"
+        );
+        let slot = self.slot(pos);
+        if slot.seq.load(Ordering::Acquire) != 2 * pos + 1 {
+            return None;
+        }
+        // SAFETY: published and not released, so no producer writes the slot.
+        let meta = slot.meta.with(|meta| unsafe { *meta });
+        // SAFETY: as above.
+        *out = slot.data.with(|data| unsafe { (*data).0 });
+        slot.seq
+            .store(2 * (pos + self.capacity() as u64), Ordering::Release);
+        self.head.read.store(pos + 1, Ordering::Relaxed);
+        self.head.acked.store(pos + 1, Ordering::Relaxed);
+        Some((meta.len, meta.producer_id))
+    }
+
+    /// Empties the ring for reuse, dropping whatever it holds.
+    pub fn reset(&mut self) {
+        for (pos, slot) in self.slots.iter().enumerate() {
+            slot.seq.store(2 * pos as u64, Ordering::Relaxed);
+        }
+        self.tail.store(0, Ordering::Relaxed);
+        self.head.read.store(0, Ordering::Relaxed);
+        self.head.acked.store(0, Ordering::Relaxed);
+    }
+}
+
+impl fmt::Debug for CompletionRing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompletionRing")
+            .field("capacity", &self.capacity())
+            .field("tail", &self.tail.load(Ordering::Relaxed))
+            .field("read", &self.head.read.load(Ordering::Relaxed))
+            .field("acked", &self.head.acked.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::sync::spin_loop;
+    use std::sync::Arc;
+
+    /// A message naming its producer and its place in that producer's stream.
+    fn message(producer_id: u32, seq: u32) -> [u8; 8] {
+        let mut bytes = [0; 8];
+        bytes[..4].copy_from_slice(&producer_id.to_le_bytes());
+        bytes[4..].copy_from_slice(&seq.to_le_bytes());
+        bytes
+    }
+
+    fn decode(imm: &[u8]) -> (u32, u32) {
+        let producer_id = u32::from_le_bytes(imm[..4].try_into().unwrap());
+        (
+            producer_id,
+            u32::from_le_bytes(imm[4..8].try_into().unwrap()),
+        )
+    }
+
+    #[test]
+    fn capacity_rounds_up_to_a_power_of_two() {
+        assert_eq!(CompletionRing::new(0).capacity(), 1);
+        assert_eq!(CompletionRing::new(1).capacity(), 1);
+        assert_eq!(CompletionRing::new(3).capacity(), 4);
+        assert_eq!(CompletionRing::new(64).capacity(), 64);
+    }
+
+    #[test]
+    fn poll_hands_out_in_order_and_release_frees() {
+        let ring = CompletionRing::new(4);
+        for seq in 0..3 {
+            ring.try_push(&message(7, seq), 7).unwrap();
+        }
+        assert_eq!(ring.len_hint(), 3);
+        // SAFETY: this test is the only consumer.
+        unsafe {
+            let first = ring.poll().unwrap();
+            let second = ring.poll().unwrap();
+            assert_eq!((first.pos(), second.pos()), (0, 1));
+            assert_eq!(decode(first.imm()), (7, 0));
+            assert_eq!(decode(second.imm()), (7, 1));
+            assert_eq!(ring.outstanding(), 2);
+            // Still readable after later polls: nothing was freed.
+            assert_eq!(decode(first.imm()), (7, 0));
+            ring.release(2).unwrap();
+            assert_eq!(ring.outstanding(), 0);
+            assert_eq!(decode(ring.poll().unwrap().imm()), (7, 2));
+            assert!(ring.poll().is_none());
+            ring.release(1).unwrap();
+        }
+        assert_eq!(ring.len_hint(), 0);
+    }
+
+    #[test]
+    fn full_at_capacity_until_released() {
+        let ring = CompletionRing::new(2);
+        ring.try_push(b"a", 1).unwrap();
+        ring.try_push(b"b", 1).unwrap();
+        assert_eq!(ring.try_push(b"c", 1), Err(RingFull));
+        // SAFETY: this test is the only consumer.
+        unsafe {
+            // Polling alone does not make room: the messages are still held.
+            let a = ring.poll().unwrap();
+            assert_eq!(a.imm(), b"a");
+            assert_eq!(ring.try_push(b"c", 1), Err(RingFull));
+            ring.release(1).unwrap();
+            ring.try_push(b"c", 1).unwrap();
+            assert_eq!(ring.try_push(b"d", 1), Err(RingFull));
+            assert_eq!(ring.poll().unwrap().imm(), b"b");
+            assert_eq!(ring.poll().unwrap().imm(), b"c");
+            ring.release(2).unwrap();
+        }
+        ring.try_push(b"d", 1).unwrap();
+    }
+
+    #[test]
+    fn a_single_slot_ring_alternates() {
+        let ring = CompletionRing::new(1);
+        for round in 0..5u8 {
+            ring.try_push(&[round], 0).unwrap();
+            assert_eq!(ring.try_push(&[round], 0), Err(RingFull));
+            // SAFETY: this test is the only consumer.
+            unsafe {
+                assert_eq!(ring.poll().unwrap().imm(), &[round]);
+                assert!(ring.poll().is_none());
+                assert_eq!(ring.try_push(&[round], 0), Err(RingFull));
+                ring.release(1).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn releasing_more_than_polled_is_an_error() {
+        let ring = CompletionRing::new(4);
+        ring.try_push(b"x", 0).unwrap();
+        ring.try_push(b"y", 0).unwrap();
+        // SAFETY: this test is the only consumer.
+        unsafe {
+            let err = ring.release(1).unwrap_err();
+            assert_eq!(
+                err,
+                ReleaseError {
+                    requested: 1,
+                    outstanding: 0
+                }
+            );
+            assert!(err.to_string().contains("only 0"));
+            ring.poll().unwrap();
+            assert_eq!(
+                ring.release(2),
+                Err(ReleaseError {
+                    requested: 2,
+                    outstanding: 1
+                })
+            );
+            // The failed call freed nothing.
+            assert_eq!(ring.outstanding(), 1);
+            ring.release(0).unwrap();
+            ring.release(1).unwrap();
+            assert_eq!(ring.poll().unwrap().imm(), b"y");
+        }
+    }
+
+    #[test]
+    fn full_32_bytes_and_producer_ids_round_trip() {
+        let ring = CompletionRing::new(4);
+        let full: [u8; 32] = core::array::from_fn(|i| 0xa0 ^ i as u8);
+        ring.try_push(&full, u32::MAX).unwrap();
+        ring.try_push(&[], 5).unwrap();
+        ring.try_push(&[0xff; 3], 6).unwrap();
+        // SAFETY: this test is the only consumer.
+        unsafe {
+            let polled = ring.poll().unwrap();
+            assert_eq!(polled.imm(), &full);
+            assert_eq!((polled.len(), polled.producer_id()), (32, u32::MAX));
+            let empty = ring.poll().unwrap();
+            assert!(empty.is_empty());
+            assert_eq!(empty.producer_id(), 5);
+            ring.release(2).unwrap();
+
+            // A short message after a long one in the same slot leaks nothing of it.
+            let mut out = [0x55; 32];
+            assert_eq!(ring.pop_into(&mut out), Some((3, 6)));
+            assert_eq!(&out[..3], &[0xff; 3]);
+            assert_eq!(&out[3..], &[0; 29]);
+            assert_eq!(ring.pop_into(&mut out), None);
+        }
+    }
+
+    #[test]
+    fn element_handles_round_trip() {
+        let ring = CompletionRing::new(2);
+        ring.try_push(b"hello", 9).unwrap();
+        // SAFETY: this test is the only consumer; the element is read before its release.
+        unsafe {
+            let polled = ring.poll().unwrap();
+            assert_eq!(polled.element() % 64, 0);
+            // The data sits 32-byte aligned, where an ImmMessage may be viewed in place.
+            assert_eq!(polled.imm().as_ptr() as usize % 32, 0);
+            let again = Polled::from_element(polled.element());
+            assert_eq!(again.imm(), b"hello");
+            assert_eq!((again.producer_id(), again.pos()), (9, 0));
+            ring.release(1).unwrap();
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "outstanding")]
+    fn pop_into_refuses_to_skip_held_messages() {
+        let ring = CompletionRing::new(2);
+        ring.try_push(b"a", 0).unwrap();
+        ring.try_push(b"b", 0).unwrap();
+        // SAFETY: this test is the only consumer.
+        unsafe {
+            ring.poll().unwrap();
+            ring.pop_into(&mut [0; 32]);
+        }
+    }
+
+    #[test]
+    fn reset_empties_the_ring() {
+        let mut ring = CompletionRing::new(2);
+        ring.try_push(b"a", 0).unwrap();
+        ring.try_push(b"b", 0).unwrap();
+        // SAFETY: this test is the only consumer.
+        unsafe { ring.poll().unwrap() };
+        ring.reset();
+        assert_eq!((ring.len_hint(), ring.outstanding()), (0, 0));
+        ring.try_push(b"c", 0).unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { ring.poll() }.unwrap().imm(), b"c");
+    }
+
+    /// `producers` threads each push `per_producer` messages; one consumer checks that every
+    /// message arrives exactly once and in its producer's order, alternating between holding
+    /// batches (poll/release) and taking single messages (pop_into).
+    fn stress(producers: u32, per_producer: u32, capacity: usize) {
+        let ring = Arc::new(CompletionRing::new(capacity));
+        let senders: Vec<_> = (0..producers)
+            .map(|id| {
+                let ring = Arc::clone(&ring);
+                std::thread::spawn(move || {
+                    for seq in 0..per_producer {
+                        while ring.try_push(&message(id, seq), id).is_err() {
+                            spin_loop();
+                        }
+                    }
+                })
+            })
+            .collect();
+
+        let mut next = vec![0u32; producers as usize];
+        let total = u64::from(producers) * u64::from(per_producer);
+        let mut received = 0u64;
+        let mut check = |imm: &[u8], producer_id: u32| {
+            let (id, seq) = decode(imm);
+            assert_eq!(id, producer_id);
+            assert_eq!(seq, next[id as usize], "producer {id} out of order");
+            next[id as usize] += 1;
+        };
+        let mut out = [0; 32];
+        while received < total {
+            // SAFETY: this thread is the only consumer; messages are read before release.
+            unsafe {
+                if received % 1000 < 500 {
+                    match ring.poll() {
+                        Some(polled) => {
+                            check(polled.imm(), polled.producer_id());
+                            received += 1;
+                            if ring.outstanding() == 8 {
+                                ring.release(8).unwrap();
+                            }
+                        }
+                        None => {
+                            ring.release(ring.outstanding()).unwrap();
+                            spin_loop();
+                        }
+                    }
+                } else {
+                    ring.release(ring.outstanding()).unwrap();
+                    match ring.pop_into(&mut out) {
+                        Some((len, producer_id)) => {
+                            assert_eq!(len, 8);
+                            check(&out[..8], producer_id);
+                            received += 1;
+                        }
+                        None => spin_loop(),
+                    }
+                }
+            }
+        }
+        for sender in senders {
+            sender.join().unwrap();
+        }
+        // SAFETY: the producers are done and this thread is the only consumer.
+        unsafe {
+            ring.release(ring.outstanding()).unwrap();
+            assert!(ring.poll().is_none());
+        }
+        assert!(next.iter().all(|&n| n == per_producer));
+        assert_eq!(ring.len_hint(), 0);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "too long for miri; stress_small covers it")]
+    fn stress_two_producers() {
+        stress(2, 100_000, 64);
+    }
+
+    #[test]
+    fn stress_small() {
+        stress(3, 200, 2);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    //! Loom cannot bound a model in which two threads spin waiting for a third (it alternates
+    //! between the spinners forever), so at most one thread here retries at a time; the others
+    //! try once and report what they managed.
+    use super::*;
+    use crate::sync::spin_loop;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// Runs `f` under loom with at most 4 preemptions unless `LOOM_MAX_PREEMPTIONS` says
+    /// otherwise: seconds instead of minutes (unbounded passes too, in about three).
+    fn model(f: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound.get_or_insert(4);
+        builder.check(f);
+    }
+
+    /// Loom's DPOR misses the race between a consumer's load of `seq` and a producer's store
+    /// when the producer loads `seq` in between (tokio-rs/loom#166, #392), which is what
+    /// happens if the consumer runs first. Yielding lets the producers' stores come first;
+    /// loom then finds the race and explores the consumer-first orders from there.
+    fn let_producers_run_first() {
+        thread::yield_now();
+    }
+
+    /// Tries once to push each of `seqs`; returns the ones that went in.
+    fn try_push_each(ring: &CompletionRing, producer_id: u32, seqs: &[u8]) -> Vec<u8> {
+        seqs.iter()
+            .copied()
+            .filter(|&seq| {
+                ring.try_push(&[producer_id as u8, seq], producer_id)
+                    .is_ok()
+            })
+            .collect()
+    }
+
+    /// Records a polled message, checking its bytes and its producer's order.
+    fn receive(received: &mut [Vec<u8>; 3], imm: &[u8], producer_id: u32) {
+        assert_eq!(imm.len(), 2);
+        assert_eq!(u32::from(imm[0]), producer_id);
+        let stream = &mut received[producer_id as usize];
+        assert!(stream.last() < Some(&imm[1]), "out of order or duplicated");
+        stream.push(imm[1]);
+    }
+
+    /// Two producers race for a two-slot ring (three messages, so it fills and wraps) while
+    /// the consumer polls, holds one message across a poll, and releases. Afterwards it must
+    /// have received exactly the messages whose push succeeded, each producer's in order.
+    #[test]
+    fn two_producers_race_a_holding_consumer() {
+        model(|| {
+            let ring = Arc::new(CompletionRing::new(2));
+            let first = {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || try_push_each(&ring, 1, &[0, 1]))
+            };
+            let second = {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || try_push_each(&ring, 2, &[0]))
+            };
+
+            let mut received = [Vec::new(), Vec::new(), Vec::new()];
+            let_producers_run_first();
+            // SAFETY: this thread is the only consumer; messages are read before release.
+            unsafe {
+                for _ in 0..2 {
+                    if let Some(polled) = ring.poll() {
+                        receive(&mut received, polled.imm(), polled.producer_id());
+                    }
+                }
+                ring.release(ring.outstanding()).unwrap();
+                if let Some(polled) = ring.poll() {
+                    receive(&mut received, polled.imm(), polled.producer_id());
+                }
+                ring.release(ring.outstanding()).unwrap();
+
+                let pushed = [Vec::new(), first.join().unwrap(), second.join().unwrap()];
+                while let Some(polled) = ring.poll() {
+                    receive(&mut received, polled.imm(), polled.producer_id());
+                    ring.release(1).unwrap();
+                }
+                assert_eq!(received, pushed);
+            }
+        });
+    }
+
+    /// The CPU consumer's path on a one-slot ring: pop_into copies and frees in one step.
+    #[test]
+    fn pop_into_races_two_producers() {
+        model(|| {
+            let ring = Arc::new(CompletionRing::new(1));
+            let first = {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || try_push_each(&ring, 1, &[0]))
+            };
+            let second = {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || try_push_each(&ring, 2, &[0]))
+            };
+
+            let mut received = [Vec::new(), Vec::new(), Vec::new()];
+            let mut out = [0; 32];
+            let_producers_run_first();
+            // SAFETY: this thread is the only consumer.
+            unsafe {
+                if let Some((len, id)) = ring.pop_into(&mut out) {
+                    receive(&mut received, &out[..len as usize], id);
+                }
+                let pushed = [Vec::new(), first.join().unwrap(), second.join().unwrap()];
+                while let Some((len, id)) = ring.pop_into(&mut out) {
+                    receive(&mut received, &out[..len as usize], id);
+                }
+                assert_eq!(received, pushed);
+            }
+        });
+    }
+
+    /// A held message blocks the producer of the next lap until it is released: loom's cell
+    /// tracking fails the model if the producer writes the slot while the consumer reads it.
+    #[test]
+    fn held_slot_is_not_rewritten() {
+        model(|| {
+            let ring = Arc::new(CompletionRing::new(1));
+            ring.try_push(b"held", 0).unwrap();
+            let producer = {
+                let ring = Arc::clone(&ring);
+                thread::spawn(move || {
+                    while ring.try_push(b"next", 1).is_err() {
+                        spin_loop();
+                    }
+                })
+            };
+            // SAFETY: this thread is the only consumer; each message is read before release.
+            unsafe {
+                let held = ring.poll().unwrap();
+                spin_loop();
+                assert_eq!(held.imm(), b"held");
+                ring.release(1).unwrap();
+                let next = loop {
+                    match ring.poll() {
+                        Some(polled) => break polled,
+                        None => spin_loop(),
+                    }
+                };
+                assert_eq!((next.imm(), next.producer_id()), (&b"next"[..], 1));
+                ring.release(1).unwrap();
+            }
+            producer.join().unwrap();
+        });
+    }
+}

@@ -1,0 +1,109 @@
+//! Fixed-capacity tables of shared objects, read lock-free on the datapath.
+//!
+//! Registration (control path) takes a mutex; lookups are one atomic load. Registered objects
+//! stay alive until the table is dropped, so a pointer read from a slot never dangles, and
+//! removal only clears the slot: a later lookup fails cleanly instead of touching freed memory.
+
+use std::fmt;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Slots `0..capacity` of `Arc<T>`.
+pub(crate) struct Table<T> {
+    slots: Box<[AtomicPtr<T>]>,
+    owned: Mutex<Vec<Arc<T>>>,
+}
+
+impl<T> fmt::Debug for Table<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let used = self
+            .slots
+            .iter()
+            .filter(|s| !s.load(Ordering::Relaxed).is_null())
+            .count();
+        f.debug_struct("Table")
+            .field("capacity", &self.slots.len())
+            .field("used", &used)
+            .finish()
+    }
+}
+
+impl<T: Send + Sync> Table<T> {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self {
+            slots: (0..capacity)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            owned: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Puts `obj` in the first free slot; `None` when the table is full.
+    pub(crate) fn insert(&self, obj: Arc<T>) -> Option<usize> {
+        self.insert_with(|_| obj).map(|(index, _)| index)
+    }
+
+    /// Builds the object from the index of the first free slot and puts it there.
+    pub(crate) fn insert_with(
+        &self,
+        make: impl FnOnce(usize) -> Arc<T>,
+    ) -> Option<(usize, Arc<T>)> {
+        let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
+        let index = self
+            .slots
+            .iter()
+            .position(|s| s.load(Ordering::Relaxed).is_null())?;
+        let obj = make(index);
+        self.slots[index].store(Arc::as_ptr(&obj).cast_mut(), Ordering::Release);
+        owned.push(obj.clone());
+        Some((index, obj))
+    }
+
+    /// Empties slot `index` (the object itself lives on until the table drops).
+    pub(crate) fn remove(&self, index: usize) {
+        if let Some(slot) = self.slots.get(index) {
+            slot.store(std::ptr::null_mut(), Ordering::Release);
+        }
+    }
+
+    /// The object in slot `index`, if any.
+    #[inline]
+    pub(crate) fn get(&self, index: usize) -> Option<&T> {
+        let ptr = self.slots.get(index)?.load(Ordering::Acquire);
+        // SAFETY: non-null pointers in slots come from Arcs held in `owned`, which are only
+        // dropped with the table itself, and `&self` keeps the table alive.
+        (!ptr.is_null()).then(|| unsafe { &*ptr })
+    }
+
+    /// How many slots are in use.
+    pub(crate) fn len(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| !s.load(Ordering::Acquire).is_null())
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_get_remove() {
+        let t = Table::new(2);
+        let a = t.insert(Arc::new(1u32)).unwrap();
+        let b = t.insert(Arc::new(2u32)).unwrap();
+        assert_eq!(t.insert(Arc::new(3u32)), None, "full");
+        assert_eq!(t.get(a), Some(&1));
+        t.remove(a);
+        assert_eq!(t.get(a), None);
+        assert_eq!(t.get(b), Some(&2));
+        assert_eq!(t.get(7), None);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t.insert(Arc::new(4u32)), Some(a), "slots are reused");
+    }
+}

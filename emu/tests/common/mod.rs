@@ -1,0 +1,206 @@
+//! A CPU → DPA → CPU path for tests: CPU producer → DPA consumer → kernel → DPA producer → CPU
+//! consumer, built from the soft device's objects directly.
+#![allow(dead_code)]
+
+use dpakit_abi::SubmitFlags;
+use dpakit_abi::args::MsgqPathArgs;
+use dpakit_dev::ThreadKernel;
+use dpakit_emu::comch::{CpuConsumer, CpuProducer, DpaConsumer, DpaProducer, RecvCompletion};
+use dpakit_emu::dev::{Dev, Side, Topology};
+use dpakit_emu::dpa::{App, ConsumerCompletion, DevPtr, Dpa, DpaCompletion, DpaThread, SchedMode};
+use dpakit_emu::msgq::Msgq;
+use dpakit_emu::pe::Pe;
+use dpakit_kernels::{ECHO, PREPOST_CREDITS};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+pub const DEPTH: u32 = 64;
+
+/// One received message: bytes, length, producer id.
+pub type Received = ([u8; 32], usize, u32);
+
+/// The host-side device of the default topology (a BlueField-3 PF with a DPA).
+pub fn default_dev() -> Dev {
+    Dev::open(&Topology::global().devinfo_list_for(Side::Host)[0]).unwrap()
+}
+
+pub fn echo_app() -> App {
+    App::new("dpakit_kernels")
+        .thread_kernel(&ECHO)
+        .rpc_kernel(&PREPOST_CREDITS)
+}
+
+pub fn start_dpa(app: App, mode: SchedMode) -> Dpa {
+    Dpa::builder(&default_dev())
+        .app(app)
+        .sched_mode(mode)
+        .workers(1)
+        .start()
+        .unwrap()
+}
+
+pub struct Path {
+    pub received: Rc<RefCell<VecDeque<Received>>>,
+    pub cpu_producer: CpuProducer,
+    pub cpu_consumer: CpuConsumer,
+    pub dpa_consumer: DpaConsumer,
+    pub dpa_producer: DpaProducer,
+    pub consumer_completion: ConsumerCompletion,
+    pub producer_completion: DpaCompletion,
+    pub thread: DpaThread,
+    pub to_dpa: Msgq,
+    pub from_dpa: Msgq,
+    pub args: DevPtr,
+    pub pe: Pe,
+    pub dpa: Dpa,
+}
+
+pub struct PathOptions {
+    pub depth: u32,
+    /// Credits the DPA consumer starts with (posted by RPC).
+    pub credits: u32,
+    /// Receives the CPU consumer starts with.
+    pub receives: u32,
+    /// Producers the CPU→DPA queue allows.
+    pub producers: u32,
+}
+
+impl Default for PathOptions {
+    fn default() -> Self {
+        Self {
+            depth: DEPTH,
+            credits: DEPTH,
+            receives: DEPTH,
+            producers: 1,
+        }
+    }
+}
+
+impl Path {
+    /// A path whose kernel gets the bytes `args` makes from the path's handles.
+    pub fn new(
+        dpa: &Dpa,
+        kernel: &ThreadKernel,
+        opts: PathOptions,
+        args: impl FnOnce(MsgqPathArgs) -> Vec<u8>,
+    ) -> Path {
+        let dev = dpa.dev().clone();
+        let pe = Pe::new().unwrap();
+        let to_dpa = Msgq::builder(&dev)
+            .max_num_producers(opts.producers)
+            .dpa_consumer(dpa)
+            .start()
+            .unwrap();
+        let from_dpa = Msgq::builder(&dev).dpa_producer(dpa).start().unwrap();
+        let block = dpa.mem_alloc(256).unwrap();
+        let thread = DpaThread::builder(dpa, kernel, block.raw())
+            .start()
+            .unwrap();
+        let consumer_completion = ConsumerCompletion::builder(dpa)
+            .max_num_recv(opts.depth)
+            .dpa_thread(&thread)
+            .start()
+            .unwrap();
+        let dpa_consumer = DpaConsumer::builder(&to_dpa, &consumer_completion)
+            .dev_num_recv(opts.depth)
+            .start()
+            .unwrap();
+        let producer_completion = DpaCompletion::start(dpa, 2 * opts.depth, None).unwrap();
+        let dpa_producer = DpaProducer::builder(&from_dpa, &producer_completion)
+            .dev_num_send(opts.depth)
+            .start()
+            .unwrap();
+        let received = Rc::new(RefCell::new(VecDeque::new()));
+        let sink = received.clone();
+        let cpu_consumer = CpuConsumer::builder(&from_dpa, &pe)
+            .num_recv_tasks(opts.depth)
+            .on_recv(move |c: &RecvCompletion<'_>| {
+                let mut bytes = [0u8; 32];
+                bytes[..c.imm.len()].copy_from_slice(c.imm);
+                sink.borrow_mut()
+                    .push_back((bytes, c.imm.len(), c.producer_id));
+            })
+            .start()
+            .unwrap();
+        let cpu_producer = CpuProducer::builder(&to_dpa, &pe)
+            .num_send_tasks(opts.depth)
+            .start()
+            .unwrap();
+        let path_args = MsgqPathArgs {
+            consumer_completion: consumer_completion.dpa_handle(),
+            consumer: dpa_consumer.dpa_handle(),
+            producer: dpa_producer.dpa_handle(),
+            producer_completion: producer_completion.dpa_handle(),
+            cpu_consumer_id: cpu_consumer.id(),
+            submit_flags: SubmitFlags::FLUSH,
+        };
+        dpa.h2d_memcpy(block, &args(path_args)).unwrap();
+        thread.run().unwrap();
+        if opts.credits > 0 {
+            dpa.rpc(
+                &PREPOST_CREDITS,
+                (dpa_consumer.dpa_handle().raw(), u64::from(opts.credits)),
+            )
+            .unwrap();
+        }
+        for i in 0..u64::from(opts.receives) {
+            cpu_consumer.post_recv(i).unwrap();
+        }
+        Path {
+            received,
+            cpu_producer,
+            cpu_consumer,
+            dpa_consumer,
+            dpa_producer,
+            consumer_completion,
+            producer_completion,
+            thread,
+            to_dpa,
+            from_dpa,
+            args: block,
+            pe,
+            dpa: dpa.clone(),
+        }
+    }
+
+    /// The echo kernel's path.
+    pub fn echo(dpa: &Dpa) -> Path {
+        Path::new(dpa, &ECHO, PathOptions::default(), |a| {
+            dpakit_abi::bytes_of(&a).to_vec()
+        })
+    }
+
+    /// Progresses until `n` messages are queued or the DPA faults; panics after 10 s.
+    pub fn wait_received(&self, n: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.received.borrow().len() < n {
+            self.pe.progress();
+            if self.dpa.error().is_some() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "only {} of {n} messages arrived",
+                self.received.borrow().len()
+            );
+            std::thread::yield_now();
+        }
+    }
+
+    /// Progresses until the DPA reports a fatal error; panics after 10 s.
+    pub fn wait_fault(&self) -> dpakit_abi::Error {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            self.pe.progress();
+            if let Some(e) = self.dpa.error() {
+                return e;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the DPA did not fault"
+            );
+            std::thread::yield_now();
+        }
+    }
+}

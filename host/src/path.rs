@@ -1,0 +1,309 @@
+//! One CPU → DPA → CPU conversation, wired in one call.
+
+use crate::Result;
+use crate::comch::{CpuConsumer, CpuProducer, DpaConsumer, DpaProducer, RecvCompletion};
+use crate::dpa::{ConsumerCompletion, DevPtr, Dpa, DpaCompletion, DpaThread};
+use crate::kernels::PREPOST_CREDITS;
+use crate::msgq::Msgq;
+use crate::pe::Pe;
+use dpakit_abi::args::MsgqPathArgs;
+use dpakit_abi::{ErrorCode, ImmMessage, Pod, SubmitFlags};
+use dpakit_dev::ThreadKernel;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Turns the path's handles into the kernel's argument block.
+type ArgsEncoder = Box<dyn FnOnce(MsgqPathArgs) -> Vec<u8>>;
+
+/// Configuration of a [`MsgqPath`].
+pub struct MsgqPathBuilder<'a> {
+    dpa: &'a Dpa,
+    pe: &'a Pe,
+    kernel: ThreadKernel,
+    depth: u32,
+    flags: SubmitFlags,
+    args: ArgsEncoder,
+}
+
+impl fmt::Debug for MsgqPathBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MsgqPathBuilder")
+            .field("kernel", &self.kernel.name())
+            .field("depth", &self.depth)
+            .field("flags", &self.flags)
+            .finish()
+    }
+}
+
+/// Bytes reserved in DPA memory for a kernel's argument block.
+const ARGS_BLOCK: usize = 256;
+
+/// A received message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// The immediate, zero-filled past `len`.
+    pub msg: ImmMessage,
+    /// Bytes the DPA sent.
+    pub len: u32,
+    /// The DPA producer's id.
+    pub producer_id: u32,
+}
+
+/// Two MsgQs (CPU→DPA and DPA→CPU), their four endpoints, the completion contexts, and one DPA
+/// thread running a kernel that takes a [`MsgqPathArgs`] (echo, ping-pong, …).
+///
+/// Objects are declared so that `Drop` tears them down in DOCA's order: endpoints before their
+/// queues and completion contexts, the thread last.
+pub struct MsgqPath {
+    received: Rc<RefCell<VecDeque<Received>>>,
+    cpu_producer: CpuProducer,
+    cpu_consumer: CpuConsumer,
+    dpa_consumer: DpaConsumer,
+    dpa_producer: DpaProducer,
+    _consumer_completion: ConsumerCompletion,
+    _producer_completion: DpaCompletion,
+    _to_dpa: Msgq,
+    _from_dpa: Msgq,
+    thread: DpaThread,
+    args: DevPtr,
+    pe: Pe,
+    dpa: Dpa,
+    depth: u32,
+}
+
+impl fmt::Debug for MsgqPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MsgqPath")
+            .field("thread", &self.thread)
+            .field("depth", &self.depth)
+            .finish()
+    }
+}
+
+impl<'a> MsgqPathBuilder<'a> {
+    /// Messages in flight each way: queue sizes, credits and task pools (default 64).
+    pub fn depth(mut self, depth: u32) -> Self {
+        self.depth = depth;
+        self
+    }
+
+    /// Flags the kernel uses for its replies (default FLUSH).
+    pub fn submit_flags(mut self, flags: SubmitFlags) -> Self {
+        self.flags = flags;
+        self
+    }
+
+    /// For kernels whose argument block embeds the path ([`DmaOffloadArgs`],
+    /// [`RankedPathArgs`], …): builds the block from the path's handles. By default the block
+    /// is the [`MsgqPathArgs`] itself.
+    ///
+    /// [`DmaOffloadArgs`]: dpakit_abi::args::DmaOffloadArgs
+    /// [`RankedPathArgs`]: dpakit_abi::args::RankedPathArgs
+    pub fn args<T: Pod>(mut self, make: impl FnOnce(MsgqPathArgs) -> T + 'static) -> Self {
+        self.args = Box::new(move |path| dpakit_abi::bytes_of(&make(path)).to_vec());
+        self
+    }
+
+    /// Creates everything, writes the kernel's argument block, runs the thread, posts the DPA
+    /// consumer's credits (RPC) and the CPU consumer's receives.
+    pub fn start(self) -> Result<MsgqPath> {
+        let MsgqPathBuilder {
+            dpa,
+            pe,
+            kernel,
+            depth,
+            flags,
+            args: encode,
+        } = self;
+        let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(dpa).start()?;
+        let from_dpa = Msgq::builder(dpa.dev()).dpa_producer(dpa).start()?;
+        // Kernel argument blocks are small; one allocation fits any of the kit's.
+        let args = dpa.mem_alloc(ARGS_BLOCK)?;
+        let thread = DpaThread::builder(dpa, &kernel, args.raw()).start()?;
+        let consumer_completion = ConsumerCompletion::builder(dpa)
+            .max_num_recv(depth)
+            .dpa_thread(&thread)
+            .start()?;
+        let dpa_consumer = DpaConsumer::builder(&to_dpa, &consumer_completion)
+            .dev_num_recv(depth)
+            .start()?;
+        // Room for a full window of send reports before the kernel releases them.
+        let producer_completion = DpaCompletion::start(dpa, 2 * depth, None)?;
+        let dpa_producer = DpaProducer::builder(&from_dpa, &producer_completion)
+            .dev_num_send(depth)
+            .start()?;
+
+        let received = Rc::new(RefCell::new(VecDeque::with_capacity(depth as usize)));
+        let sink = received.clone();
+        let cpu_consumer = CpuConsumer::builder(&from_dpa, pe)
+            .num_recv_tasks(depth)
+            .on_recv(move |c: &RecvCompletion<'_>| {
+                // At most `depth` receives are posted, so this never grows the queue.
+                let msg = ImmMessage::from_bytes(c.imm).unwrap_or(ImmMessage::ZEROED);
+                sink.borrow_mut().push_back(Received {
+                    msg,
+                    len: c.imm.len() as u32,
+                    producer_id: c.producer_id,
+                });
+            })
+            .start()?;
+        let cpu_producer = CpuProducer::builder(&to_dpa, pe)
+            .num_send_tasks(depth)
+            .start()?;
+
+        let block = MsgqPathArgs {
+            consumer_completion: consumer_completion.dpa_handle(),
+            consumer: dpa_consumer.dpa_handle(),
+            producer: dpa_producer.dpa_handle(),
+            producer_completion: producer_completion.dpa_handle(),
+            cpu_consumer_id: cpu_consumer.id(),
+            submit_flags: flags,
+        };
+        let bytes = encode(block);
+        if bytes.len() > ARGS_BLOCK {
+            return Err(crate::Error::new(
+                ErrorCode::InvalidValue,
+                format!(
+                    "kernel argument block of {} bytes exceeds {ARGS_BLOCK}",
+                    bytes.len()
+                ),
+            ));
+        }
+        dpa.h2d_memcpy(args, &bytes)?;
+        thread.run()?;
+        dpa.rpc(
+            &PREPOST_CREDITS,
+            (dpa_consumer.dpa_handle().raw(), u64::from(depth)),
+        )?;
+        for i in 0..u64::from(depth) {
+            cpu_consumer.post_recv(i)?;
+        }
+        Ok(MsgqPath {
+            received,
+            cpu_producer,
+            cpu_consumer,
+            dpa_consumer,
+            dpa_producer,
+            _consumer_completion: consumer_completion,
+            _producer_completion: producer_completion,
+            _to_dpa: to_dpa,
+            _from_dpa: from_dpa,
+            thread,
+            args,
+            pe: pe.clone(),
+            dpa: dpa.clone(),
+            depth,
+        })
+    }
+}
+
+impl MsgqPath {
+    /// A path served by `kernel` (a thread kernel taking a [`MsgqPathArgs`]) on `dpa`, driven by
+    /// `pe`.
+    pub fn builder<'a>(dpa: &'a Dpa, pe: &'a Pe, kernel: &ThreadKernel) -> MsgqPathBuilder<'a> {
+        MsgqPathBuilder {
+            dpa,
+            pe,
+            kernel: *kernel,
+            depth: 64,
+            flags: SubmitFlags::FLUSH,
+            args: Box::new(|path| dpakit_abi::bytes_of(&path).to_vec()),
+        }
+    }
+
+    /// Sends an immediate to the kernel. Waits (progressing) while every send task is in flight;
+    /// a message never jumps the queue or gets lost.
+    #[inline]
+    pub fn send(&self, imm: &[u8]) -> Result<()> {
+        while self.cpu_producer.in_flight() >= self.depth {
+            self.pe.progress();
+            self.dpa.check()?;
+        }
+        self.cpu_producer.send(imm, self.dpa_consumer.id(), 0)
+    }
+
+    /// Sends a typed message.
+    #[inline]
+    pub fn send_msg(&self, msg: &ImmMessage) -> Result<()> {
+        self.send(msg.as_bytes())
+    }
+
+    /// Progresses once and returns the oldest reply, if one arrived. Its receive is re-posted.
+    #[inline]
+    pub fn try_recv(&self) -> Result<Option<Received>> {
+        if self.received.borrow().is_empty() {
+            self.pe.progress();
+        }
+        let next = self.received.borrow_mut().pop_front();
+        match next {
+            Some(r) => {
+                self.cpu_consumer.post_recv(0)?;
+                Ok(Some(r))
+            }
+            None => {
+                self.dpa.check()?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Waits for the next reply: spins on progress, then sleeps on the PE's notification handle.
+    /// Fails with the DPA's fatal error if the kernel faults, or TIME_OUT.
+    pub fn recv(&self, timeout: Duration) -> Result<Received> {
+        if let Some(r) = self.try_recv()? {
+            return Ok(r);
+        }
+        let dpa = &self.dpa;
+        let received = &self.received;
+        let mut fault = None;
+        self.pe.progress_until(timeout, || {
+            if let Err(e) = dpa.check() {
+                fault = Some(e);
+                return true;
+            }
+            !received.borrow().is_empty()
+        })?;
+        if let Some(e) = fault {
+            return Err(e);
+        }
+        Ok(self.try_recv()?.expect("a reply is queued"))
+    }
+
+    /// Sends `msg` and waits for the reply.
+    pub fn round_trip(&self, msg: &ImmMessage, timeout: Duration) -> Result<Received> {
+        self.send_msg(msg)?;
+        self.recv(timeout)
+    }
+
+    /// The id replies carry: the DPA producer's.
+    pub fn producer_id(&self) -> u32 {
+        self.dpa_producer.id()
+    }
+
+    /// The DPA thread serving the path.
+    pub fn thread(&self) -> &DpaThread {
+        &self.thread
+    }
+
+    /// Messages in flight each way.
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+
+    /// The DPA context.
+    pub fn dpa(&self) -> &Dpa {
+        &self.dpa
+    }
+}
+
+impl Drop for MsgqPath {
+    fn drop(&mut self) {
+        let _ = self.thread.stop();
+        if let Err(e) = self.dpa.mem_free(self.args) {
+            debug_assert!(e.code() == ErrorCode::InvalidValue, "{e}");
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! The datapath allocates nothing once warm: a counting global allocator sees zero allocations
+//! across thousands of CPU → DPA → CPU round trips, on every thread of the process.
+
+use dpakit::abi::{Echo, ImmMessage};
+use dpakit::dpa::{Dpa, SchedMode};
+use dpakit::pe::Pe;
+use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(path: &MsgqPath, round_trips: u64, pipelined: bool) -> u64 {
+    let timeout = Duration::from_secs(10);
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    if pipelined {
+        let depth = u64::from(path.depth());
+        for i in 0..round_trips {
+            path.send_msg(&ImmMessage::new(
+                i as u32,
+                &Echo {
+                    token: i,
+                    ..Echo::default()
+                },
+            ))
+            .unwrap();
+            if i >= depth - 1 {
+                path.recv(timeout).unwrap();
+            }
+        }
+        for _ in 0..depth - 1 {
+            path.recv(timeout).unwrap();
+        }
+    } else {
+        for i in 0..round_trips {
+            let msg = ImmMessage::new(
+                i as u32,
+                &Echo {
+                    token: i,
+                    ..Echo::default()
+                },
+            );
+            let reply = path.round_trip(&msg, timeout).unwrap();
+            assert_eq!(reply.msg, msg);
+        }
+    }
+    ALLOCATIONS.load(Ordering::SeqCst) - before
+}
+
+#[test]
+fn round_trips_allocate_nothing_after_warm_up() {
+    for mode in [SchedMode::BusyPoll, SchedMode::Sleep] {
+        let dpa = Dpa::builder(&open_dpa_dev().unwrap())
+            .app(kit_app())
+            .sched_mode(mode)
+            .workers(1)
+            .start()
+            .unwrap();
+        let pe = Pe::new().unwrap();
+        let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
+            .depth(16)
+            .start()
+            .unwrap();
+        // Warm-up: first activations, lazily initialised thread-locals, worker start.
+        allocations_during(&path, 2_000, false);
+        allocations_during(&path, 2_000, true);
+
+        assert_eq!(
+            allocations_during(&path, 20_000, false),
+            0,
+            "{mode:?}: one message at a time"
+        );
+        assert_eq!(
+            allocations_during(&path, 20_000, true),
+            0,
+            "{mode:?}: a full window in flight"
+        );
+    }
+}
