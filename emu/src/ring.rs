@@ -101,9 +101,9 @@ struct Cursor {
 ///
 /// Any number of threads may [`try_push`](Self::try_push) at once. The consumer methods
 /// ([`poll`](Self::poll), [`release`](Self::release), [`pop_into`](Self::pop_into)) are
-/// `unsafe` because the ring trusts its caller to run them on one thread at a time; the soft
-/// device guarantees it by letting only the DPA thread attached to a completion context, or the
-/// owner of a CPU consumer, reach them.
+/// `unsafe` because the ring trusts its caller to run them on one thread at a time, for
+/// example by letting only the DPA thread attached to a completion context, or the owner of a
+/// CPU consumer, reach them.
 pub struct CompletionRing {
     /// Next position a producer claims.
     tail: CachePadded<AtomicU64>,
@@ -117,8 +117,7 @@ pub struct CompletionRing {
 // `seq` says the consumer has released it; the consumer reads them only after an Acquire load
 // of `seq` sees the producer's Release publication, and until it releases the slot.
 unsafe impl Sync for CompletionRing {}
-// SAFETY: the ring owns its slots; nothing in it is tied to a thread.
-unsafe impl Send for CompletionRing {}
+static_assertions::assert_impl_all!(CompletionRing: Send, Sync);
 
 /// [`CompletionRing::try_push`] found every slot pushed and not yet released.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -469,7 +468,6 @@ impl fmt::Debug for CompletionRing {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::sync::spin_loop;
     use std::sync::Arc;
 
     /// A message naming its producer and its place in that producer's stream.
@@ -662,6 +660,8 @@ mod tests {
         assert_eq!(unsafe { ring.poll() }.unwrap().imm(), b"c");
     }
 
+    /// Waiting threads yield rather than spin: the test may have more threads than cores.
+    ///
     /// `producers` threads each push `per_producer` messages; one consumer checks that every
     /// message arrives exactly once and in its producer's order, alternating between holding
     /// batches (poll/release) and taking single messages (pop_into).
@@ -673,7 +673,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for seq in 0..per_producer {
                         while ring.try_push(&message(id, seq), id).is_err() {
-                            spin_loop();
+                            std::thread::yield_now();
                         }
                     }
                 })
@@ -704,7 +704,7 @@ mod tests {
                         }
                         None => {
                             ring.release(ring.outstanding()).unwrap();
-                            spin_loop();
+                            std::thread::yield_now();
                         }
                     }
                 } else {
@@ -715,7 +715,7 @@ mod tests {
                             check(&out[..8], producer_id);
                             received += 1;
                         }
-                        None => spin_loop(),
+                        None => std::thread::yield_now(),
                     }
                 }
             }
@@ -755,7 +755,7 @@ mod loom_tests {
     use loom::thread;
 
     /// Runs `f` under loom with at most 4 preemptions unless `LOOM_MAX_PREEMPTIONS` says
-    /// otherwise: seconds instead of minutes (unbounded passes too, in about three).
+    /// otherwise: seconds instead of minutes (unbounded passes too, in about three minutes).
     fn model(f: impl Fn() + Sync + Send + 'static) {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound.get_or_insert(4);
