@@ -105,3 +105,24 @@ fn rustup(args: &[&str]) -> Result<String> {
         Err(String::from_utf8_lossy(&output.stderr).trim().to_string())
     }
 }
+
+/// Makes sure the nightly toolchain has `component`, installing what is missing.
+pub fn ensure_nightly_component(component: &str) -> Result {
+    let toolchains = rustup(&["toolchain", "list"])?;
+    if !toolchains.lines().any(|l| l.starts_with("nightly")) {
+        eprintln!("installing the nightly toolchain (for miri)");
+        rustup(&["toolchain", "install", "nightly", "--profile", "minimal"])
+            .map_err(|e| format!("`rustup toolchain install nightly` failed: {e}"))?;
+    }
+    let installed = rustup(&["+nightly", "component", "list", "--installed"])?;
+    if installed
+        .lines()
+        .any(|l| l.split('-').next() == Some(component) || l.starts_with(component))
+    {
+        return Ok(());
+    }
+    eprintln!("installing rustup component {component} for nightly");
+    rustup(&["+nightly", "component", "add", component])
+        .map(drop)
+        .map_err(|e| format!("`rustup +nightly component add {component}` failed: {e}"))
+}
