@@ -22,10 +22,9 @@
 //! slot to the producer of the next lap. Vyukov's original `pos + 1` encoding cannot tell
 //! "published at `pos`" from "free for `pos + 1`" when the ring has a single slot; doubling can.
 
-use crate::sync::{AtomicU64, Ordering, UnsafeCell};
+use crate::sync::{AtomicU64, CachePadded, Ordering, UnsafeCell};
 use core::fmt;
 use core::marker::PhantomData;
-use core::ops::Deref;
 use core::ptr::NonNull;
 use dpakit_abi::MAX_IMM_DATA_LEN;
 
@@ -72,20 +71,6 @@ impl Slot {
             }),
             data: UnsafeCell::new(ImmData([0; MAX_IMM_DATA_LEN])),
         }
-    }
-}
-
-/// Keeps `T` on cache lines of its own. 128 bytes because x86's adjacent-line prefetcher
-/// fetches lines in pairs, and some Arm cores have 128-byte lines.
-#[repr(align(128))]
-struct CachePadded<T>(T);
-
-impl<T> Deref for CachePadded<T> {
-    type Target = T;
-
-    #[inline]
-    fn deref(&self) -> &T {
-        &self.0
     }
 }
 
@@ -294,6 +279,17 @@ impl CompletionRing {
     pub fn outstanding(&self) -> u64 {
         let acked = self.head.acked.load(Ordering::Relaxed);
         self.head.read.load(Ordering::Relaxed).wrapping_sub(acked)
+    }
+
+    /// Whether a published message waits at the consumer's read position: what [`poll`]
+    /// would return. Exact on the consumer's thread; from elsewhere a hint (memory-safe, possibly
+    /// stale). Reads only the slot's sequence word, which stays cached until a producer writes it.
+    ///
+    /// [`poll`]: Self::poll
+    #[inline]
+    pub fn has_ready(&self) -> bool {
+        let pos = self.head.read.load(Ordering::Acquire);
+        self.slot(pos).seq.load(Ordering::Acquire) == 2 * pos + 1
     }
 
     #[inline]

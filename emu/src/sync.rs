@@ -53,3 +53,18 @@ impl<T> UnsafeCell<T> {
         f(self.0.get())
     }
 }
+
+/// Keeps `T` on cache lines of its own. 128 bytes because x86's adjacent-line prefetcher
+/// fetches lines in pairs, and some Arm cores have 128-byte lines.
+#[repr(align(128))]
+#[derive(Debug, Default)]
+pub(crate) struct CachePadded<T>(pub T);
+
+impl<T> core::ops::Deref for CachePadded<T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}

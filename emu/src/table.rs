@@ -79,6 +79,14 @@ impl<T: Send + Sync> Table<T> {
         (!ptr.is_null()).then(|| unsafe { &*ptr })
     }
 
+    /// Sums `f` over the objects in use.
+    pub(crate) fn sum(&self, f: impl Fn(&T) -> u64) -> u64 {
+        (0..self.slots.len())
+            .filter_map(|i| self.get(i))
+            .map(f)
+            .sum()
+    }
+
     /// How many slots are in use.
     pub(crate) fn len(&self) -> usize {
         self.slots

@@ -601,3 +601,166 @@ fn mmap_handles_need_a_started_mmap() {
     let m = Mmap::alloc(64).unwrap();
     assert_eq!(dpa.mmap_handle(&m).unwrap_err().code(), ErrorCode::BadState);
 }
+
+// ---- Notification completions ----
+
+dpakit_abi::pod_struct! {
+    /// Echo path plus the notification completion of another thread.
+    #[derive(Debug, Default)]
+    pub struct NotifyArgs {
+        pub path: MsgqPathArgs,
+        pub target: dpakit_abi::handles::NotificationCompletionHandle,
+    }
+}
+
+thread_kernel! {
+    /// Echoes, and triggers the target thread once per message.
+    pub NOTIFY_OTHER: fn notify_other(arg: u64) {
+        // SAFETY: the test writes a NotifyArgs at `arg`.
+        let args: &NotifyArgs = unsafe { thread::arg_ref(arg) };
+        let p = &args.path;
+        let mut completions = ConsumerCompletion::new(p.consumer_completion);
+        let producer = Producer::new(p.producer);
+        let mut reports = dpakit_dev::completion::Completion::new(p.producer_completion);
+        while let Some(msg) = completions.get() {
+            thread::notify(args.target);
+            producer.post_send_imm_only(p.cpu_consumer_id, msg.imm(), p.submit_flags).unwrap();
+            completions.ack(1);
+            Consumer::new(p.consumer).ack(1);
+            while reports.get().is_some() {
+                reports.ack(1);
+            }
+        }
+        completions.request_notification();
+        thread::reschedule()
+    }
+}
+
+thread_kernel! {
+    /// Does nothing but count its activations (the host reads them).
+    pub IDLE: fn idle(_arg: u64) {
+        thread::reschedule()
+    }
+}
+
+#[test]
+fn thread_notify_triggers_the_target_thread() {
+    for mode in [
+        SchedMode::BusyPoll,
+        SchedMode::Sleep,
+        SchedMode::Deterministic { seed: 3 },
+    ] {
+        let app = App::new("rules")
+            .thread_kernel(&NOTIFY_OTHER)
+            .thread_kernel(&IDLE)
+            .rpc_kernel(&PREPOST_CREDITS);
+        let dpa = start_dpa(app, mode);
+        let target = DpaThread::builder(&dpa, &IDLE, 0).start().unwrap();
+        let notification = dpa::NotificationCompletion::start(&dpa, &target).unwrap();
+        target.run().unwrap();
+        let handle = notification.dpa_handle();
+        let path = Path::new(&dpa, &NOTIFY_OTHER, PathOptions::default(), |p| {
+            bytes_of(&NotifyArgs {
+                path: p,
+                target: handle,
+            })
+            .to_vec()
+        });
+        for i in 0..3 {
+            path.cpu_producer
+                .send(echo_msg(i).as_bytes(), path.dpa_consumer.id(), i)
+                .unwrap();
+            path.wait_received(i as usize + 1);
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while target.activations() < i + 1 {
+                path.pe.progress();
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{mode:?}: target not triggered"
+                );
+                std::thread::yield_now();
+            }
+        }
+        assert_eq!(dpa.check(), Ok(()), "{mode:?}");
+        // The host can trigger it too.
+        target.notify();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while target.activations() < 4 {
+            dpa.step();
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{mode:?}: host notify lost"
+            );
+            std::thread::yield_now();
+        }
+    }
+}
+
+#[test]
+fn a_forged_handle_is_a_fatal_error_not_a_crash() {
+    let dpa = start_dpa(echo_app(), SchedMode::BusyPoll);
+    let e = dpa.rpc(&PREPOST_CREDITS, (0xdead_beef, 1)).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue);
+    assert!(e.message().contains("invalid DPA consumer handle"), "{e}");
+}
+
+// ---- Context state machine ----
+
+#[test]
+fn contexts_report_every_state_change() {
+    use std::sync::{Arc, Mutex};
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let app = App::new("rules")
+        .thread_kernel(&PANICS)
+        .rpc_kernel(&PREPOST_CREDITS);
+    let dpa = Dpa::builder(&default_dev())
+        .app(app)
+        .on_state_changed(move |from, to| log.lock().unwrap().push((from, to)))
+        .start()
+        .unwrap();
+    use CtxState::*;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(Idle, Starting), (Starting, Running)]
+    );
+
+    // A fatal error (here a kernel panic) moves the context to STOPPING, and says so.
+    let path = Path::new(&dpa, &PANICS, PathOptions::default(), |a| {
+        bytes_of(&a).to_vec()
+    });
+    path.cpu_producer
+        .send(echo_msg(1).as_bytes(), path.dpa_consumer.id(), 1)
+        .unwrap();
+    path.wait_fault();
+    assert_eq!(seen.lock().unwrap().last(), Some(&(Running, Stopping)));
+
+    let pe = Pe::new().unwrap();
+    let q = Msgq::builder(&default_dev())
+        .dpa_consumer(&start_dpa(echo_app(), SchedMode::BusyPoll))
+        .start()
+        .unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let log = events.clone();
+    let producer = CpuProducer::builder(&q, &pe)
+        .on_state_changed(move |from, to| log.lock().unwrap().push((from, to)))
+        .start()
+        .unwrap();
+    assert_eq!(producer.state(), Running);
+    producer.stop().unwrap();
+    assert_eq!(producer.state(), Idle);
+    assert_eq!(
+        *events.lock().unwrap(),
+        [
+            (Idle, Starting),
+            (Starting, Running),
+            (Running, Stopping),
+            (Stopping, Idle)
+        ]
+    );
+    assert_eq!(
+        producer.send(&[1], 1, 0).unwrap_err().code(),
+        ErrorCode::BadState,
+        "a stopped context takes no tasks"
+    );
+}

@@ -1,18 +1,16 @@
 //! The CPU consumer of a DPA→CPU MsgQ (`doca_comch_consumer` with post-receive tasks).
 
 use super::CpuConsumerShared;
-use crate::ctx::StateMachine;
+use crate::ctx::{CtxState, StateChangedCb, StateMachine};
 use crate::error::{Result, bail};
 use crate::limits;
 use crate::msgq::{Direction, Msgq, MsgqShared};
 use crate::pe::{Pe, PeClient};
-use crate::ring::CompletionRing;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A completed post-receive task: the immediate a DPA producer sent.
 #[derive(Debug)]
@@ -30,6 +28,7 @@ type RecvCb = Box<dyn FnMut(&RecvCompletion<'_>)>;
 
 /// Configuration of a [`CpuConsumer`].
 pub struct CpuConsumerBuilder<'a> {
+    on_state_changed: Option<StateChangedCb>,
     msgq: &'a Msgq,
     pe: &'a Pe,
     num_tasks: u32,
@@ -89,6 +88,15 @@ impl<'a> CpuConsumerBuilder<'a> {
         self
     }
 
+    /// `doca_ctx_set_state_changed_cb`.
+    pub fn on_state_changed(
+        mut self,
+        cb: impl Fn(CtxState, CtxState) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_state_changed = Some(Box::new(cb));
+        self
+    }
+
     /// `doca_comch_msgq_consumer_create` + `doca_pe_connect_ctx` + `doca_ctx_start`.
     pub fn start(self) -> Result<CpuConsumer> {
         let msgq = &self.msgq.shared;
@@ -111,13 +119,12 @@ impl<'a> CpuConsumerBuilder<'a> {
         }
         let waker = self.pe.waker();
         let made = msgq.cpu_consumers.insert_with(|index| {
-            Arc::new(CpuConsumerShared {
-                id: index as u32 + 1,
-                ring: CompletionRing::new(self.num_tasks as usize),
-                posted: AtomicU32::new(0),
-                imm_data_len: self.imm_data_len,
+            Arc::new(CpuConsumerShared::new(
+                index as u32 + 1,
+                self.num_tasks as usize,
+                self.imm_data_len,
                 waker,
-            })
+            ))
         });
         let Some((index, shared)) = made else {
             return Err(msgq.consumer_capacity_error());
@@ -131,6 +138,9 @@ impl<'a> CpuConsumerBuilder<'a> {
             posted: RefCell::new(VecDeque::with_capacity(self.num_tasks as usize)),
             on_recv: RefCell::new(self.on_recv),
         });
+        if let Some(cb) = self.on_state_changed {
+            inner.state.set_state_changed_cb(cb)?;
+        }
         inner.state.start()?;
         let weak: std::rc::Weak<dyn PeClient> =
             Rc::downgrade(&inner) as std::rc::Weak<dyn PeClient>;
@@ -148,6 +158,7 @@ impl CpuConsumer {
             num_tasks: 64,
             imm_data_len: limits::MAX_IMM_DATA_LEN as u32,
             on_recv: None,
+            on_state_changed: None,
         }
     }
 
@@ -172,7 +183,7 @@ impl CpuConsumer {
             );
         }
         posted.push_back(user_data);
-        inner.shared.posted.fetch_add(1, Ordering::Release);
+        inner.shared.post();
         Ok(())
     }
 
@@ -181,9 +192,14 @@ impl CpuConsumer {
         self.inner.posted.borrow().len()
     }
 
+    /// `doca_ctx_get_state`.
+    pub fn state(&self) -> CtxState {
+        self.inner.state.get()
+    }
+
     /// `doca_ctx_stop`: outstanding receives are flushed (their callbacks do not run).
     pub fn stop(&self) -> Result<()> {
-        self.inner.shared.posted.store(0, Ordering::Release);
+        self.inner.shared.flush();
         self.inner.posted.borrow_mut().clear();
         self.inner.state.stop()
     }

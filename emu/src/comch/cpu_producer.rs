@@ -1,7 +1,7 @@
 //! The CPU producer of a CPU→DPA MsgQ (`doca_comch_producer` with send tasks).
 
-use super::DpaConsumerShared;
-use crate::ctx::StateMachine;
+use super::{Delivery, DpaConsumerShared};
+use crate::ctx::{CtxState, StateChangedCb, StateMachine};
 use crate::error::{Result, bail};
 use crate::limits;
 use crate::msgq::{Direction, Msgq, MsgqShared};
@@ -23,6 +23,7 @@ type SendCb = Box<dyn FnMut(SendCompletion)>;
 
 /// Configuration of a [`CpuProducer`].
 pub struct CpuProducerBuilder<'a> {
+    on_state_changed: Option<StateChangedCb>,
     msgq: &'a Msgq,
     pe: &'a Pe,
     num_tasks: u32,
@@ -42,6 +43,21 @@ struct PendingSend {
     len: u8,
     consumer: usize,
     user_data: u64,
+    /// The credit is already spent; only the push into the completion context is left.
+    credit_held: bool,
+}
+
+impl PendingSend {
+    fn retry(&mut self, consumer: &DpaConsumerShared, producer_id: u32) -> bool {
+        let imm = &self.imm[..self.len as usize];
+        let outcome = if self.credit_held {
+            consumer.push(imm, producer_id)
+        } else {
+            consumer.try_deliver(imm, producer_id)
+        };
+        self.credit_held = outcome == Delivery::CreditHeld;
+        outcome == Delivery::Delivered
+    }
 }
 
 struct Inner {
@@ -84,7 +100,16 @@ impl<'a> CpuProducerBuilder<'a> {
         self
     }
 
-    /// `doca_msgq_producer_create` + `doca_pe_connect_ctx` + `doca_ctx_start`.
+    /// `doca_ctx_set_state_changed_cb`.
+    pub fn on_state_changed(
+        mut self,
+        cb: impl Fn(CtxState, CtxState) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_state_changed = Some(Box::new(cb));
+        self
+    }
+
+    /// `doca_comch_msgq_producer_create` + `doca_pe_connect_ctx` + `doca_ctx_start`.
     pub fn start(self) -> Result<CpuProducer> {
         let msgq = &self.msgq.shared;
         msgq.check_endpoint("CPU producer", Direction::ToDpa)?;
@@ -108,6 +133,9 @@ impl<'a> CpuProducerBuilder<'a> {
             completed: RefCell::new(VecDeque::with_capacity(n)),
             on_send: RefCell::new(self.on_send),
         });
+        if let Some(cb) = self.on_state_changed {
+            inner.state.set_state_changed_cb(cb)?;
+        }
         inner.state.start()?;
         let weak: std::rc::Weak<dyn PeClient> =
             Rc::downgrade(&inner) as std::rc::Weak<dyn PeClient>;
@@ -124,6 +152,7 @@ impl CpuProducer {
             pe,
             num_tasks: 64,
             on_send: None,
+            on_state_changed: None,
         }
     }
 
@@ -175,7 +204,13 @@ impl CpuProducer {
         }
         inner.in_flight.set(inner.in_flight.get() + 1);
         let mut pending = inner.pending.borrow_mut();
-        if pending.is_empty() && consumer.try_deliver(imm, inner.id) {
+        // Behind earlier waiting sends, a send waits too: order per consumer is kept.
+        let outcome = if pending.is_empty() {
+            consumer.try_deliver(imm, inner.id)
+        } else {
+            Delivery::NoCredit
+        };
+        if outcome == Delivery::Delivered {
             inner.completed.borrow_mut().push_back(user_data);
         } else {
             let mut copy = [0u8; limits::MAX_IMM_DATA_LEN];
@@ -185,6 +220,7 @@ impl CpuProducer {
                 len: imm.len() as u8,
                 consumer: index,
                 user_data,
+                credit_held: outcome == Delivery::CreditHeld,
             });
         }
         Ok(())
@@ -193,6 +229,11 @@ impl CpuProducer {
     /// Send tasks not completed yet.
     pub fn in_flight(&self) -> u32 {
         self.inner.in_flight.get()
+    }
+
+    /// `doca_ctx_get_state`.
+    pub fn state(&self) -> CtxState {
+        self.inner.state.get()
     }
 
     /// `doca_ctx_stop`: fails with IN_USE while tasks are in flight.
@@ -221,10 +262,11 @@ impl PeClient for Inner {
         }
         {
             let mut pending = self.pending.borrow_mut();
-            while let Some(front) = pending.front() {
-                let delivered = self
-                    .consumer(front.consumer)
-                    .is_some_and(|c| c.try_deliver(&front.imm[..front.len as usize], self.id));
+            while let Some(front) = pending.front_mut() {
+                let delivered = match self.consumer(front.consumer) {
+                    Some(c) => front.retry(c, self.id),
+                    None => false,
+                };
                 if !delivered {
                     break;
                 }
@@ -256,8 +298,8 @@ impl PeClient for Inner {
                 .pending
                 .borrow()
                 .front()
-                .and_then(|f| self.consumer(f.consumer))
-                .is_some_and(DpaConsumerShared::can_deliver)
+                .and_then(|f| Some((f.credit_held, self.consumer(f.consumer)?)))
+                .is_some_and(|(held, c)| held || c.can_deliver())
     }
 }
 

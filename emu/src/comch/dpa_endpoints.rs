@@ -9,7 +9,7 @@ use crate::limits;
 use crate::msgq::{Direction, Msgq, MsgqShared};
 use dpakit_abi::handles::{ComchConsumerHandle, ComchProducerHandle};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
 
 /// Configuration of a [`DpaConsumer`].
 #[derive(Debug)]
@@ -56,32 +56,33 @@ impl<'a> DpaConsumerBuilder<'a> {
             );
         }
         let cc = &self.completion.shared;
-        let attached = cc.consumers.fetch_add(1, Ordering::AcqRel);
-        if attached >= cc.max_num_consumers {
-            cc.consumers.fetch_sub(1, Ordering::AcqRel);
+        let Some(tag) = cc.reserve_consumer() else {
             bail!(
                 NoMemory,
                 "the consumer completion already serves its maximum of {} consumers",
                 cc.max_num_consumers
             );
-        }
+        };
         let made = msgq.dpa_consumers.insert_with(|index| {
-            Arc::new(DpaConsumerShared {
-                id: index as u32 + 1,
-                max_recv: self.dev_num_recv,
-                credits: AtomicU32::new(0),
-                completion: cc.clone(),
-            })
+            Arc::new(DpaConsumerShared::new(
+                index as u32 + 1,
+                tag,
+                self.dev_num_recv,
+                cc.clone(),
+            ))
         });
         let Some((msgq_index, shared)) = made else {
-            cc.consumers.fetch_sub(1, Ordering::AcqRel);
+            cc.release_consumer(tag);
             return Err(msgq.consumer_capacity_error());
         };
+        // The DPA's table keeps the consumer alive as long as the DPA, which is what lets the
+        // completion context (and the workers polling it) hold a plain pointer to it.
         let Some(handle_index) = dpa.handles.dpa_consumers.insert(shared.clone()) else {
             msgq.dpa_consumers.remove(msgq_index);
-            cc.consumers.fetch_sub(1, Ordering::AcqRel);
+            cc.release_consumer(tag);
             bail!(NoMemory, "too many DPA consumers on this DPA");
         };
+        cc.attach_consumer(tag, &shared);
         Ok(DpaConsumer {
             handle: dpa.handle(Kind::DpaConsumer, handle_index),
             shared,
@@ -116,8 +117,8 @@ impl DpaConsumer {
     }
 
     /// Receives the kernel has posted and no message has filled yet.
-    pub fn credits(&self) -> u32 {
-        self.shared.credits.load(Ordering::Acquire)
+    pub fn credits(&self) -> u64 {
+        self.shared.credits()
     }
 }
 
@@ -130,10 +131,7 @@ impl Drop for DpaConsumer {
             .handles
             .dpa_consumers
             .remove(self.handle_index);
-        self.shared
-            .completion
-            .consumers
-            .fetch_sub(1, Ordering::AcqRel);
+        self.shared.completion.release_consumer(self.shared.tag);
     }
 }
 

@@ -1,5 +1,11 @@
 //! Comch consumers and producers created from a MsgQ: CPU producer and DPA consumer on a CPU→DPA
 //! queue, DPA producer and CPU consumer on a DPA→CPU queue.
+//!
+//! Credits and posted receives are monotonic counters split by writer: the side that grants
+//! (DPA `consumer_ack`, CPU `post_recv`) bumps its own cache line, and the side that spends
+//! keeps its own count plus a cached copy of the grants, re-reading the granter's line only when
+//! that copy runs out. Steady traffic therefore moves one cache line per message each way — the
+//! message — instead of bouncing counters between cores.
 
 mod cpu_consumer;
 mod cpu_producer;
@@ -12,44 +18,165 @@ pub use dpa_endpoints::{DpaConsumer, DpaConsumerBuilder, DpaProducer, DpaProduce
 use crate::dpa::completion::{ConsumerCompletionShared, DpaCompletionShared};
 use crate::pe::PeWaker;
 use crate::ring::CompletionRing;
+use crate::sync::CachePadded;
 use crate::table::Table;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Producer ids travel in the low 24 bits of a consumer completion entry; the high 8 bits say
+/// which of the completion context's consumers the message is for.
+pub(crate) const PRODUCER_ID_BITS: u32 = 24;
+
+/// A spender's side of a grant counter: how much it spent, and what it last saw granted.
+#[derive(Debug, Default)]
+struct Spent {
+    spent: AtomicU64,
+    granted_seen: AtomicU64,
+}
+
+impl Spent {
+    /// Spends one unit of `granted` if there is one. Reads `granted` (the other side's line)
+    /// only when the cached view is used up.
+    #[inline]
+    fn try_spend(&self, granted: &AtomicU64) -> bool {
+        let mut spent = self.spent.load(Ordering::Relaxed);
+        loop {
+            if spent >= self.granted_seen.load(Ordering::Relaxed) {
+                let fresh = granted.load(Ordering::Acquire);
+                self.granted_seen.fetch_max(fresh, Ordering::Relaxed);
+                if spent >= fresh {
+                    return false;
+                }
+            }
+            match self.spent.compare_exchange_weak(
+                spent,
+                spent + 1,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(now) => spent = now,
+            }
+        }
+    }
+
+    fn available(&self, granted: &AtomicU64) -> u64 {
+        granted
+            .load(Ordering::Acquire)
+            .saturating_sub(self.spent.load(Ordering::Acquire))
+    }
+}
+
+/// What a CPU producer's delivery attempt did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// In the consumer's completion context.
+    Delivered,
+    /// No receive posted by the DPA: try again later.
+    NoCredit,
+    /// A credit was spent but the completion context is full: retry the push (only).
+    CreditHeld,
+}
 
 /// A DPA consumer as both sides see it.
 #[derive(Debug)]
 pub(crate) struct DpaConsumerShared {
     pub id: u32,
+    /// This consumer's slot in its completion context (tags its completion entries).
+    pub tag: u32,
     /// `doca_comch_consumer_set_dev_num_recv`: receives the DPA may have posted at once.
     pub max_recv: u32,
-    /// Receives posted by `consumer_ack` and not yet filled.
-    pub credits: AtomicU32,
     pub completion: Arc<ConsumerCompletionShared>,
+    /// DPA side: receives posted by `consumer_ack` in total.
+    acked: CachePadded<AtomicU64>,
+    /// DPA side: this consumer's messages taken from the completion context.
+    polled: CachePadded<AtomicU64>,
+    /// CPU side: receives spent by producers.
+    claimed: CachePadded<Spent>,
 }
 
 impl DpaConsumerShared {
-    /// Delivers one message if the consumer has a receive posted and its completion context has
-    /// room; otherwise leaves everything as it was and returns false (the sender retries later).
-    #[inline]
-    pub(crate) fn try_deliver(&self, imm: &[u8], producer_id: u32) -> bool {
-        let claimed = self
-            .credits
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| c.checked_sub(1))
-            .is_ok();
-        if !claimed {
-            return false;
+    pub(crate) fn new(
+        id: u32,
+        tag: u32,
+        max_recv: u32,
+        completion: Arc<ConsumerCompletionShared>,
+    ) -> Self {
+        Self {
+            id,
+            tag,
+            max_recv,
+            completion,
+            acked: CachePadded(AtomicU64::new(0)),
+            polled: CachePadded(AtomicU64::new(0)),
+            claimed: CachePadded(Spent::default()),
         }
-        if self.completion.ring.try_push(imm, producer_id).is_err() {
-            self.credits.fetch_add(1, Ordering::AcqRel);
-            return false;
+    }
+
+    /// Delivers one message if the DPA posted a receive and the completion context has room.
+    #[inline]
+    pub(crate) fn try_deliver(&self, imm: &[u8], producer_id: u32) -> Delivery {
+        if !self.claimed.try_spend(&self.acked) {
+            return Delivery::NoCredit;
+        }
+        self.push(imm, producer_id)
+    }
+
+    /// Pushes a message whose credit is already spent.
+    #[inline]
+    pub(crate) fn push(&self, imm: &[u8], producer_id: u32) -> Delivery {
+        let tagged = (self.tag << PRODUCER_ID_BITS) | producer_id;
+        if self.completion.ring.try_push(imm, tagged).is_err() {
+            return Delivery::CreditHeld;
         }
         self.completion.notifier.published();
-        true
+        Delivery::Delivered
     }
 
     /// Whether a send could be delivered right now.
     pub(crate) fn can_deliver(&self) -> bool {
-        self.credits.load(Ordering::Acquire) > 0
+        self.claimed.available(&self.acked) > 0
+    }
+
+    /// Receives posted and not yet filled.
+    pub(crate) fn credits(&self) -> u64 {
+        self.claimed.available(&self.acked)
+    }
+
+    /// `consumer_ack(n)`: posts `n` receives unless that would exceed `max_recv` outstanding.
+    /// Returns the receives already outstanding on refusal.
+    pub(crate) fn ack(&self, n: u32) -> Result<(), u64> {
+        let n = u64::from(n);
+        let max = u64::from(self.max_recv);
+        let mut acked = self.acked.load(Ordering::Relaxed);
+        loop {
+            // Outstanding receives are those posted and not yet filled. Messages polled have
+            // certainly filled theirs (the cheap bound); if that is not enough, count every
+            // receive a producer has spent, which reads the CPU side's line.
+            let polled = self.polled.load(Ordering::Relaxed);
+            if (acked + n).saturating_sub(polled) > max {
+                let filled = self.claimed.spent.load(Ordering::Acquire);
+                let outstanding = acked.saturating_sub(filled);
+                if outstanding + n > max {
+                    return Err(outstanding);
+                }
+            }
+            match self.acked.compare_exchange_weak(
+                acked,
+                acked + n,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(now) => acked = now,
+            }
+        }
+    }
+
+    /// One of this consumer's messages was taken from the completion context.
+    #[inline]
+    pub(crate) fn polled_one(&self) {
+        self.polled.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -74,8 +201,46 @@ pub(crate) struct DpaProducerShared {
 pub(crate) struct CpuConsumerShared {
     pub id: u32,
     pub ring: CompletionRing,
-    /// Receive tasks posted and not yet filled.
-    pub posted: AtomicU32,
     pub imm_data_len: u32,
     pub waker: Arc<PeWaker>,
+    /// CPU side: receive tasks posted in total.
+    posted: CachePadded<AtomicU64>,
+    /// DPA side: receives filled by producers.
+    filled: CachePadded<Spent>,
+}
+
+impl CpuConsumerShared {
+    pub(crate) fn new(id: u32, capacity: usize, imm_data_len: u32, waker: Arc<PeWaker>) -> Self {
+        Self {
+            id,
+            ring: CompletionRing::new(capacity),
+            imm_data_len,
+            waker,
+            posted: CachePadded(AtomicU64::new(0)),
+            filled: CachePadded(Spent::default()),
+        }
+    }
+
+    /// The CPU posted one more receive.
+    #[inline]
+    pub(crate) fn post(&self) {
+        self.posted.fetch_add(1, Ordering::Release);
+    }
+
+    /// A DPA producer takes a posted receive; false when none is posted.
+    #[inline]
+    pub(crate) fn claim_receive(&self) -> bool {
+        self.filled.try_spend(&self.posted)
+    }
+
+    /// Whether no receive is posted (`doca_dpa_dev_comch_producer_is_consumer_empty`).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.filled.available(&self.posted) == 0
+    }
+
+    /// Forgets posted receives (the consumer stopped): later sends find none.
+    pub(crate) fn flush(&self) {
+        self.posted
+            .store(self.filled.spent.load(Ordering::Acquire), Ordering::Release);
+    }
 }

@@ -8,6 +8,7 @@
 
 use super::thread::{DpaThread, ThreadShared};
 use super::{Dpa, DpaShared, Kind};
+use crate::comch::DpaConsumerShared;
 use crate::error::{Result, bail};
 use crate::limits;
 use crate::ring::CompletionRing;
@@ -15,7 +16,8 @@ use dpakit_abi::handles::{
     CompletionHandle, ConsumerCompletionHandle, NotificationCompletionHandle,
 };
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering, fence};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering, fence};
 use std::sync::{Arc, Weak};
 
 /// Arming and triggering the attached thread.
@@ -25,6 +27,11 @@ pub(crate) struct Notifier {
     dpa: Weak<DpaShared>,
     /// The one thread index allowed to read the context (+1; 0 = nobody yet).
     reader: AtomicU32,
+    /// Busy-poll workers scan the armed contexts of their threads themselves, so publishing
+    /// needs no handshake with them: no fence, no shared flag, no run queue.
+    scanned: bool,
+    /// The context was destroyed: it triggers nothing any more.
+    retired: AtomicBool,
 }
 
 impl fmt::Debug for Notifier {
@@ -43,7 +50,33 @@ impl Notifier {
             reader: AtomicU32::new(thread.map_or(0, |t| t.shared().index as u32 + 1)),
             thread: thread.map(|t| t.shared().clone()),
             dpa: Arc::downgrade(&dpa.shared),
+            scanned: dpa.shared.sched.mode() == super::SchedMode::BusyPoll,
+            retired: AtomicBool::new(false),
         }
+    }
+
+    /// Registers the context with its thread's worker scan (busy-poll mode). Call once the
+    /// context is owned by the DPA's handle table, which keeps it alive for the scan.
+    fn attach_scan(&self, ring: Option<&CompletionRing>) -> Result<()> {
+        match (&self.thread, ring) {
+            (Some(thread), Some(ring)) if self.scanned => thread.add_source(self, ring),
+            _ => Ok(()),
+        }
+    }
+
+    /// The worker's scan (busy-poll mode): if armed and `ready`, consume the arming.
+    #[inline]
+    pub(crate) fn take_if(&self, ready: impl FnOnce() -> bool) -> bool {
+        if self.armed.load(Ordering::Relaxed) && !self.retired.load(Ordering::Relaxed) && ready() {
+            self.armed.store(false, Ordering::Relaxed);
+            true
+        } else {
+            false
+        }
+    }
+
+    fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
     }
 
     /// Whether the caller (`None`: an RPC) may read the context: the attached thread, or the
@@ -51,18 +84,25 @@ impl Notifier {
     pub(crate) fn claim_reader(&self, thread: Option<usize>) -> bool {
         let Some(index) = thread else { return false };
         let me = index as u32 + 1;
-        match self
-            .reader
-            .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => true,
-            Err(owner) => owner == me,
+        // The common case — the owner reading again — needs no locked instruction.
+        match self.reader.load(Ordering::Acquire) {
+            0 => match self
+                .reader
+                .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => true,
+                Err(owner) => owner == me,
+            },
+            owner => owner == me,
         }
     }
 
     /// Call after publishing a completion.
     #[inline]
     pub(crate) fn published(&self) {
+        if self.scanned {
+            return;
+        }
         fence(Ordering::SeqCst);
         if self.armed.load(Ordering::Relaxed) && self.armed.swap(false, Ordering::AcqRel) {
             self.fire();
@@ -72,6 +112,11 @@ impl Notifier {
     /// `request_notification`: re-arm; trigger now if `waiting` (checked after arming).
     #[inline]
     pub(crate) fn request(&self, waiting: impl FnOnce() -> bool) {
+        if self.scanned {
+            // Only the attached thread's worker reads and writes the flag in this mode.
+            self.armed.store(true, Ordering::Relaxed);
+            return;
+        }
         self.armed.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if waiting() && self.armed.swap(false, Ordering::AcqRel) {
@@ -94,8 +139,49 @@ pub(crate) struct ConsumerCompletionShared {
     pub ring: CompletionRing,
     pub imm_data_len: u32,
     pub max_num_consumers: u32,
-    pub consumers: AtomicU32,
+    /// The DPA consumers reporting here, by tag (null: free). They live in the DPA's handle
+    /// table, which outlives every reader of these pointers.
+    consumers: Box<[AtomicPtr<DpaConsumerShared>]>,
     pub notifier: Notifier,
+}
+
+impl ConsumerCompletionShared {
+    /// Reserves a tag for a new consumer.
+    pub(crate) fn reserve_consumer(&self) -> Option<u32> {
+        let reserved = NonNull::<DpaConsumerShared>::dangling().as_ptr();
+        self.consumers
+            .iter()
+            .position(|slot| {
+                slot.compare_exchange(
+                    std::ptr::null_mut(),
+                    reserved,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            })
+            .map(|i| i as u32)
+    }
+
+    /// Points a reserved tag at its consumer.
+    pub(crate) fn attach_consumer(&self, tag: u32, consumer: &Arc<DpaConsumerShared>) {
+        self.consumers[tag as usize].store(Arc::as_ptr(consumer).cast_mut(), Ordering::Release);
+    }
+
+    /// Frees a tag.
+    pub(crate) fn release_consumer(&self, tag: u32) {
+        self.consumers[tag as usize].store(std::ptr::null_mut(), Ordering::Release);
+    }
+
+    /// The consumer with `tag`.
+    #[inline]
+    pub(crate) fn consumer(&self, tag: u32) -> Option<&DpaConsumerShared> {
+        let ptr = self.consumers.get(tag as usize)?.load(Ordering::Acquire);
+        let reserved = NonNull::<DpaConsumerShared>::dangling().as_ptr();
+        // SAFETY: attached consumers live in the DPA's handle table until the DPA drops, and
+        // this context (an entry of the same DPA) is borrowed for the result's lifetime.
+        (!ptr.is_null() && ptr != reserved).then(|| unsafe { &*ptr })
+    }
 }
 
 /// The shared state of a DPA completion context.
@@ -199,7 +285,9 @@ impl<'a> ConsumerCompletionBuilder<'a> {
             ring: CompletionRing::new(self.max_num_recv as usize),
             imm_data_len: self.imm_data_len,
             max_num_consumers: self.max_num_consumers,
-            consumers: AtomicU32::new(0),
+            consumers: (0..self.max_num_consumers)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
             notifier: Notifier::new(self.dpa, self.thread),
         });
         let Some(index) = self
@@ -214,6 +302,10 @@ impl<'a> ConsumerCompletionBuilder<'a> {
                 "too many consumer completion contexts on this DPA"
             );
         };
+        if let Err(e) = shared.notifier.attach_scan(Some(&shared.ring)) {
+            self.dpa.shared.handles.consumer_completions.remove(index);
+            return Err(e);
+        }
         Ok(ConsumerCompletion {
             dpa: self.dpa.clone(),
             shared,
@@ -242,6 +334,7 @@ impl ConsumerCompletion {
 
 impl Drop for ConsumerCompletion {
     fn drop(&mut self) {
+        self.shared.notifier.retire();
         self.dpa
             .shared
             .handles
@@ -277,6 +370,10 @@ impl DpaCompletion {
         let Some(index) = dpa.shared.handles.completions.insert(shared.clone()) else {
             bail!(NoMemory, "too many DPA completion contexts on this DPA");
         };
+        if let Err(e) = shared.notifier.attach_scan(Some(&shared.ring)) {
+            dpa.shared.handles.completions.remove(index);
+            return Err(e);
+        }
         Ok(DpaCompletion {
             dpa: dpa.clone(),
             shared,
@@ -292,6 +389,7 @@ impl DpaCompletion {
 
 impl Drop for DpaCompletion {
     fn drop(&mut self) {
+        self.shared.notifier.retire();
         self.dpa.shared.handles.completions.remove(self.index);
     }
 }

@@ -9,7 +9,7 @@ use super::activation::{Current, Ending, with_current};
 use super::completion::encode_completion;
 use super::memory::resolve_mmap;
 use super::{DpaShared, Kind};
-use crate::comch::{CpuConsumerShared, DpaConsumerShared, DpaProducerShared};
+use crate::comch::{CpuConsumerShared, DpaConsumerShared, DpaProducerShared, PRODUCER_ID_BITS};
 use crate::dpa::completion::{ConsumerCompletionShared, DpaCompletionShared};
 use crate::error::ErrorCode;
 use crate::limits::MAX_IMM_DATA_LEN;
@@ -193,11 +193,7 @@ fn deliver(
     consumer_id: u32,
     function: &str,
 ) {
-    let claimed = consumer
-        .posted
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| p.checked_sub(1))
-        .is_ok();
-    if !claimed {
+    if !consumer.claim_receive() {
         cur.fault(
             ErrorCode::Empty,
             format!(
@@ -223,12 +219,7 @@ fn deliver(
 extern "C" fn doca_dpa_dev_comch_consumer_ack(consumer: u64, num_msgs: u32) {
     with_current("doca_dpa_dev_comch_consumer_ack", |cur| {
         let c = dpa_consumer(cur, consumer);
-        let posted = c
-            .credits
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |credits| {
-                credits.checked_add(num_msgs).filter(|&n| n <= c.max_recv)
-            });
-        if let Err(current) = posted {
+        if let Err(current) = c.ack(num_msgs) {
             cur.fault(
                 ErrorCode::InvalidValue,
                 format!(
@@ -256,6 +247,9 @@ extern "C" fn doca_dpa_dev_comch_consumer_get_completion(
         // SAFETY: only the attached thread polls (checked above), one activation at a time.
         match unsafe { cc.ring.poll() } {
             Some(polled) => {
+                if let Some(consumer) = cc.consumer(polled.producer_id() >> PRODUCER_ID_BITS) {
+                    consumer.polled_one();
+                }
                 // SAFETY: the kernel passes a valid out-pointer.
                 unsafe { comp_element.write(polled.element()) };
                 1
@@ -288,7 +282,7 @@ extern "C" fn doca_dpa_dev_comch_consumer_get_completion_imm(
 
 #[unsafe(no_mangle)]
 extern "C" fn doca_dpa_dev_comch_consumer_get_completion_producer_id(comp_element: u64) -> u32 {
-    element(comp_element).producer_id()
+    element(comp_element).producer_id() & ((1 << PRODUCER_ID_BITS) - 1)
 }
 
 #[unsafe(no_mangle)]
@@ -332,7 +326,7 @@ extern "C" fn doca_dpa_dev_comch_producer_is_consumer_empty(
     with_current("doca_dpa_dev_comch_producer_is_consumer_empty", |cur| {
         let p = dpa_producer(cur, producer);
         match p.cpu_consumers.get((consumer_id as usize).wrapping_sub(1)) {
-            Some(c) => c_int::from(c.posted.load(Ordering::Acquire) == 0),
+            Some(c) => c_int::from(c.is_empty()),
             None => cur.fault(
                 ErrorCode::NotFound,
                 format!("doca_dpa_dev_comch_producer_is_consumer_empty: no CPU consumer with id {consumer_id}"),
@@ -525,6 +519,11 @@ extern "C" fn doca_dpa_dev_completion_ack(dpa_comp: u64, num_comp: u64) {
 extern "C" fn doca_dpa_dev_completion_request_notification(dpa_comp: u64) {
     with_current("doca_dpa_dev_completion_request_notification", |cur| {
         let c = dpa_completion(cur, dpa_comp);
+        require_owner(
+            cur,
+            &c.notifier,
+            "doca_dpa_dev_completion_request_notification",
+        );
         c.notifier
             .request(|| crate::sync_hint::has_unpolled(&c.ring));
     })

@@ -165,11 +165,21 @@ impl DpaShared {
 }
 
 /// Configuration of a [`Dpa`] (`doca_dpa_create` … `doca_dpa_start`).
-#[derive(Debug)]
 pub struct DpaBuilder {
     dev: crate::dev::Dev,
     app: Option<App>,
     sched: SchedulerConfig,
+    on_state_changed: Option<crate::ctx::StateChangedCb>,
+}
+
+impl fmt::Debug for DpaBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DpaBuilder")
+            .field("dev", &self.dev)
+            .field("app", &self.app)
+            .field("sched", &self.sched)
+            .finish()
+    }
 }
 
 /// `doca_dpa`: a DPA context running one app.
@@ -210,6 +220,16 @@ impl DpaBuilder {
         self
     }
 
+    /// `doca_ctx_set_state_changed_cb`: called on every state transition, including the move to
+    /// STOPPING after a fatal error (from the thread that hit it).
+    pub fn on_state_changed(
+        mut self,
+        cb: impl Fn(CtxState, CtxState) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_state_changed = Some(Box::new(cb));
+        self
+    }
+
     /// `doca_dpa_start`.
     pub fn start(self) -> Result<Dpa> {
         let Some(app) = self.app else {
@@ -241,6 +261,9 @@ impl DpaBuilder {
             faulted: AtomicBool::new(false),
         });
         device_api::keep_linked();
+        if let Some(cb) = self.on_state_changed {
+            shared.state.set_state_changed_cb(cb)?;
+        }
         shared.state.start()?;
         shared.sched.spawn_workers()?;
         Ok(Dpa { shared })
@@ -254,6 +277,7 @@ impl Dpa {
             dev: dev.clone(),
             app: None,
             sched: SchedulerConfig::default(),
+            on_state_changed: None,
         }
     }
 

@@ -14,7 +14,7 @@ use super::thread::{ThreadShared, flags};
 use crate::error::{Result, bail};
 use crate::ring::CompletionRing;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -72,6 +72,10 @@ pub struct SchedStats {
 }
 
 struct Worker {
+    /// Busy-poll mode: the threads this worker scans (null: removed).
+    threads: Box<[AtomicPtr<ThreadShared>]>,
+    num_threads: AtomicUsize,
+    /// Sleep mode: threads whose notification arrived.
     queue: CompletionRing,
     sleeping: AtomicBool,
     thread: OnceLock<std::thread::Thread>,
@@ -91,7 +95,6 @@ pub(crate) struct Scheduler {
     det: Option<Mutex<DeterministicState>>,
     shutdown: AtomicBool,
     joins: Mutex<Vec<JoinHandle<()>>>,
-    activations: AtomicU64,
 }
 
 impl fmt::Debug for Scheduler {
@@ -115,6 +118,10 @@ impl Scheduler {
         };
         let workers = (0..n)
             .map(|_| Worker {
+                threads: (0..crate::limits::DPA_MAX_THREADS)
+                    .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                    .collect(),
+                num_threads: AtomicUsize::new(0),
                 queue: CompletionRing::new(crate::limits::DPA_MAX_THREADS),
                 sleeping: AtomicBool::new(false),
                 thread: OnceLock::new(),
@@ -137,7 +144,6 @@ impl Scheduler {
             det,
             shutdown: AtomicBool::new(false),
             joins: Mutex::new(Vec::new()),
-            activations: AtomicU64::new(0),
         }
     }
 
@@ -155,6 +161,54 @@ impl Scheduler {
             }
         }
         Ok(())
+    }
+
+    pub(crate) fn mode(&self) -> SchedMode {
+        self.mode
+    }
+
+    /// Busy-poll mode: adds a new thread to its worker's scan. The thread lives in the DPA's
+    /// thread table until the DPA drops, after the workers stop.
+    pub(crate) fn register(&self, thread: &Arc<ThreadShared>) {
+        if self.mode != SchedMode::BusyPoll || self.workers.is_empty() {
+            return;
+        }
+        let worker = &self.workers[thread.index % self.workers.len()];
+        let ptr = Arc::as_ptr(thread).cast_mut();
+        // Reuse a removed slot if there is one, else append.
+        let n = worker.num_threads.load(Ordering::Acquire);
+        for slot in &worker.threads[..n] {
+            if slot
+                .compare_exchange(
+                    std::ptr::null_mut(),
+                    ptr,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                return;
+            }
+        }
+        worker.threads[n].store(ptr, Ordering::Release);
+        worker.num_threads.store(n + 1, Ordering::Release);
+    }
+
+    /// Busy-poll mode: removes a thread from its worker's scan.
+    pub(crate) fn unregister(&self, thread: &Arc<ThreadShared>) {
+        if self.workers.is_empty() {
+            return;
+        }
+        let worker = &self.workers[thread.index % self.workers.len()];
+        let ptr = Arc::as_ptr(thread).cast_mut();
+        for slot in worker.threads.iter() {
+            let _ = slot.compare_exchange(
+                ptr,
+                std::ptr::null_mut(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
+        }
     }
 
     /// Puts a thread whose QUEUED bit the caller just set on its worker's run queue.
@@ -203,8 +257,9 @@ impl Scheduler {
         }
 
         let ending = activation::run_thread(dpa, thread);
-        let number = thread.activations.fetch_add(1, Ordering::Relaxed) + 1;
-        self.activations.fetch_add(1, Ordering::Relaxed);
+        // Only the running worker writes the count: no locked instruction needed.
+        let number = thread.activations.load(Ordering::Relaxed) + 1;
+        thread.activations.store(number, Ordering::Relaxed);
         if let Some(det) = &self.det {
             det.lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -281,8 +336,10 @@ impl Scheduler {
     }
 
     pub(crate) fn stats(&self) -> SchedStats {
+        let dpa = self.dpa.upgrade();
+        let threads = dpa.as_ref().map(|d| &d.threads);
         SchedStats {
-            activations: self.activations.load(Ordering::Relaxed),
+            activations: threads.map_or(0, |t| t.sum(|th| th.activations.load(Ordering::Relaxed))),
             workers: self.workers.len(),
         }
     }
@@ -328,41 +385,85 @@ fn worker_main(dpa: Weak<DpaShared>, w: usize, cpu: Option<usize>) {
         let sched = &shared.sched;
         let worker = &sched.workers[w];
         let _ = worker.thread.set(std::thread::current());
-        let mut idle: u32 = 0;
-        let mut buf = [0u8; 32];
-        loop {
-            if sched.shutdown.load(Ordering::Acquire) {
-                return;
-            }
-            // SAFETY: each worker is the only reader of its own run queue.
-            if unsafe { worker.queue.pop_into(&mut buf) }.is_some() {
-                let index = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-                if let Some(thread) = shared.threads.get(index) {
-                    sched.run(&shared, thread);
-                }
-                idle = 0;
+        let exit = match sched.mode {
+            SchedMode::BusyPoll => scan(&shared, worker),
+            _ => sleep_between(&shared, worker),
+        };
+        if exit == Exit::Shutdown {
+            return;
+        }
+    }
+}
+
+#[derive(PartialEq, Eq)]
+enum Exit {
+    /// Idle for a while: let go of the context and pick it up again.
+    Idle,
+    Shutdown,
+}
+
+/// Busy-poll mode: scan this worker's threads for a pending notification or an armed attached
+/// context with a completion waiting, and run them. Producers never touch the worker.
+fn scan(shared: &Arc<DpaShared>, worker: &Worker) -> Exit {
+    let sched = &shared.sched;
+    let mut idle: u32 = 0;
+    loop {
+        if sched.shutdown.load(Ordering::Acquire) {
+            return Exit::Shutdown;
+        }
+        let mut ran = false;
+        for slot in &worker.threads[..worker.num_threads.load(Ordering::Acquire)] {
+            let ptr = slot.load(Ordering::Acquire);
+            if ptr.is_null() {
                 continue;
             }
-            idle += 1;
-            match sched.mode {
-                SchedMode::Sleep => {
-                    worker.sleeping.store(true, Ordering::SeqCst);
-                    fence(Ordering::SeqCst);
-                    if !crate::sync_hint::has_unpolled(&worker.queue) {
-                        std::thread::park_timeout(Duration::from_millis(20));
-                    }
-                    worker.sleeping.store(false, Ordering::Relaxed);
-                    if idle > 4 {
-                        break;
-                    }
-                }
-                _ => {
-                    std::hint::spin_loop();
-                    if idle > 1 << 16 {
-                        break;
-                    }
-                }
+            // SAFETY: registered threads live in the DPA's thread table until the DPA drops,
+            // and `shared` keeps the DPA alive.
+            let thread = unsafe { &*ptr };
+            if thread.triggered() {
+                sched.run(shared, thread);
+                ran = true;
             }
+        }
+        if ran {
+            idle = 0;
+        } else {
+            idle += 1;
+            std::hint::spin_loop();
+            if idle > 1 << 16 {
+                return Exit::Idle;
+            }
+        }
+    }
+}
+
+/// Sleep mode: run queued threads; park when the queue is empty until a notifier unparks us.
+fn sleep_between(shared: &Arc<DpaShared>, worker: &Worker) -> Exit {
+    let sched = &shared.sched;
+    let mut idle: u32 = 0;
+    let mut buf = [0u8; 32];
+    loop {
+        if sched.shutdown.load(Ordering::Acquire) {
+            return Exit::Shutdown;
+        }
+        // SAFETY: each worker is the only reader of its own run queue.
+        if unsafe { worker.queue.pop_into(&mut buf) }.is_some() {
+            let index = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+            if let Some(thread) = shared.threads.get(index) {
+                sched.run(shared, thread);
+            }
+            idle = 0;
+            continue;
+        }
+        idle += 1;
+        worker.sleeping.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !worker.queue.has_ready() {
+            std::thread::park_timeout(Duration::from_millis(20));
+        }
+        worker.sleeping.store(false, Ordering::Relaxed);
+        if idle > 4 {
+            return Exit::Idle;
         }
     }
 }

@@ -2,14 +2,17 @@
 //! state the scheduler uses to trigger it.
 
 use super::Dpa;
+use super::completion::Notifier;
+use super::sched::SchedMode;
 use super::sched::Scheduler;
 use crate::error::{Result, bail};
+use crate::ring::CompletionRing;
 use corosensei::stack::DefaultStack;
 use dpakit_dev::{ThreadEntry, ThreadKernel};
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Stack of one DPA thread on the soft device. Generous for debug builds of kernels; pages are
 /// only touched as used.
@@ -30,6 +33,17 @@ pub(crate) mod flags {
     pub const FAULTED: u32 = 1 << 5;
 }
 
+/// Completion contexts one thread can have attached (each one a trigger the busy-poll scan
+/// checks).
+pub(crate) const MAX_SOURCES: usize = 8;
+
+/// One attached completion context, as the busy-poll scan sees it.
+#[derive(Debug, Default)]
+struct Source {
+    notifier: AtomicPtr<Notifier>,
+    ring: AtomicPtr<CompletionRing>,
+}
+
 /// What the scheduler and workers know about a thread.
 pub(crate) struct ThreadShared {
     pub index: usize,
@@ -39,6 +53,8 @@ pub(crate) struct ThreadShared {
     pub local_storage: AtomicU64,
     pub state: AtomicU32,
     pub activations: AtomicU64,
+    sources: [Source; MAX_SOURCES],
+    num_sources: AtomicUsize,
     /// Used only by the worker that holds the ACTIVE bit.
     stack: UnsafeCell<Option<DefaultStack>>,
 }
@@ -78,10 +94,65 @@ impl ThreadShared {
         unsafe { *self.stack.get() = Some(stack) }
     }
 
+    /// Attaches a completion context for the busy-poll scan.
+    ///
+    /// The pointers stay valid: the context lives in its DPA's handle table until the DPA is
+    /// dropped, and the DPA outlives its threads and workers.
+    pub(crate) fn add_source(&self, notifier: &Notifier, ring: &CompletionRing) -> Result<()> {
+        let slot = self.num_sources.load(Ordering::Acquire);
+        let Some(source) = self.sources.get(slot) else {
+            bail!(
+                NoMemory,
+                "a DPA thread accepts at most {MAX_SOURCES} attached completion contexts"
+            );
+        };
+        source.ring.store(
+            (ring as *const CompletionRing).cast_mut(),
+            Ordering::Relaxed,
+        );
+        source
+            .notifier
+            .store((notifier as *const Notifier).cast_mut(), Ordering::Release);
+        self.num_sources.store(slot + 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// The busy-poll scan: whether the thread should run now (a pending notification, or an
+    /// armed attached context with a completion waiting). Consumes what triggered it. Called
+    /// only by the thread's worker.
+    #[inline]
+    pub(crate) fn triggered(&self) -> bool {
+        use flags::*;
+        let s = self.state.load(Ordering::Acquire);
+        if s & RUN == 0 || s & (FINISHED | FAULTED | ACTIVE) != 0 {
+            return false;
+        }
+        let mut hit = false;
+        if s & PENDING != 0 {
+            self.state.fetch_and(!PENDING, Ordering::AcqRel);
+            hit = true;
+        }
+        for source in &self.sources[..self.num_sources.load(Ordering::Acquire)] {
+            let notifier = source.notifier.load(Ordering::Acquire);
+            let ring = source.ring.load(Ordering::Relaxed);
+            // SAFETY: see add_source: both live in the DPA's handle table for its lifetime.
+            let (notifier, ring) = unsafe { (&*notifier, &*ring) };
+            hit |= notifier.take_if(|| ring.has_ready());
+        }
+        hit
+    }
+
     /// A notification arrived (a completion on an attached, armed context, or `thread_notify`).
     #[inline]
     pub(crate) fn notify(&self, sched: &Scheduler) {
         use flags::*;
+        if sched.mode() == SchedMode::BusyPoll {
+            // The worker's scan sees the flag.
+            if self.state.load(Ordering::Acquire) & (FINISHED | FAULTED) == 0 {
+                self.state.fetch_or(PENDING, Ordering::AcqRel);
+            }
+            return;
+        }
         let mut s = self.state.load(Ordering::Acquire);
         loop {
             if s & (FINISHED | FAULTED) != 0 {
@@ -156,6 +227,8 @@ impl DpaThreadBuilder<'_> {
                 local_storage: AtomicU64::new(self.local_storage),
                 state: AtomicU32::new(0),
                 activations: AtomicU64::new(0),
+                sources: Default::default(),
+                num_sources: AtomicUsize::new(0),
                 stack: UnsafeCell::new(stack.take()),
             })
         });
@@ -166,6 +239,7 @@ impl DpaThreadBuilder<'_> {
                 dpa.threads.capacity()
             );
         };
+        dpa.sched.register(&shared);
         Ok(DpaThread {
             dpa: self.dpa.clone(),
             shared,
@@ -270,6 +344,7 @@ impl DpaThread {
 impl Drop for DpaThread {
     fn drop(&mut self) {
         let _ = self.stop();
+        self.dpa.shared.sched.unregister(&self.shared);
         self.dpa.shared.threads.remove(self.shared.index);
     }
 }
