@@ -32,7 +32,7 @@ thread_kernel! {
         // SAFETY: the host passes the device address of a live DmaOffloadArgs.
         let args: &DmaOffloadArgs = unsafe { thread::arg_ref(arg) };
         let path = &args.path;
-        serve(path, |msg, producer| {
+        serve(path, |msg, producer, flags| {
             let request = msg.message();
             let seq = request.header.seq;
             let planned = request.view::<DmaOffloadDesc>().map_err(|_| ErrorCode::InvalidValue).and_then(|desc| {
@@ -53,11 +53,11 @@ thread_kernel! {
                         length: desc.length as usize,
                     };
                     // A 32-byte ImmMessage always fits.
-                    let _ = producer.dma_copy(path.cpu_consumer_id, copy, ImmMessage::new(seq, &result).as_bytes(), path.submit_flags);
+                    let _ = producer.dma_copy(path.cpu_consumer_id, copy, ImmMessage::new(seq, &result).as_bytes(), flags);
                 }
                 Err(code) => {
                     let result = OffloadResult { status: code.raw() as u32, ..OffloadResult::default() };
-                    producer.send(path.cpu_consumer_id, &ImmMessage::new(seq, &result), path.submit_flags);
+                    producer.send(path.cpu_consumer_id, &ImmMessage::new(seq, &result), flags);
                 }
             }
         })

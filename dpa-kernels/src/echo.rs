@@ -17,8 +17,8 @@ thread_kernel! {
         // SAFETY: the host passes the device address of the MsgqPathArgs it wrote for this
         // thread and keeps it alive while the thread exists.
         let args: &MsgqPathArgs = unsafe { thread::arg_ref(arg) };
-        serve(args, |msg, producer| {
-            if producer.post_send_imm_only(args.cpu_consumer_id, msg.imm(), args.submit_flags).is_err() {
+        serve(args, |msg, producer, flags| {
+            if producer.post_send_imm_only(args.cpu_consumer_id, msg.imm(), flags).is_err() {
                 // Cannot happen with a conforming device: an immediate is at most 32 bytes.
                 log(LogLevel::Error, c"echo: received immediate longer than 32 bytes");
             }

@@ -12,7 +12,7 @@ thread_kernel! {
     pub PING_PONG: fn ping_pong(arg: u64) {
         // SAFETY: as for the echo kernel: the device address of a live MsgqPathArgs.
         let args: &MsgqPathArgs = unsafe { thread::arg_ref(arg) };
-        serve(args, |msg, producer| {
+        serve(args, |msg, producer, flags| {
             let request = msg.message();
             let reply = match request.view::<PingPong>() {
                 Ok(ping) => ImmMessage::new(request.header.seq, &PingPong { count: ping.count + 1, ..ping }),
@@ -21,7 +21,7 @@ thread_kernel! {
                     &OffloadResult { status: ErrorCode::InvalidValue.raw() as u32, ..OffloadResult::default() },
                 ),
             };
-            producer.send(args.cpu_consumer_id, &reply, args.submit_flags);
+            producer.send(args.cpu_consumer_id, &reply, flags);
         })
     }
 }

@@ -13,7 +13,7 @@ thread_kernel! {
         // SAFETY: the host passes the device address of a live RankedPathArgs.
         let args: &RankedPathArgs = unsafe { thread::arg_ref(arg) };
         let path = &args.path;
-        serve(path, |msg, producer| {
+        serve(path, |msg, producer, flags| {
             let request = msg.message();
             let reply = match request.view::<Echo>() {
                 Ok(echo) => ImmMessage::new(request.header.seq, &Echo { tag: u64::from(args.rank), ..echo }),
@@ -22,7 +22,7 @@ thread_kernel! {
                     &OffloadResult { status: ErrorCode::InvalidValue.raw() as u32, ..OffloadResult::default() },
                 ),
             };
-            producer.send(path.cpu_consumer_id, &reply, path.submit_flags);
+            producer.send(path.cpu_consumer_id, &reply, flags);
         })
     }
 }

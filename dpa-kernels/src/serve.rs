@@ -1,31 +1,54 @@
 //! The receive loop every message-serving kernel shares.
 
-use dpakit_dev::abi::args::MsgqPathArgs;
+use dpakit_dev::SubmitFlags;
+use dpakit_dev::abi::args::{MsgqPathArgs, ServeState};
 use dpakit_dev::comch::{Consumer, ConsumerCompletion, Producer, ReceivedMessage};
 use dpakit_dev::completion::Completion;
 use dpakit_dev::thread;
 
 /// Serves every message waiting on `path`, then re-arms and reschedules.
 ///
-/// For each message `reply` answers through the producer (it must send exactly one message to
-/// `path.cpu_consumer_id`); then the completion is acked (the immediate is dead after that, so
-/// the reply goes first), the consumer gets its credit back, and the producer's send reports
-/// are released, so a long burst never overflows their queue.
+/// For each message `reply` answers through the producer with the flags it is given (exactly
+/// one message to `path.cpu_consumer_id`); then the completion is acked (the immediate is dead
+/// after that, so the reply goes first) and the consumer gets its credit back.
+///
+/// Send reports: with a [`ServeState`] in the thread's local storage, only one reply in
+/// `report_every` reports a completion (the rest carry OPTIMIZE_REPORTS); without one, every
+/// reply reports. Reports are released right after each reporting reply, so a long burst never
+/// overflows their queue.
 #[inline(always)]
 pub(crate) fn serve(
     path: &MsgqPathArgs,
-    mut reply: impl FnMut(&ReceivedMessage<'_>, &Producer),
+    mut reply: impl FnMut(&ReceivedMessage<'_>, &Producer, SubmitFlags),
 ) -> ! {
     let mut completions = ConsumerCompletion::new(path.consumer_completion);
     let consumer = Consumer::new(path.consumer);
     let producer = Producer::new(path.producer);
     let mut reports = Completion::new(path.producer_completion);
+    let storage = thread::local_storage().raw();
+    // SAFETY: a non-zero local storage of these kernels is the device address of a ServeState
+    // the host allocated for this thread alone.
+    let mut state = (storage != 0).then(|| unsafe { &mut *(storage as usize as *mut ServeState) });
 
     while let Some(msg) = completions.get() {
-        reply(&msg, &producer);
+        let reports_this_one = match state.as_deref_mut() {
+            Some(s) => {
+                s.sends = s.sends.wrapping_add(1);
+                s.report_every <= 1 || s.sends % s.report_every == 0
+            }
+            None => true,
+        };
+        let flags = if reports_this_one {
+            path.submit_flags
+        } else {
+            path.submit_flags | SubmitFlags::OPTIMIZE_REPORTS
+        };
+        reply(&msg, &producer, flags);
         completions.ack(1);
         consumer.ack(1);
-        drain(&mut reports);
+        if reports_this_one {
+            drain(&mut reports);
+        }
     }
     completions.request_notification();
     thread::reschedule()

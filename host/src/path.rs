@@ -6,7 +6,7 @@ use crate::dpa::{ConsumerCompletion, DevPtr, Dpa, DpaCompletion, DpaThread};
 use crate::kernels::PREPOST_CREDITS;
 use crate::msgq::Msgq;
 use crate::pe::Pe;
-use dpakit_abi::args::MsgqPathArgs;
+use dpakit_abi::args::{MsgqPathArgs, ServeState};
 use dpakit_abi::{ErrorCode, ImmMessage, Pod, SubmitFlags};
 use dpakit_dev::ThreadKernel;
 use std::cell::RefCell;
@@ -69,6 +69,7 @@ pub struct MsgqPath {
     _from_dpa: Msgq,
     thread: DpaThread,
     args: DevPtr,
+    state: DevPtr,
     pe: Pe,
     dpa: Dpa,
     depth: u32,
@@ -122,7 +123,14 @@ impl<'a> MsgqPathBuilder<'a> {
         let from_dpa = Msgq::builder(dpa.dev()).dpa_producer(dpa).start()?;
         // Kernel argument blocks are small; one allocation fits any of the kit's.
         let args = dpa.mem_alloc(ARGS_BLOCK)?;
-        let thread = DpaThread::builder(dpa, &kernel, args.raw()).start()?;
+        // The kernel's writable state: it reports one reply in depth/2 (see ServeState).
+        let state = dpa.mem_alloc_init(&ServeState {
+            report_every: (depth / 2).max(1),
+            sends: 0,
+        })?;
+        let thread = DpaThread::builder(dpa, &kernel, args.raw())
+            .local_storage(state)
+            .start()?;
         let consumer_completion = ConsumerCompletion::builder(dpa)
             .max_num_recv(depth)
             .dpa_thread(&thread)
@@ -193,6 +201,7 @@ impl<'a> MsgqPathBuilder<'a> {
             _from_dpa: from_dpa,
             thread,
             args,
+            state,
             pe: pe.clone(),
             dpa: dpa.clone(),
             depth,
@@ -302,8 +311,10 @@ impl MsgqPath {
 impl Drop for MsgqPath {
     fn drop(&mut self) {
         let _ = self.thread.stop();
-        if let Err(e) = self.dpa.mem_free(self.args) {
-            debug_assert!(e.code() == ErrorCode::InvalidValue, "{e}");
+        // The blocks were allocated by this path and are freed once; nothing can fail that a
+        // destructor could act on.
+        for block in [self.args, self.state] {
+            let _ = self.dpa.mem_free(block);
         }
     }
 }

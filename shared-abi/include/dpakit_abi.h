@@ -72,6 +72,30 @@ struct dpakit_msgq_path_args {
 	uint32_t submit_flags;
 };
 
+/* Argument block of the DMA-offload kernel. */
+struct dpakit_dma_offload_args {
+	struct dpakit_msgq_path_args path;
+	uint32_t src_mmap; /* doca_dpa_dev_mmap_t */
+	uint32_t dst_mmap; /* doca_dpa_dev_mmap_t */
+	uint64_t src_base;
+	uint64_t src_len;
+	uint64_t dst_base;
+	uint64_t dst_len;
+};
+
+/* Argument block of one thread of the multi-thread (ranked echo) kernel. */
+struct dpakit_ranked_path_args {
+	struct dpakit_msgq_path_args path;
+	uint32_t rank;
+	uint32_t reserved;
+};
+
+/* Writable per-thread state of message-serving kernels (thread local storage). */
+struct dpakit_serve_state {
+	uint32_t report_every;
+	uint32_t sends;
+};
+
 _Static_assert(sizeof(struct dpakit_msg_header) == DPAKIT_HEADER_LEN, "header is 8 bytes");
 _Static_assert(sizeof(struct dpakit_imm_message) == DPAKIT_MAX_IMM_DATA_LEN, "message is 32 bytes");
 _Static_assert(_Alignof(struct dpakit_imm_message) == 32, "message is 32-byte aligned");

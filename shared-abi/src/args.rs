@@ -74,3 +74,19 @@ crate::pod_struct! {
 }
 
 const_assert_eq!(size_of::<RankedPathArgs>(), 48);
+
+crate::pod_struct! {
+    /// Writable per-thread state of the kit's message-serving kernels, pointed to by the
+    /// thread's local storage. With it, replies report a completion only every `report_every`
+    /// sends (completion moderation with OPTIMIZE_REPORTS), so the kernel rarely has reports to
+    /// drain. Without it (local storage 0) every reply reports.
+    #[derive(Debug, PartialEq, Eq, Default)]
+    pub struct ServeState {
+        /// Report one send in this many (at most the producer's dev_num_send).
+        pub report_every: u32,
+        /// Sends so far.
+        pub sends: u32,
+    }
+}
+
+const_assert_eq!(size_of::<ServeState>(), 8);

@@ -2,7 +2,7 @@
 //! offsets into `_Static_assert`s and has clang check them against `include/dpakit_abi.h`, once
 //! for the DPA (riscv64imac) and once for the host.
 
-use dpakit_abi::args::MsgqPathArgs;
+use dpakit_abi::args::{DmaOffloadArgs, MsgqPathArgs, RankedPathArgs, ServeState};
 use dpakit_abi::{
     DmaOffloadDesc, Echo, ImmMessage, MsgHeader, OffloadResult, Opcode, PingPong, submit_flag,
 };
@@ -69,8 +69,36 @@ fn layout_checks() -> String {
             consumer_completion,
             consumer,
             producer,
+            producer_completion,
             cpu_consumer_id,
             submit_flags
+        }
+    );
+    layout!(
+        "dpakit_serve_state",
+        ServeState {
+            report_every,
+            sends
+        }
+    );
+    layout!(
+        "dpakit_dma_offload_args",
+        DmaOffloadArgs {
+            path,
+            src_mmap,
+            dst_mmap,
+            src_base,
+            src_len,
+            dst_base,
+            dst_len
+        }
+    );
+    layout!(
+        "dpakit_ranked_path_args",
+        RankedPathArgs {
+            path,
+            rank,
+            reserved
         }
     );
     check(

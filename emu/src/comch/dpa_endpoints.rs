@@ -17,12 +17,14 @@ pub struct DpaConsumerBuilder<'a> {
     msgq: &'a Msgq,
     completion: &'a ConsumerCompletion,
     dev_num_recv: u32,
+    user_data: u32,
 }
 
 /// `doca_comch_consumer` whose datapath runs on the DPA.
 #[derive(Debug)]
 pub struct DpaConsumer {
     shared: Arc<DpaConsumerShared>,
+    user_data: u32,
     msgq: Arc<MsgqShared>,
     msgq_index: usize,
     handle: u64,
@@ -33,6 +35,13 @@ impl<'a> DpaConsumerBuilder<'a> {
     /// `doca_comch_consumer_set_dev_num_recv`: receives the kernel may post at once (default 64).
     pub fn dev_num_recv(mut self, n: u32) -> Self {
         self.dev_num_recv = n;
+        self
+    }
+
+    /// The user data of `doca_comch_consumer_set_completion`, which identifies this consumer
+    /// among those sharing a completion context (default 0).
+    pub fn user_data(mut self, user_data: u32) -> Self {
+        self.user_data = user_data;
         self
     }
 
@@ -84,6 +93,7 @@ impl<'a> DpaConsumerBuilder<'a> {
         };
         cc.attach_consumer(tag, &shared);
         Ok(DpaConsumer {
+            user_data: self.user_data,
             handle: dpa.handle(Kind::DpaConsumer, handle_index),
             shared,
             msgq: msgq.clone(),
@@ -103,6 +113,7 @@ impl DpaConsumer {
             msgq,
             completion,
             dev_num_recv: 64,
+            user_data: 0,
         }
     }
 
@@ -114,6 +125,11 @@ impl DpaConsumer {
     /// `doca_comch_consumer_get_dpa_handle`.
     pub fn dpa_handle(&self) -> ComchConsumerHandle {
         ComchConsumerHandle(self.handle)
+    }
+
+    /// The user data given with its completion context.
+    pub fn user_data(&self) -> u32 {
+        self.user_data
     }
 
     /// Receives the kernel has posted and no message has filled yet.
