@@ -3,66 +3,30 @@
 //!
 //! `cargo bench --bench rtt`
 
+#[path = "support/mod.rs"]
+mod support;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::{Dpa, SchedMode, pin_current_thread};
 use dpakit::pe::Pe;
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use support::{PingPong, cores};
 
-/// The host side runs on this core, the responder (DPA worker or pong thread) on the other.
-/// Counted once, before anything is pinned (pinning shrinks what `available_parallelism` sees).
-fn cores() -> (usize, usize) {
-    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let n = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    (0, 1 % n)
-}
-
-#[repr(align(64))]
-struct Line(AtomicU64);
-
-/// The physical limit of a round trip between two cores: the initiator writes a value into a
-/// cache line, the responder sees it and writes the answer into another, and back.
 fn raw_ping_pong(c: &mut Criterion) {
     let (host, responder) = cores();
-    let ping = Arc::new(Line(AtomicU64::new(0)));
-    let pong = Arc::new(Line(AtomicU64::new(0)));
-    let stop = Arc::new(AtomicBool::new(false));
-    let t = {
-        let (ping, pong, stop) = (ping.clone(), pong.clone(), stop.clone());
-        std::thread::spawn(move || {
-            pin_current_thread(responder);
-            let mut seen = 0;
-            while !stop.load(Ordering::Relaxed) {
-                let v = ping.0.load(Ordering::Acquire);
-                if v != seen {
-                    seen = v;
-                    pong.0.store(v, Ordering::Release);
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
-        })
-    };
     pin_current_thread(host);
-    let mut next = 0u64;
+    let mut pp = PingPong::start(responder);
     c.bench_function("rtt/raw_ping_pong", |b| {
         b.iter_custom(|iters| {
             let start = Instant::now();
             for _ in 0..iters {
-                next += 1;
-                ping.0.store(next, Ordering::Release);
-                while pong.0.load(Ordering::Acquire) != next {
-                    std::hint::spin_loop();
-                }
+                pp.round_trip();
             }
             start.elapsed()
         })
     });
-    stop.store(true, Ordering::Relaxed);
-    t.join().unwrap();
 }
 
 /// A 32-byte immediate through CPU producer → DPA consumer → echo kernel → DPA producer → CPU

@@ -7,19 +7,18 @@
 //! cargo run --release --example rtt [-- ROUNDS]
 //! ```
 
+#[path = "../benches/support/mod.rs"]
+mod support;
+
 use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::{Dpa, SchedMode, pin_current_thread};
 use dpakit::pe::Pe;
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use support::{PingPong, cores};
 
 const BATCH: u32 = 1_000;
 const BATCHES: usize = 50;
-
-#[repr(align(64))]
-struct Line(AtomicU64);
 
 /// Mean round trip of each batch, in ns.
 type Batches = Vec<f64>;
@@ -40,35 +39,8 @@ fn batches(mut round_trip: impl FnMut()) -> Batches {
 }
 
 fn raw_ping_pong(responder: usize) -> Batches {
-    let ping = Arc::new(Line(AtomicU64::new(0)));
-    let pong = Arc::new(Line(AtomicU64::new(0)));
-    let stop = Arc::new(AtomicBool::new(false));
-    let t = {
-        let (ping, pong, stop) = (ping.clone(), pong.clone(), stop.clone());
-        std::thread::spawn(move || {
-            pin_current_thread(responder);
-            let mut seen = 0;
-            while !stop.load(Ordering::Relaxed) {
-                let v = ping.0.load(Ordering::Acquire);
-                if v != seen {
-                    seen = v;
-                    pong.0.store(v, Ordering::Release);
-                }
-                std::hint::spin_loop();
-            }
-        })
-    };
-    let mut next = 0u64;
-    let result = batches(|| {
-        next += 1;
-        ping.0.store(next, Ordering::Release);
-        while pong.0.load(Ordering::Acquire) != next {
-            std::hint::spin_loop();
-        }
-    });
-    stop.store(true, Ordering::Relaxed);
-    t.join().expect("pong thread");
-    result
+    let mut pp = PingPong::start(responder);
+    batches(|| pp.round_trip())
 }
 
 fn dpakit_echo(responder: usize) -> Result<Batches, dpakit::Error> {
@@ -111,8 +83,8 @@ fn main() -> Result<(), dpakit::Error> {
         .and_then(|a| a.parse().ok())
         .unwrap_or(5);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let responder = 1 % cpus;
-    pin_current_thread(0);
+    let (host, responder) = cores();
+    pin_current_thread(host);
     let (mut raw, mut ours, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     println!("round  raw ping-pong  dpakit echo  ratio   (median of {BATCHES} batches of {BATCH})");
     for round in 1..=rounds {

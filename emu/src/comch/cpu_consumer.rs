@@ -1,6 +1,7 @@
 //! The CPU consumer of a DPA→CPU MsgQ (`doca_comch_consumer` with post-receive tasks).
 
 use super::CpuConsumerShared;
+use super::callback::Callback;
 use crate::ctx::{CtxState, StateChangedCb, StateMachine};
 use crate::error::{Result, bail};
 use crate::limits;
@@ -52,7 +53,7 @@ struct Inner {
     num_tasks: u32,
     /// User data of posted receives, in posting order (receives complete in that order).
     posted: RefCell<VecDeque<u64>>,
-    on_recv: RefCell<Option<RecvCb>>,
+    on_recv: Callback<dyn FnMut(&RecvCompletion<'_>)>,
 }
 
 /// `doca_comch_consumer` on the CPU side of a DPA→CPU MsgQ.
@@ -136,7 +137,7 @@ impl<'a> CpuConsumerBuilder<'a> {
             state: StateMachine::new("the CPU consumer"),
             num_tasks: self.num_tasks,
             posted: RefCell::new(VecDeque::with_capacity(self.num_tasks as usize)),
-            on_recv: RefCell::new(self.on_recv),
+            on_recv: Callback::new(self.on_recv),
         });
         if let Some(cb) = self.on_state_changed {
             inner.state.set_state_changed_cb(cb)?;
@@ -217,17 +218,14 @@ impl PeClient for Inner {
             // A message only arrives for a posted receive (the DPA side checks), so one is here.
             let user_data = self.posted.borrow_mut().pop_front().unwrap_or_default();
             n += 1;
-            let mut cb = self.on_recv.borrow_mut().take();
-            if let Some(cb) = cb.as_mut() {
+            let imm = &buf[..len as usize];
+            self.on_recv.run(|cb| {
                 cb(&RecvCompletion {
-                    imm: &buf[..len as usize],
+                    imm,
                     producer_id,
                     user_data,
-                });
-            }
-            if let Some(cb) = cb {
-                self.on_recv.borrow_mut().get_or_insert(cb);
-            }
+                })
+            });
         }
         n
     }

@@ -1,5 +1,6 @@
 //! The CPU producer of a CPU→DPA MsgQ (`doca_comch_producer` with send tasks).
 
+use super::callback::Callback;
 use super::{Delivery, DpaConsumerShared};
 use crate::ctx::{CtxState, StateChangedCb, StateMachine};
 use crate::error::{Result, bail};
@@ -70,7 +71,7 @@ struct Inner {
     pending: RefCell<VecDeque<PendingSend>>,
     /// Delivered sends whose completion has not been reported yet.
     completed: RefCell<VecDeque<u64>>,
-    on_send: RefCell<Option<SendCb>>,
+    on_send: Callback<dyn FnMut(SendCompletion)>,
 }
 
 /// `doca_comch_producer` on the CPU side of a CPU→DPA MsgQ.
@@ -131,7 +132,7 @@ impl<'a> CpuProducerBuilder<'a> {
             in_flight: Cell::new(0),
             pending: RefCell::new(VecDeque::with_capacity(n)),
             completed: RefCell::new(VecDeque::with_capacity(n)),
-            on_send: RefCell::new(self.on_send),
+            on_send: Callback::new(self.on_send),
         });
         if let Some(cb) = self.on_state_changed {
             inner.state.set_state_changed_cb(cb)?;
@@ -281,13 +282,7 @@ impl PeClient for Inner {
             };
             self.in_flight.set(self.in_flight.get() - 1);
             n += 1;
-            let mut cb = self.on_send.borrow_mut().take();
-            if let Some(cb) = cb.as_mut() {
-                cb(SendCompletion { user_data });
-            }
-            if let Some(cb) = cb {
-                self.on_send.borrow_mut().get_or_insert(cb);
-            }
+            self.on_send.run(|cb| cb(SendCompletion { user_data }));
         }
         n
     }

@@ -7,6 +7,7 @@
 //! that copy runs out. Steady traffic therefore moves one cache line per message each way — the
 //! message — instead of bouncing counters between cores.
 
+mod callback;
 mod cpu_consumer;
 mod cpu_producer;
 mod dpa_endpoints;
