@@ -12,7 +12,7 @@ use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering, fence};
+use std::sync::atomic::{AtomicBool, Ordering, compiler_fence, fence};
 use std::time::{Duration, Instant};
 
 /// A context the PE drives.
@@ -52,7 +52,14 @@ impl PeWaker {
     /// Signals the handle if the PE asked for a notification. Call after publishing the work.
     #[inline]
     pub fn wake(&self) {
-        fence(Ordering::SeqCst);
+        // Pairs with the barrier in request_notification: either this load sees the arming or
+        // the PE's check sees the published work. With membarrier the heavy half of the pair
+        // runs on the (rare) sleeping side and this, the datapath side, is only a compiler fence.
+        if barrier::asymmetric() {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
         if self.armed.load(Ordering::Relaxed) && self.armed.swap(false, Ordering::AcqRel) {
             self.signal();
         }
@@ -69,6 +76,47 @@ impl PeWaker {
         let mut value: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64; EAGAIN (nothing pending) is fine.
         unsafe { libc::read(self.fd.as_raw_fd(), (&mut value as *mut u64).cast(), 8) };
+    }
+}
+
+/// An asymmetric memory barrier (Linux `membarrier`): the side that wants to sleep pays a
+/// system call that makes every thread of the process execute a full barrier, so the side that
+/// publishes work needs only a compiler fence. Falls back to plain fences where the kernel lacks
+/// the call.
+mod barrier {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{Ordering, fence};
+
+    const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
+    const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
+
+    /// Whether the expedited private membarrier is registered for this process.
+    #[inline]
+    pub(super) fn asymmetric() -> bool {
+        static READY: OnceLock<bool> = OnceLock::new();
+        *READY.get_or_init(|| {
+            // SAFETY: membarrier takes no pointers; failure is reported by the return value.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_membarrier,
+                    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+                    0,
+                    0,
+                ) == 0
+            }
+        })
+    }
+
+    /// The heavy half: a full barrier on every running thread of the process.
+    pub(super) fn heavy() {
+        // SAFETY: as above.
+        let done = asymmetric()
+            && unsafe {
+                libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0
+            };
+        if !done {
+            fence(Ordering::SeqCst);
+        }
     }
 }
 
@@ -144,7 +192,7 @@ impl Pe {
     /// signalled at once, so no wake-up is lost between the last progress and sleeping.
     pub fn request_notification(&self) {
         self.inner.waker.armed.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        barrier::heavy();
         if self.has_pending() && self.inner.waker.armed.swap(false, Ordering::AcqRel) {
             self.inner.waker.signal();
         }
@@ -195,14 +243,24 @@ impl Pe {
     /// notification handle between bursts. Fails with TIME_OUT after `timeout`.
     pub fn progress_until(&self, timeout: Duration, mut done: impl FnMut() -> bool) -> Result<()> {
         const SPIN: Duration = Duration::from_micros(50);
+        // Reading the clock costs about as much as a progress pass; look at it every so often.
+        const CLOCK_EVERY: u32 = 64;
         let deadline = Instant::now() + timeout;
         let mut idle_since = Instant::now();
+        let mut passes = 0u32;
         loop {
-            if self.progress() > 0 {
-                idle_since = Instant::now();
-            }
+            let progressed = self.progress() > 0;
             if done() {
                 return Ok(());
+            }
+            passes += 1;
+            if progressed {
+                passes = 0;
+                idle_since = Instant::now();
+            }
+            if passes % CLOCK_EVERY != 0 {
+                std::hint::spin_loop();
+                continue;
             }
             let now = Instant::now();
             if now >= deadline {
@@ -211,8 +269,6 @@ impl Pe {
             if now - idle_since > SPIN {
                 self.wait((deadline - now).min(Duration::from_millis(10)))?;
                 idle_since = Instant::now();
-            } else {
-                std::hint::spin_loop();
             }
         }
     }
