@@ -24,10 +24,10 @@ fn plan(args: &DmaOffloadArgs, desc: &DmaOffloadDesc) -> Result<(u64, u64), Erro
 
 thread_kernel! {
     /// For each [`DmaOffloadDesc`]: checks the ranges, computes [`checksum64`] over the source
-    /// bytes read through the mmap's device pointer, DMA-copies them to the destination, and
-    /// replies (as the copy's immediate) with an [`OffloadResult`] carrying the checksum. A
-    /// descriptor outside the ranges is answered with status `DOCA_ERROR_INVALID_VALUE` and no
-    /// copy.
+    /// bytes read through the mmap's device pointer (unless the header carries
+    /// `FLAG_NO_CHECKSUM`), DMA-copies them to the destination, and replies (as the copy's
+    /// immediate) with an [`OffloadResult`] carrying the checksum. A descriptor outside the ranges
+    /// is answered with status `DOCA_ERROR_INVALID_VALUE` and no copy.
     pub DMA_OFFLOAD: fn dma_offload(arg: u64) {
         // SAFETY: the host passes the device address of a live DmaOffloadArgs.
         let args: &DmaOffloadArgs = unsafe { thread::arg_ref(arg) };
@@ -40,11 +40,16 @@ thread_kernel! {
             });
             match planned {
                 Ok((desc, (src_addr, dst_addr))) => {
-                    let src = mmap::external_ptr(args.src_mmap, src_addr);
-                    // SAFETY: plan() proved [src_addr, +length) lies inside the source range the
-                    // host registered, and the external pointer maps it for reading.
-                    let data = unsafe { core::slice::from_raw_parts(src.raw() as usize as *const u8, desc.length as usize) };
-                    let result = OffloadResult { status: 0, reserved: 0, length: desc.length, checksum: checksum64(data) };
+                    let checksum = if request.header.flags & DmaOffloadDesc::FLAG_NO_CHECKSUM != 0 {
+                        0
+                    } else {
+                        let src = mmap::external_ptr(args.src_mmap, src_addr);
+                        // SAFETY: plan() proved [src_addr, +length) lies inside the source range
+                        // the host registered, and the external pointer maps it for reading.
+                        let data = unsafe { core::slice::from_raw_parts(src.raw() as usize as *const u8, desc.length as usize) };
+                        checksum64(data)
+                    };
+                    let result = OffloadResult { status: 0, reserved: 0, length: desc.length, checksum };
                     let copy = DmaCopy {
                         dst_mmap: args.dst_mmap,
                         dst_addr,

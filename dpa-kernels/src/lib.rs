@@ -10,6 +10,7 @@
 //! | [`PING_PONG`] | thread | `MsgqPathArgs` | replies with `PingPong.count + 1` |
 //! | [`DMA_OFFLOAD`] | thread | `DmaOffloadArgs` | DMA-copies a range, replies with its checksum |
 //! | [`RANKED_ECHO`] | thread | `RankedPathArgs` | echo stamped with the thread's rank (N threads) |
+//! | [`SINK`] | thread | `MsgqPathArgs` | consumes and counts, no replies (one-way throughput) |
 //! | [`PREPOST_CREDITS`] | RPC | consumer handle, count | posts a DPA consumer's first credits |
 #![cfg_attr(not(test), no_std)]
 #![warn(missing_docs)]
@@ -19,11 +20,13 @@ mod echo;
 mod ping_pong;
 mod ranked_echo;
 mod serve;
+mod sink;
 
 pub use dma_offload::{DMA_OFFLOAD, dma_offload};
 pub use echo::{ECHO, PREPOST_CREDITS, echo, prepost_credits};
 pub use ping_pong::{PING_PONG, ping_pong};
 pub use ranked_echo::{RANKED_ECHO, ranked_echo};
+pub use sink::{SINK, sink};
 
 /// On the device a panic is a bug in the kernel: report it and retire the thread so it is not
 /// triggered again. (Host builds unwind instead; the soft device turns that into a fatal error

@@ -21,7 +21,7 @@ pub use path::{MsgqPath, MsgqPathBuilder, Received};
 
 /// The kit's kernels, as typed references (re-exported from `dpakit-kernels`).
 pub mod kernels {
-    pub use dpakit_kernels::{DMA_OFFLOAD, ECHO, PING_PONG, PREPOST_CREDITS, RANKED_ECHO};
+    pub use dpakit_kernels::{DMA_OFFLOAD, ECHO, PING_PONG, PREPOST_CREDITS, RANKED_ECHO, SINK};
 }
 
 /// The result of a dpakit call.
@@ -35,6 +35,7 @@ pub fn kit_app() -> dpa::App {
         .thread_kernel(&PING_PONG)
         .thread_kernel(&DMA_OFFLOAD)
         .thread_kernel(&RANKED_ECHO)
+        .thread_kernel(&SINK)
         .rpc_kernel(&PREPOST_CREDITS)
 }
 

@@ -306,6 +306,19 @@ impl MsgqPath {
     pub fn dpa(&self) -> &Dpa {
         &self.dpa
     }
+
+    /// The progress engine driving the path's CPU endpoints.
+    pub fn pe(&self) -> &Pe {
+        &self.pe
+    }
+
+    /// The kernel's [`ServeState`] (its thread local storage), read back from device memory:
+    /// `sends` counts replies sent (or, for the sink kernel, messages consumed).
+    pub fn kernel_state(&self) -> Result<ServeState> {
+        let mut bytes = [0u8; size_of::<ServeState>()];
+        self.dpa.d2h_memcpy(&mut bytes, self.state)?;
+        Ok(dpakit_abi::from_imm_bytes(&bytes)?)
+    }
 }
 
 impl Drop for MsgqPath {

@@ -145,3 +145,29 @@ fn dma_offload_copies_and_checksums() {
     assert_eq!(result.status, ErrorCode::InvalidValue.raw() as u32);
     assert_eq!(dpa.check(), Ok(()));
 }
+
+#[test]
+fn the_sink_consumes_every_message_one_way() {
+    let dpa = dpa();
+    let pe = Pe::new().unwrap();
+    let path = MsgqPath::builder(&dpa, &pe, &kernels::SINK)
+        .depth(16)
+        .start()
+        .unwrap();
+    let total = 10_000u32;
+    for i in 0..total {
+        path.send_msg(&ImmMessage::new(i, &PingPong::default()))
+            .unwrap();
+    }
+    let deadline = std::time::Instant::now() + T;
+    while path.kernel_state().unwrap().sends < total {
+        path.pe().progress();
+        assert!(std::time::Instant::now() < deadline, "the sink stalled");
+    }
+    assert_eq!(
+        path.kernel_state().unwrap().sends,
+        total,
+        "nothing extra, nothing lost"
+    );
+    assert_eq!(path.try_recv().unwrap(), None, "the sink never answers");
+}

@@ -90,3 +90,4 @@ crate::pod_struct! {
 }
 
 const_assert_eq!(size_of::<ServeState>(), 8);
+crate::impl_immediate!(ServeState);

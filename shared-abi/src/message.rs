@@ -119,6 +119,12 @@ impl ImmMessage {
         msg
     }
 
+    /// The same message with header flags `flags`.
+    pub fn with_flags(mut self, flags: u16) -> Self {
+        self.header.flags = flags;
+        self
+    }
+
     /// The payload as `P`, if the header carries `P`'s opcode.
     pub fn view<P: Payload>(&self) -> Result<P, AbiError> {
         const { assert!(size_of::<P>() <= PAYLOAD_LEN && align_of::<P>() <= 8) };
@@ -219,6 +225,11 @@ impl Payload for Echo {
 impl Payload for PingPong {
     const OPCODE: Opcode = Opcode::PingPong;
 }
+impl DmaOffloadDesc {
+    /// Header flag: copy only, skip the checksum (the result carries 0). For measuring the copy.
+    pub const FLAG_NO_CHECKSUM: u16 = 1 << 0;
+}
+
 impl Payload for DmaOffloadDesc {
     const OPCODE: Opcode = Opcode::DmaOffload;
 }
