@@ -2,8 +2,8 @@
 //! memory, and the device functions kernels call.
 //!
 //! Kernels compiled for the host run on the soft device's workers. Each activation runs on the
-//! thread's own stack ([`activation`]); `thread_reschedule` leaves that stack the way a DPA thread
-//! leaves its EU. Handles given to kernels index fixed tables ([`Handles`]), so a stale or forged
+//! thread's own stack; `thread_reschedule` leaves that stack the way a DPA thread
+//! leaves its EU. Handles given to kernels index fixed tables, so a stale or forged
 //! handle is reported as a fatal error, never dereferenced.
 
 pub(crate) mod activation;
