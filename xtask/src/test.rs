@@ -26,7 +26,10 @@ pub fn run() -> Result {
     let report = build_dpa::build(&build_dpa::Options::shipped_kernels(true))?;
     print!("{}", report.table());
     cargo(&["test", "--workspace"], &[])?;
-    cargo(&["doc", "--no-deps", "--workspace"], &[("RUSTDOCFLAGS", "-D warnings")])?;
+    cargo(
+        &["doc", "--no-deps", "--workspace"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
     loom()?;
     miri();
     Ok(())
