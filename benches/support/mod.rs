@@ -1,10 +1,31 @@
-//! Pieces shared by the benchmarks and the measuring examples (included with `#[path]`).
-#![allow(dead_code)]
+//! Pieces shared by the benchmarks and the measuring examples, included with
+//! `#[path = "support/mod.rs"] mod support;` (or `"../benches/support/mod.rs"` from examples).
+//!
+//! - [`cores`]: which core the host side and the responder run on;
+//! - [`echo`]: one-message-at-a-time round-trip partners behind the [`Echo`] trait — dpakit's
+//!   echo kernel ([`DpakitEcho`]) and the peers it is compared with (raw cache-line
+//!   [`PingPong`], crossbeam, rtrb, std mpsc, a Unix socket, Mutex+Condvar);
+//! - [`sink`]: one-way consumers for throughput (dpakit's sink kernel, rtrb, crossbeam);
+//! - [`config`]: the Criterion defaults every bench starts from (command-line flags override
+//!   them).
+// Each bench and example uses a part of this tree.
+#![allow(dead_code, unused_imports)]
 
-use dpakit::dpa::pin_current_thread;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread::JoinHandle;
+pub mod echo;
+mod ping_pong;
+pub mod sink;
+
+pub use echo::{
+    CondvarEcho, CrossbeamEcho, DpakitEcho, Echo, MpscEcho, RtrbEcho, UnixEcho, warm_up,
+};
+pub use ping_pong::PingPong;
+
+use dpakit::dpa::{Dpa, SchedMode};
+use dpakit::{kit_app, open_dpa_dev};
+use std::time::Duration;
+
+/// How long any single reply may take before a benchmark gives up.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The host side runs on the first core, the responder (DPA worker or pong thread) on the
 /// second. Counted once, before anything is pinned (pinning shrinks what
@@ -15,65 +36,48 @@ pub fn cores() -> (usize, usize) {
     (0, 1 % n)
 }
 
-#[repr(align(64))]
-struct Line(AtomicU64);
-
-/// The physical limit of a round trip between two cores: the initiator writes a value into one
-/// cache line, a responder thread on the other core sees it and writes it back into another.
-pub struct PingPong {
-    ping: Arc<Line>,
-    pong: Arc<Line>,
-    stop: Arc<AtomicBool>,
-    next: u64,
-    responder: Option<JoinHandle<()>>,
+/// A DPA context running the kit's kernels on one worker pinned to `core`.
+pub fn dpa(mode: SchedMode, core: usize) -> Dpa {
+    Dpa::builder(&open_dpa_dev().expect("a DPA device"))
+        .app(kit_app())
+        .sched_mode(mode)
+        .workers(1)
+        .pin_workers(vec![core])
+        .start()
+        .expect("DPA start")
 }
 
-impl PingPong {
-    /// Starts the responder pinned to `core`.
-    pub fn start(core: usize) -> Self {
-        let ping = Arc::new(Line(AtomicU64::new(0)));
-        let pong = Arc::new(Line(AtomicU64::new(0)));
-        let stop = Arc::new(AtomicBool::new(false));
-        let responder = {
-            let (ping, pong, stop) = (ping.clone(), pong.clone(), stop.clone());
-            std::thread::spawn(move || {
-                pin_current_thread(core);
-                let mut seen = 0;
-                while !stop.load(Ordering::Relaxed) {
-                    let v = ping.0.load(Ordering::Acquire);
-                    if v != seen {
-                        seen = v;
-                        pong.0.store(v, Ordering::Release);
-                    }
-                    std::hint::spin_loop();
-                }
-            })
-        };
-        Self {
-            ping,
-            pong,
-            stop,
-            next: 0,
-            responder: Some(responder),
-        }
-    }
-
-    /// One round trip.
-    #[inline]
-    pub fn round_trip(&mut self) {
-        self.next += 1;
-        self.ping.0.store(self.next, Ordering::Release);
-        while self.pong.0.load(Ordering::Acquire) != self.next {
-            std::hint::spin_loop();
-        }
-    }
+/// An `N`-byte message whose bytes all differ from their neighbours.
+pub fn payload<const N: usize>() -> [u8; N] {
+    std::array::from_fn(|i| (i as u8).wrapping_mul(7).wrapping_add(1))
 }
 
-impl Drop for PingPong {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.responder.take() {
-            let _ = t.join();
-        }
-    }
+/// The Criterion every bench starts from: modest times, so a full run of a bench takes a minute
+/// or two. `criterion_group!` applies the command line (`--warm-up-time`, `--measurement-time`,
+/// `--sample-size`, filters) after this, so the runner's quick mode overrides it; benches set
+/// none of these on their groups, where they would win over the command line.
+pub fn config() -> criterion::Criterion {
+    criterion::Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_millis(2500))
+}
+
+/// Benchmarks one subject of a figure as `<group>/<name>`. The subject is started only if the
+/// filter selects it (so `cargo bench -- rtt/busy_32B` starts nothing else), measured with
+/// `run(&mut subject, iters)` (which returns the time of `iters` iterations, setup excluded),
+/// and dropped — its responder thread joined, its DPA stopped — before the next subject starts,
+/// so no spinning responder competes with the next measurement.
+pub fn bench_subject<S>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    start: impl FnOnce() -> S,
+    mut run: impl FnMut(&mut S, u64) -> Duration,
+) {
+    let mut start = Some(start);
+    let mut subject = None;
+    group.bench_function(name, |b| {
+        let s = subject.get_or_insert_with(|| (start.take().expect("started once"))());
+        b.iter_custom(|iters| run(s, iters));
+    });
+    drop(subject);
 }

@@ -244,7 +244,7 @@ fn cargo_build(opts: &Options) -> Result<PathBuf> {
 /// Keeps only what cargo and rustup need to find the toolchain and the registry; drops build
 /// settings of the outer invocation (RUSTFLAGS, CARGO_TARGET_DIR, CARGO_BUILD_*, RUSTC_WRAPPER,
 /// the CARGO_* variables cargo sets for the running xtask, …).
-fn scrub_environment(cmd: &mut Command) {
+pub(crate) fn scrub_environment(cmd: &mut Command) {
     const KEEP: &[&str] = &[
         "PATH",
         "HOME",

@@ -1,5 +1,6 @@
 //! dpakit's build tasks: `cargo xtask <command>`.
 
+mod bench;
 mod build_dpa;
 mod setup;
 mod test;
@@ -16,6 +17,11 @@ commands:
                           and print each kernel's code size and the device symbols it imports
   test                    install what this machine lacks, then run fmt, clippy, build-dpa
                           and the whole test suite (what CI runs)
+  bench [--quick]         compile, then run the criterion benches (rtt, throughput, dma,
+                          threads) and the latency example; write target/bench/report.json,
+                          report.md and latency.svg/.png: every dpakit figure beside its
+                          baselines, and the performance targets met or missed. --quick is a
+                          smoke run of about two minutes, not a measurement
 ";
 
 /// A failed task: the message is printed as `error: ...`.
@@ -30,6 +36,7 @@ fn main() -> ExitCode {
             Ok(())
         }),
         Some("test") => no_options(&args[1..]).and_then(|()| test::run()),
+        Some("bench") => parse_bench(&args[1..]).and_then(|opts| bench::run(&opts)),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())
@@ -52,6 +59,17 @@ fn parse_build_dpa(args: &[String]) -> Result<build_dpa::Options> {
         match arg.as_str() {
             "--release" => opts = build_dpa::Options::shipped_kernels(true),
             other => return Err(format!("build-dpa: unknown option `{other}`\n\n{USAGE}")),
+        }
+    }
+    Ok(opts)
+}
+
+fn parse_bench(args: &[String]) -> Result<bench::Options> {
+    let mut opts = bench::Options::default();
+    for arg in args {
+        match arg.as_str() {
+            "--quick" => opts.quick = true,
+            other => return Err(format!("bench: unknown option `{other}`\n\n{USAGE}")),
         }
     }
     Ok(opts)

@@ -58,6 +58,21 @@ pub fn ensure_debian_packages(packages: &[(&str, &str)]) -> Result {
         .filter(|(command, _)| !on_path(command))
         .map(|&(_, package)| package)
         .collect();
+    install_debian_packages(&missing)
+}
+
+/// Makes sure each `(file, debian package)` pair has its file (a font, a data file: something
+/// no command on PATH stands for), installing the package with apt-get when it does not.
+pub fn ensure_debian_files(files: &[(&str, &str)]) -> Result {
+    let missing: Vec<&str> = files
+        .iter()
+        .filter(|(file, _)| !std::path::Path::new(file).exists())
+        .map(|&(_, package)| package)
+        .collect();
+    install_debian_packages(&missing)
+}
+
+fn install_debian_packages(missing: &[&str]) -> Result {
     if missing.is_empty() {
         return Ok(());
     }
@@ -75,7 +90,7 @@ pub fn ensure_debian_packages(packages: &[(&str, &str)]) -> Result {
     let update = Command::new("apt-get").args(["update", "-q"]).status();
     let install = Command::new("apt-get")
         .args(["install", "-y", "-q", "--no-install-recommends"])
-        .args(&missing)
+        .args(missing)
         .env("DEBIAN_FRONTEND", "noninteractive")
         .status();
     match (update, install) {
