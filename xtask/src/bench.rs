@@ -1161,6 +1161,39 @@ pub fn evaluate_targets(rows: &[Row]) -> Vec<Target> {
     targets
 }
 
+/// The 32-byte round trip from the latency example, whose subjects take turns in short rounds:
+/// on a VM whose core-to-core latency changes over minutes, this comparison is not skewed by the
+/// order criterion measures subjects in. None without dpakit and the limit.
+pub fn interleaved_rtt_check(latency: &[LatencyDist]) -> Option<String> {
+    let p50 = |name: &str| {
+        latency
+            .iter()
+            .find(|d| d.subject == name)
+            .map(|d| d.percentiles[0])
+    };
+    let dpakit = p50(DPAKIT)?;
+    let limit = p50(LIMIT)?;
+    let mut line = format!(
+        "interleaved cross-check (latency example, p50): dpakit {} = {:.2}× raw_ping_pong {}",
+        format_ns(dpakit),
+        dpakit / limit,
+        format_ns(limit)
+    );
+    for d in latency
+        .iter()
+        .filter(|d| d.subject != DPAKIT && d.subject != LIMIT)
+    {
+        let _ = write!(
+            line,
+            "; {:.2}× {} {}",
+            dpakit / d.percentiles[0],
+            d.subject,
+            format_ns(d.percentiles[0])
+        );
+    }
+    Some(line)
+}
+
 /// The whole `report.md`.
 pub fn render_markdown(
     header: &Header,
@@ -1251,6 +1284,9 @@ pub fn render_markdown(
             Verdict::NoData => "not measured",
         };
         let _ = writeln!(md, "- {}: {verdict} — {}", t.goal, t.detail);
+    }
+    if let Some(check) = interleaved_rtt_check(latency) {
+        let _ = writeln!(md, "- {check}");
     }
 
     if !notes.is_empty() {

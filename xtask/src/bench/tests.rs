@@ -508,3 +508,25 @@ fn quick_arguments_are_criterion_options() {
         .unwrap();
     assert!(QUICK_CRITERION_ARGS[size + 1].parse::<u32>().unwrap() >= 10);
 }
+
+#[test]
+fn interleaved_check_sets_dpakit_beside_the_limit_and_each_peer() {
+    let dist = |subject: &str, p50: f64| LatencyDist {
+        subject: subject.into(),
+        percentiles: [p50, p50 * 2.0, p50 * 3.0, p50 * 4.0],
+        samples: Some(10),
+    };
+    let line = interleaved_rtt_check(&[
+        dist("dpakit", 300.0),
+        dist("raw_ping_pong", 100.0),
+        dist("rtrb", 150.0),
+    ])
+    .unwrap();
+    assert_eq!(
+        line,
+        "interleaved cross-check (latency example, p50): dpakit 300 ns = 3.00× raw_ping_pong \
+         100 ns; 2.00× rtrb 150 ns"
+    );
+    assert!(interleaved_rtt_check(&[dist("dpakit", 300.0)]).is_none());
+    assert!(interleaved_rtt_check(&[]).is_none());
+}
