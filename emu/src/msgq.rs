@@ -4,7 +4,7 @@
 //! DPA→CPU queue (DPA producers, CPU consumers). Endpoints are created from a started queue, carry
 //! immediate data only (no `doca_buf`), and the queue cannot stop while endpoints exist.
 
-use crate::comch::{CpuConsumerShared, DpaConsumerShared};
+use crate::comch::{CpuConsumerShared, CreditWaiters, DpaConsumerShared};
 use crate::ctx::{CtxState, StateMachine};
 use crate::dpa::Dpa;
 use crate::error::{Result, bail};
@@ -33,6 +33,8 @@ pub(crate) struct MsgqShared {
     /// Shared with DPA producers, which must not keep the queue (and so the DPA) alive.
     pub cpu_consumers: Arc<Table<CpuConsumerShared>>,
     pub producers: AtomicU32,
+    /// CPU producers (CPU→DPA queues), for DPA consumers to wake when they post receives.
+    pub credit_waiters: Arc<CreditWaiters>,
     next_producer_id: AtomicU32,
 }
 
@@ -84,13 +86,20 @@ impl MsgqShared {
         let n = self.producers.fetch_add(1, Ordering::AcqRel);
         if n >= self.max_num_producers {
             self.producers.fetch_sub(1, Ordering::AcqRel);
-            bail!(
-                NoMemory,
-                "the MsgQ already has its maximum of {} producers (doca_comch_msgq_set_max_num_producers)",
-                self.max_num_producers
-            );
+            return Err(self.producer_capacity_error());
         }
         Ok(self.next_producer_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The error for a producer beyond `max_num_producers`.
+    pub(crate) fn producer_capacity_error(&self) -> crate::error::Error {
+        crate::error::err(
+            crate::error::ErrorCode::NoMemory,
+            format!(
+                "the MsgQ already has its maximum of {} producers (doca_comch_msgq_set_max_num_producers)",
+                self.max_num_producers
+            ),
+        )
     }
 
     pub(crate) fn remove_producer(&self) {
@@ -186,6 +195,7 @@ impl MsgqBuilder {
             dpa_consumers: Table::new(self.max_num_consumers as usize),
             cpu_consumers: Arc::new(Table::new(self.max_num_consumers as usize)),
             producers: AtomicU32::new(0),
+            credit_waiters: Arc::new(CreditWaiters::new(self.max_num_producers as usize)),
             next_producer_id: AtomicU32::new(1),
         });
         shared.state.start()?;

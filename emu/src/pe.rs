@@ -52,14 +52,14 @@ impl PeWaker {
     /// Signals the handle if the PE asked for a notification. Call after publishing the work.
     #[inline]
     pub fn wake(&self) {
-        // Pairs with the barrier in request_notification: either this load sees the arming or
-        // the PE's check sees the published work. With membarrier the heavy half of the pair
-        // runs on the (rare) sleeping side and this, the datapath side, is only a compiler fence.
-        if barrier::asymmetric() {
-            compiler_fence(Ordering::SeqCst);
-        } else {
-            fence(Ordering::SeqCst);
-        }
+        light_barrier();
+        self.wake_after_barrier();
+    }
+
+    /// [`wake`](Self::wake) for a caller that has just run [`light_barrier`] itself (one barrier
+    /// before checking several wakers).
+    #[inline]
+    pub(crate) fn wake_after_barrier(&self) {
         if self.armed.load(Ordering::Relaxed) && self.armed.swap(false, Ordering::AcqRel) {
             self.signal();
         }
@@ -76,6 +76,20 @@ impl PeWaker {
         let mut value: u64 = 0;
         // SAFETY: reads 8 bytes into a live u64; EAGAIN (nothing pending) is fine.
         unsafe { libc::read(self.fd.as_raw_fd(), (&mut value as *mut u64).cast(), 8) };
+    }
+}
+
+/// The publishing side's half of the wake-up handshake, between publishing work and reading
+/// whether the PE asked to be notified. Pairs with the barrier in
+/// [`Pe::request_notification`]: either the publisher sees the arming or the PE's check sees the
+/// work. With membarrier the heavy half runs on the (rare) sleeping side and this, the datapath
+/// side, is only a compiler fence.
+#[inline]
+pub(crate) fn light_barrier() {
+    if barrier::asymmetric() {
+        compiler_fence(Ordering::SeqCst);
+    } else {
+        fence(Ordering::SeqCst);
     }
 }
 

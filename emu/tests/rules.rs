@@ -280,6 +280,57 @@ fn a_dpa_consumer_receives_only_what_it_acked_and_nothing_is_dropped() {
     assert_eq!(path.cpu_producer.in_flight(), 0);
 }
 
+/// Whether `fd` becomes readable within `timeout_ms`.
+fn readable_within(fd: std::os::fd::RawFd, timeout_ms: i32) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    unsafe { libc::poll(&mut pfd, 1, timeout_ms) == 1 }
+}
+
+#[test]
+fn posting_credits_wakes_the_pe_of_a_producer_waiting_for_them() {
+    let app = App::new("rules")
+        .thread_kernel(&HOLD)
+        .rpc_kernel(&PREPOST_CREDITS);
+    let dpa = start_dpa(app, SchedMode::Sleep);
+    let path = Path::new(
+        &dpa,
+        &HOLD,
+        PathOptions {
+            depth: 4,
+            credits: 0,
+            receives: 4,
+            ..PathOptions::default()
+        },
+        |a| bytes_of(&a).to_vec(),
+    );
+    path.cpu_producer
+        .send(echo_msg(0).as_bytes(), path.dpa_consumer.id(), 0)
+        .unwrap();
+    path.pe.progress();
+    path.pe.request_notification();
+    let fd = path.pe.notification_handle();
+    assert!(
+        !readable_within(fd, 0),
+        "nothing can happen without a credit"
+    );
+
+    // The DPA posts one receive: the send waiting for it can go, so the sleeping PE is woken.
+    dpa.rpc(&PREPOST_CREDITS, (path.dpa_consumer.dpa_handle().raw(), 1))
+        .unwrap();
+    assert!(
+        readable_within(fd, 10_000),
+        "the PE was not woken when the credit appeared"
+    );
+    path.wait_received(1);
+    path.pe.progress();
+    assert_eq!(path.cpu_producer.in_flight(), 0);
+}
+
 #[test]
 fn order_is_kept_per_producer_with_two_producers() {
     let dpa = start_dpa(echo_app(), SchedMode::BusyPoll);

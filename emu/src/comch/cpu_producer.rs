@@ -1,7 +1,7 @@
 //! The CPU producer of a CPU→DPA MsgQ (`doca_comch_producer` with send tasks).
 
 use super::callback::Callback;
-use super::{Delivery, DpaConsumerShared};
+use super::{CreditWaiter, Delivery, DpaConsumerShared};
 use crate::ctx::{CtxState, StateChangedCb, StateMachine};
 use crate::error::{Result, bail};
 use crate::limits;
@@ -64,6 +64,9 @@ impl PendingSend {
 struct Inner {
     id: u32,
     msgq: Arc<MsgqShared>,
+    /// This producer in the queue's credit waiters, and its slot there.
+    waiter: Arc<CreditWaiter>,
+    waiter_slot: usize,
     state: StateMachine,
     num_tasks: u32,
     in_flight: Cell<u32>,
@@ -123,10 +126,17 @@ impl<'a> CpuProducerBuilder<'a> {
             );
         }
         let id = msgq.add_producer()?;
+        // add_producer keeps the producers within the table's capacity.
+        let Some((waiter_slot, waiter)) = msgq.credit_waiters.register(&self.pe.waker()) else {
+            msgq.remove_producer();
+            return Err(msgq.producer_capacity_error());
+        };
         let n = self.num_tasks as usize;
         let inner = Rc::new(Inner {
             id,
             msgq: msgq.clone(),
+            waiter,
+            waiter_slot,
             state: StateMachine::new("the CPU producer"),
             num_tasks: self.num_tasks,
             in_flight: Cell::new(0),
@@ -214,6 +224,9 @@ impl CpuProducer {
         if outcome == Delivery::Delivered {
             inner.completed.borrow_mut().push_back(user_data);
         } else {
+            if pending.is_empty() {
+                inner.msgq.credit_waiters.set_waiting(&inner.waiter, true);
+            }
             let mut copy = [0u8; limits::MAX_IMM_DATA_LEN];
             copy[..imm.len()].copy_from_slice(imm);
             pending.push_back(PendingSend {
@@ -273,6 +286,9 @@ impl PeClient for Inner {
                 }
                 let done = pending.pop_front().expect("front exists");
                 self.completed.borrow_mut().push_back(done.user_data);
+                if pending.is_empty() {
+                    self.msgq.credit_waiters.set_waiting(&self.waiter, false);
+                }
             }
         }
         let mut n = 0;
@@ -301,6 +317,11 @@ impl PeClient for Inner {
 impl Drop for CpuProducer {
     fn drop(&mut self) {
         let _ = self.inner.state.stop();
-        self.inner.msgq.remove_producer();
+        let inner = &*self.inner;
+        inner
+            .msgq
+            .credit_waiters
+            .unregister(inner.waiter_slot, &inner.waiter);
+        inner.msgq.remove_producer();
     }
 }

@@ -78,6 +78,7 @@ impl<'a> DpaConsumerBuilder<'a> {
                 tag,
                 self.dev_num_recv,
                 cc.clone(),
+                msgq.credit_waiters.clone(),
             ))
         });
         let Some((msgq_index, shared)) = made else {

@@ -21,8 +21,8 @@ use crate::pe::PeWaker;
 use crate::ring::CompletionRing;
 use crate::sync::CachePadded;
 use crate::table::Table;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 /// Producer ids travel in the low 24 bits of a consumer completion entry; the high 8 bits say
 /// which of the completion context's consumers the message is for.
@@ -68,6 +68,80 @@ impl Spent {
     }
 }
 
+/// A CPU producer as the DPA side sees it: whether sends of it wait for credits, and how to
+/// wake its PE when credits appear.
+#[derive(Debug)]
+pub(crate) struct CreditWaiter {
+    waiting: AtomicBool,
+    /// Weak: the table keeps entries until the queue drops, and the PE's eventfd should close
+    /// with the PE.
+    waker: Weak<PeWaker>,
+}
+
+/// The CPU producers of one CPU→DPA MsgQ. A DPA consumer that posts receives wakes the sleeping
+/// PEs of producers with sends waiting; `waiting` keeps that to one load of a quiet cache line
+/// while nobody waits.
+#[derive(Debug)]
+pub(crate) struct CreditWaiters {
+    waiting: CachePadded<AtomicU32>,
+    producers: Table<CreditWaiter>,
+}
+
+impl CreditWaiters {
+    pub(crate) fn new(max_producers: usize) -> Self {
+        Self {
+            waiting: CachePadded(AtomicU32::new(0)),
+            producers: Table::new(max_producers),
+        }
+    }
+
+    /// Registers a producer whose PE `waker` wakes; returns its slot and entry.
+    pub(crate) fn register(&self, waker: &Arc<PeWaker>) -> Option<(usize, Arc<CreditWaiter>)> {
+        self.producers.insert_with(|_| {
+            Arc::new(CreditWaiter {
+                waiting: AtomicBool::new(false),
+                waker: Arc::downgrade(waker),
+            })
+        })
+    }
+
+    /// Producer side: its sends start or stop waiting for credits. Set before the producer's PE
+    /// can arm its notification, so the handshake in `credits_posted` covers it.
+    pub(crate) fn set_waiting(&self, entry: &CreditWaiter, waiting: bool) {
+        if entry.waiting.swap(waiting, Ordering::AcqRel) != waiting {
+            if waiting {
+                self.waiting.fetch_add(1, Ordering::AcqRel);
+            } else {
+                self.waiting.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Producer side, on drop.
+    pub(crate) fn unregister(&self, slot: usize, entry: &CreditWaiter) {
+        self.set_waiting(entry, false);
+        self.producers.remove(slot);
+    }
+
+    /// DPA side, after posting receives: wakes the armed PEs of producers whose sends wait.
+    #[inline]
+    pub(crate) fn credits_posted(&self) {
+        crate::pe::light_barrier();
+        if self.waiting.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        for slot in 0..self.producers.capacity() {
+            if let Some(p) = self.producers.get(slot) {
+                if p.waiting.load(Ordering::Relaxed) {
+                    if let Some(waker) = p.waker.upgrade() {
+                        waker.wake_after_barrier();
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// What a CPU producer's delivery attempt did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Delivery {
@@ -94,6 +168,8 @@ pub(crate) struct DpaConsumerShared {
     polled: CachePadded<AtomicU64>,
     /// CPU side: receives spent by producers.
     claimed: CachePadded<Spent>,
+    /// The queue's CPU producers, woken when receives are posted.
+    credit_waiters: Arc<CreditWaiters>,
 }
 
 impl DpaConsumerShared {
@@ -102,6 +178,7 @@ impl DpaConsumerShared {
         tag: u32,
         max_recv: u32,
         completion: Arc<ConsumerCompletionShared>,
+        credit_waiters: Arc<CreditWaiters>,
     ) -> Self {
         Self {
             id,
@@ -111,6 +188,7 @@ impl DpaConsumerShared {
             acked: CachePadded(AtomicU64::new(0)),
             polled: CachePadded(AtomicU64::new(0)),
             claimed: CachePadded(Spent::default()),
+            credit_waiters,
         }
     }
 
@@ -168,7 +246,10 @@ impl DpaConsumerShared {
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    self.credit_waiters.credits_posted();
+                    return Ok(());
+                }
                 Err(now) => acked = now,
             }
         }
