@@ -220,23 +220,30 @@ thread_kernel! {
     }
 }
 
-#[test]
-fn a_dpa_consumer_receives_only_what_it_acked_and_nothing_is_dropped() {
+/// A DPA in `mode` running HOLD on a path of `depth`, its consumer starting with `credits`;
+/// PREPOST_CREDITS gives it more.
+fn hold_path(mode: SchedMode, depth: u32, credits: u32) -> (Dpa, Path) {
     let app = App::new("rules")
         .thread_kernel(&HOLD)
         .rpc_kernel(&PREPOST_CREDITS);
-    let dpa = start_dpa(app, SchedMode::BusyPoll);
+    let dpa = start_dpa(app, mode);
     let path = Path::new(
         &dpa,
         &HOLD,
         PathOptions {
-            depth: 8,
-            credits: 3,
-            receives: 8,
+            depth,
+            credits,
+            receives: depth,
             ..PathOptions::default()
         },
         |a| bytes_of(&a).to_vec(),
     );
+    (dpa, path)
+}
+
+#[test]
+fn a_dpa_consumer_receives_only_what_it_acked_and_nothing_is_dropped() {
+    let (dpa, path) = hold_path(SchedMode::BusyPoll, 8, 3);
     for i in 0..6 {
         path.cpu_producer
             .send(echo_msg(i).as_bytes(), path.dpa_consumer.id(), i)
@@ -293,21 +300,7 @@ fn readable_within(fd: std::os::fd::RawFd, timeout_ms: i32) -> bool {
 
 #[test]
 fn posting_credits_wakes_the_pe_of_a_producer_waiting_for_them() {
-    let app = App::new("rules")
-        .thread_kernel(&HOLD)
-        .rpc_kernel(&PREPOST_CREDITS);
-    let dpa = start_dpa(app, SchedMode::Sleep);
-    let path = Path::new(
-        &dpa,
-        &HOLD,
-        PathOptions {
-            depth: 4,
-            credits: 0,
-            receives: 4,
-            ..PathOptions::default()
-        },
-        |a| bytes_of(&a).to_vec(),
-    );
+    let (dpa, path) = hold_path(SchedMode::Sleep, 4, 0);
     path.cpu_producer
         .send(echo_msg(0).as_bytes(), path.dpa_consumer.id(), 0)
         .unwrap();
