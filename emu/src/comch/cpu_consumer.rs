@@ -102,14 +102,7 @@ impl<'a> CpuConsumerBuilder<'a> {
     pub fn start(self) -> Result<CpuConsumer> {
         let msgq = &self.msgq.shared;
         msgq.check_endpoint("CPU consumer", Direction::FromDpa)?;
-        if self.num_tasks == 0 || self.num_tasks as usize > limits::CPU_MAX_NUM_TASKS {
-            bail!(
-                InvalidValue,
-                "post-receive task pool of {} is outside 1..={}",
-                self.num_tasks,
-                limits::CPU_MAX_NUM_TASKS
-            );
-        }
+        super::check_task_pool("post-receive", self.num_tasks)?;
         if self.imm_data_len as usize > limits::MAX_IMM_DATA_LEN {
             bail!(
                 InvalidValue,

@@ -117,14 +117,7 @@ impl<'a> CpuProducerBuilder<'a> {
     pub fn start(self) -> Result<CpuProducer> {
         let msgq = &self.msgq.shared;
         msgq.check_endpoint("CPU producer", Direction::ToDpa)?;
-        if self.num_tasks == 0 || self.num_tasks as usize > limits::CPU_MAX_NUM_TASKS {
-            bail!(
-                InvalidValue,
-                "send task pool of {} is outside 1..={}",
-                self.num_tasks,
-                limits::CPU_MAX_NUM_TASKS
-            );
-        }
+        super::check_task_pool("send", self.num_tasks)?;
         let id = msgq.add_producer()?;
         // add_producer keeps the producers within the table's capacity.
         let Some((waiter_slot, waiter)) = msgq.credit_waiters.register(&self.pe.waker()) else {

@@ -68,6 +68,19 @@ impl Spent {
     }
 }
 
+/// Checks a CPU endpoint's task pool size (`what`: "send", "post-receive") against the soft
+/// device's limit.
+fn check_task_pool(what: &str, num_tasks: u32) -> crate::error::Result<()> {
+    if num_tasks == 0 || num_tasks as usize > crate::limits::CPU_MAX_NUM_TASKS {
+        crate::error::bail!(
+            InvalidValue,
+            "{what} task pool of {num_tasks} is outside 1..={}",
+            crate::limits::CPU_MAX_NUM_TASKS
+        );
+    }
+    Ok(())
+}
+
 /// A CPU producer as the DPA side sees it: whether sends of it wait for credits, and how to
 /// wake its PE when credits appear.
 #[derive(Debug)]
