@@ -1,92 +1,16 @@
-//! Declaring kernels once for both the DPA and the host.
-
-// Kernel entries are `extern "C"` on the DPA, which never unwinds, and `extern "C-unwind"` on the
-// host, where the soft device ends an activation (reschedule, finish, a panic) by unwinding out of
-// the kernel. A "C-unwind" entry on the device would drag in a personality routine.
-
-/// The entry of a DPA thread kernel: one `u64` argument (usually the device address of an
-/// argument block).
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
-pub type ThreadEntry = extern "C" fn(u64);
-/// The entry of a DPA thread kernel: one `u64` argument (usually the device address of an
-/// argument block).
-#[cfg(not(all(target_arch = "riscv64", target_os = "none")))]
-pub type ThreadEntry = extern "C-unwind" fn(u64);
-
-/// A typed reference to a thread kernel, made by [`thread_kernel!`](crate::thread_kernel). Host
-/// code passes it where DOCA takes a `doca_dpa_func_t` (`doca_dpa_thread_set_func_arg`).
-#[derive(Clone, Copy, Debug)]
-pub struct ThreadKernel {
-    name: &'static str,
-    entry: ThreadEntry,
-}
-
-impl ThreadKernel {
-    /// A reference to `entry`, exported on the device as `name`.
-    pub const fn new(name: &'static str, entry: ThreadEntry) -> Self {
-        Self { name, entry }
-    }
-
-    /// The kernel's symbol name.
-    pub const fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// The kernel function (host builds call it on the soft device).
-    pub const fn entry(&self) -> ThreadEntry {
-        self.entry
-    }
-}
-
-/// The signature of an RPC kernel: up to four `u64` arguments, a `u64` result.
-pub trait RpcSignature: Copy + core::fmt::Debug + 'static {
-    /// The arguments as a tuple.
-    type Args: Copy + core::fmt::Debug;
-    /// Calls the kernel.
-    fn invoke(self, args: Self::Args) -> u64;
-}
-
-macro_rules! rpc_signatures {
-    ($abi:literal: $( ($($a:ident),*) ),*) => { $(
-        impl RpcSignature for extern $abi fn($(rpc_signatures!(@u64 $a)),*) -> u64 {
-            type Args = ($(rpc_signatures!(@u64 $a),)*);
-            #[allow(non_snake_case)]
-            fn invoke(self, ($($a,)*): Self::Args) -> u64 {
-                self($($a),*)
-            }
-        }
-    )* };
-    (@u64 $a:ident) => { u64 };
-}
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
-rpc_signatures!("C": (), (A), (A, B), (A, B, C), (A, B, C, D));
-#[cfg(not(all(target_arch = "riscv64", target_os = "none")))]
-rpc_signatures!("C-unwind": (), (A), (A, B), (A, B, C), (A, B, C, D));
-
-/// A typed reference to an RPC kernel, made by [`rpc_kernel!`](crate::rpc_kernel). Host code
-/// passes it to `doca_dpa_rpc`, which runs it once on the DPA and returns its `u64`.
-#[derive(Clone, Copy, Debug)]
-pub struct RpcKernel<F: RpcSignature> {
-    name: &'static str,
-    entry: F,
-}
-
-impl<F: RpcSignature> RpcKernel<F> {
-    /// A reference to `entry`, exported on the device as `name`.
-    pub const fn new(name: &'static str, entry: F) -> Self {
-        Self { name, entry }
-    }
-
-    /// The kernel's symbol name.
-    pub const fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// The kernel function (host builds call it on the soft device).
-    pub const fn entry(&self) -> F {
-        self.entry
-    }
-}
+//! Declaring kernels and apps once for the DPA, the soft device and the host.
+//!
+//! A kernel is written once. What the macros turn it into depends on the build:
+//!
+//! | build | kernel | app |
+//! |---|---|---|
+//! | DPA (`riscv64`, no OS) | exported `extern "C"` entry, recorded in `.dpakit.kernels` | dpacc makes it |
+//! | host, default | exported `extern "C-unwind"` function the soft device runs | a [`SoftApp`](dpakit_abi::kernel::SoftApp) descriptor under the app's name |
+//! | host, feature `doca` | an `extern` declaration: the app library (dpacc's output, or `build-dpa`'s soft app library) defines it | an `extern` declaration |
+//!
+//! Either way the macros also define a typed reference ([`ThreadKernel`](crate::ThreadKernel),
+//! [`RpcKernel`](crate::RpcKernel), [`DpaApp`](crate::DpaApp)) that host code uses to name the
+//! kernel or the app.
 
 /// Declares a DPA thread kernel and a typed reference to it.
 ///
@@ -99,27 +23,21 @@ impl<F: RpcSignature> RpcKernel<F> {
 /// }
 /// ```
 ///
-/// On the DPA (`riscv64`, no OS) the function is exported unmangled as `count` and recorded in
-/// the `.dpakit.kernels` section, which `cargo xtask build-dpa` reads; on the host it is an
-/// ordinary function that the soft device runs. `COUNT` is a [`ThreadKernel`] either way.
+/// `count` is exported unmangled (on the DPA and, for the soft device, on the host), which is the
+/// name dpacc's host stub has on hardware. `COUNT` is a [`ThreadKernel`](crate::ThreadKernel).
 #[macro_export]
 macro_rules! thread_kernel {
     (
         $(#[$meta:meta])*
         $vis:vis $reference:ident : fn $name:ident($arg:ident : u64) $body:block
     ) => {
-        $(#[$meta])*
-        #[cfg(all(target_arch = "riscv64", target_os = "none"))]
-        #[unsafe(no_mangle)]
-        $vis extern "C" fn $name($arg: u64) $body
+        $crate::__thread_entry!($(#[$meta])* $vis fn $name($arg) $body);
 
-        $(#[$meta])*
-        #[cfg(not(all(target_arch = "riscv64", target_os = "none")))]
-        $vis extern "C-unwind" fn $name($arg: u64) $body
-
-        #[doc = concat!("Typed reference to the thread kernel [`", stringify!($name), "`].")]
-        $vis const $reference: $crate::ThreadKernel =
-            $crate::ThreadKernel::new(stringify!($name), $name);
+        #[doc = concat!("Typed reference to the thread kernel `", stringify!($name), "`.")]
+        $vis const $reference: $crate::ThreadKernel = $crate::ThreadKernel::new(
+            $crate::__private::cstr(concat!(stringify!($name), "\0")),
+            $name,
+        );
 
         $crate::__kernel_marker!(thread, $name);
     };
@@ -140,20 +58,76 @@ macro_rules! rpc_kernel {
         $(#[$meta:meta])*
         $vis:vis $reference:ident : fn $name:ident($($arg:ident : u64),* $(,)?) -> u64 $body:block
     ) => {
-        $(#[$meta])*
-        #[cfg(all(target_arch = "riscv64", target_os = "none"))]
-        #[unsafe(no_mangle)]
-        $vis extern "C" fn $name($($arg: u64),*) -> u64 $body
+        $crate::__rpc_entry!($(#[$meta])* $vis fn $name($($arg),*) $body);
 
-        $(#[$meta])*
-        #[cfg(not(all(target_arch = "riscv64", target_os = "none")))]
-        $vis extern "C-unwind" fn $name($($arg: u64),*) -> u64 $body
-
-        #[doc = concat!("Typed reference to the RPC kernel [`", stringify!($name), "`].")]
+        #[doc = concat!("Typed reference to the RPC kernel `", stringify!($name), "`.")]
         $vis const $reference: $crate::RpcKernel<$crate::__rpc_fn!($($arg),*)> =
-            $crate::RpcKernel::new(stringify!($name), $name);
+            $crate::RpcKernel::new(
+                $crate::__private::cstr(concat!(stringify!($name), "\0")),
+                $name,
+                $name as *const ::core::ffi::c_void,
+            );
 
         $crate::__kernel_marker!(rpc, $name);
+    };
+}
+
+/// Declares a DPA app: the `struct doca_dpa_app *` symbol `$symbol` holding the listed kernels,
+/// and a typed reference to it.
+///
+/// ```ignore
+/// dpakit_dev::dpa_app! {
+///     /// Everything this crate offers.
+///     pub APP = my_app [COUNT, ADD]
+/// }
+/// ```
+///
+/// For the soft device the symbol points at a descriptor listing the kernels (the app library
+/// `build-dpa` makes, and host builds, define it); on hardware dpacc makes the app from the
+/// device objects and this declares nothing on the device. Host code names it through `APP`
+/// ([`DpaApp`](crate::DpaApp)), which `doca_dpa_set_app` takes.
+#[macro_export]
+macro_rules! dpa_app {
+    (
+        $(#[$meta:meta])*
+        $vis:vis $reference:ident = $symbol:ident [ $($kernel:expr),* $(,)? ]
+    ) => {
+        $crate::__dpa_app_symbol!($symbol [ $($kernel),* ]);
+
+        $(#[$meta])*
+        $vis const $reference: $crate::DpaApp = $crate::DpaApp::new(
+            $crate::__private::cstr(concat!(stringify!($symbol), "\0")),
+            {
+                fn raw() -> *mut ::core::ffi::c_void {
+                    $crate::__dpa_app_raw!($symbol)
+                }
+                raw
+            },
+        );
+    };
+}
+
+// --- DPA builds -------------------------------------------------------------------------------
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+macro_rules! __thread_entry {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($arg:ident) $body:block) => {
+        $(#[$meta])*
+        #[unsafe(no_mangle)]
+        $vis extern "C" fn $name($arg: u64) $body
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+macro_rules! __rpc_entry {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident),*) $body:block) => {
+        $(#[$meta])*
+        #[unsafe(no_mangle)]
+        $vis extern "C" fn $name($($arg: u64),*) -> u64 $body
     };
 }
 
@@ -163,6 +137,137 @@ macro_rules! rpc_kernel {
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 macro_rules! __rpc_fn {
     ($($arg:ident),*) => { extern "C" fn($($crate::__u64_for!($arg)),*) -> u64 };
+}
+
+/// dpacc makes the app on the device.
+#[doc(hidden)]
+#[macro_export]
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+macro_rules! __dpa_app_symbol {
+    ($symbol:ident [ $($kernel:expr),* ]) => {};
+}
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+macro_rules! __dpa_app_raw {
+    ($symbol:ident) => {
+        ::core::ptr::null_mut()
+    };
+}
+
+// --- Host builds: the kernels are defined here and run on the soft device ----------------------
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg(not(any(all(target_arch = "riscv64", target_os = "none"), feature = "doca")))]
+macro_rules! __thread_entry {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($arg:ident) $body:block) => {
+        $(#[$meta])*
+        #[unsafe(no_mangle)]
+        $vis extern "C-unwind" fn $name($arg: u64) $body
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg(not(any(all(target_arch = "riscv64", target_os = "none"), feature = "doca")))]
+macro_rules! __rpc_entry {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident),*) $body:block) => {
+        $(#[$meta])*
+        #[unsafe(no_mangle)]
+        $vis extern "C-unwind" fn $name($($arg: u64),*) -> u64 $body
+    };
+}
+
+/// The app symbol and its descriptor.
+#[doc(hidden)]
+#[macro_export]
+#[cfg(not(any(all(target_arch = "riscv64", target_os = "none"), feature = "doca")))]
+macro_rules! __dpa_app_symbol {
+    ($symbol:ident [ $($kernel:expr),* ]) => {
+        #[doc = concat!("The app symbol `", stringify!($symbol), "` (`struct doca_dpa_app *`).")]
+        #[allow(non_upper_case_globals)]
+        #[unsafe(no_mangle)]
+        pub static $symbol: $crate::abi::kernel::SoftAppSymbol = {
+            const KERNELS: &[$crate::abi::kernel::SoftKernel] = &[$($kernel.soft_kernel()),*];
+            static DESCRIPTOR: $crate::abi::kernel::SoftApp = $crate::abi::kernel::SoftApp::new(
+                $crate::__private::cstr(concat!(stringify!($symbol), "\0")),
+                KERNELS,
+            );
+            $crate::abi::kernel::SoftAppSymbol(&DESCRIPTOR)
+        };
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg(not(any(all(target_arch = "riscv64", target_os = "none"), feature = "doca")))]
+macro_rules! __dpa_app_raw {
+    ($symbol:ident) => {
+        $symbol.0.cast_mut().cast()
+    };
+}
+
+// --- Host builds with feature `doca`: the app library defines kernels and app -----------------
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg(all(
+    not(all(target_arch = "riscv64", target_os = "none")),
+    feature = "doca"
+))]
+macro_rules! __thread_entry {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($arg:ident) $body:block) => {
+        unsafe extern "C-unwind" {
+            $(#[$meta])*
+            $vis safe fn $name($arg: u64);
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg(all(
+    not(all(target_arch = "riscv64", target_os = "none")),
+    feature = "doca"
+))]
+macro_rules! __rpc_entry {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident),*) $body:block) => {
+        unsafe extern "C-unwind" {
+            $(#[$meta])*
+            $vis safe fn $name($($arg: u64),*) -> u64;
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg(all(
+    not(all(target_arch = "riscv64", target_os = "none")),
+    feature = "doca"
+))]
+macro_rules! __dpa_app_symbol {
+    ($symbol:ident [ $($kernel:expr),* ]) => {
+        unsafe extern "C" {
+            #[allow(non_upper_case_globals)]
+            static $symbol: *mut ::core::ffi::c_void;
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+#[cfg(all(
+    not(all(target_arch = "riscv64", target_os = "none")),
+    feature = "doca"
+))]
+macro_rules! __dpa_app_raw {
+    ($symbol:ident) => {
+        // SAFETY: the app library defines the symbol as a `struct doca_dpa_app *`, set before
+        // any code runs.
+        unsafe { $symbol }
+    };
 }
 
 /// The function pointer type of an RPC kernel with one `u64` per argument name.
@@ -196,27 +301,46 @@ macro_rules! __kernel_marker {
     };
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "doca")))]
 mod tests {
+    use dpakit_abi::kernel::{SoftApp, SoftKernel};
+
     crate::rpc_kernel! {
         /// Adds on the "device".
-        pub ADD: fn add(a: u64, b: u64) -> u64 { a + b }
+        pub ADD: fn dpakit_dev_test_add(a: u64, b: u64) -> u64 { a + b }
     }
     crate::rpc_kernel! {
-        pub ANSWER: fn answer() -> u64 { 42 }
+        pub ANSWER: fn dpakit_dev_test_answer() -> u64 { 42 }
     }
     crate::thread_kernel! {
-        pub NOTHING: fn nothing(_arg: u64) {}
+        pub NOTHING: fn dpakit_dev_test_nothing(_arg: u64) {}
+    }
+    crate::dpa_app! {
+        pub APP = dpakit_dev_test_app [NOTHING, ADD, ANSWER]
     }
 
-    use super::RpcSignature;
+    use dpakit_abi::RpcSignature;
 
     #[test]
     fn references_name_and_call_the_kernel() {
-        assert_eq!(ADD.name(), "add");
+        assert_eq!(ADD.name(), "dpakit_dev_test_add");
         assert_eq!(ADD.entry().invoke((40, 2)), 42);
         assert_eq!(ANSWER.entry().invoke(()), 42);
-        assert_eq!(NOTHING.name(), "nothing");
+        assert_eq!(NOTHING.name(), "dpakit_dev_test_nothing");
         (NOTHING.entry())(0);
+    }
+
+    #[test]
+    fn the_app_symbol_describes_every_kernel() {
+        assert_eq!(APP.name(), "dpakit_dev_test_app");
+        // SAFETY: the macro pointed the symbol at its static descriptor.
+        let app = unsafe { &*APP.raw().cast::<SoftApp>() };
+        assert_eq!(app.magic, SoftApp::MAGIC);
+        assert_eq!(app.num_kernels, 3);
+        // SAFETY: `kernels` points at `num_kernels` static entries.
+        let kernels = unsafe { std::slice::from_raw_parts(app.kernels, 3) };
+        assert_eq!(kernels[0].kind, SoftKernel::THREAD);
+        assert_eq!(kernels[1].entry, ADD.func().cast_const());
+        assert_eq!((kernels[2].kind, kernels[2].num_args), (SoftKernel::RPC, 0));
     }
 }

@@ -5,9 +5,11 @@
 //! sent, flags are a typed [`SubmitFlags`] set, and a received immediate cannot outlive the
 //! completion it belongs to.
 //!
-//! Kernels are declared with [`thread_kernel!`] and [`rpc_kernel!`]: one source that compiles to
-//! an exported entry point for the DPA (riscv64) and to an ordinary function plus a typed
-//! reference ([`ThreadKernel`], [`RpcKernel`]) that host code uses to name the kernel.
+//! Kernels are declared with [`thread_kernel!`] and [`rpc_kernel!`], apps with [`dpa_app!`]: one
+//! source that compiles to exported entry points for the DPA (riscv64) and, on the host, to the
+//! functions the soft device runs, plus typed references ([`ThreadKernel`], [`RpcKernel`],
+//! [`DpaApp`]) that host code uses to name them. With feature `doca`, host builds only declare
+//! the kernels: the DPA app library (dpacc's output) provides them.
 #![cfg_attr(not(test), no_std)]
 #![warn(missing_docs)]
 
@@ -21,11 +23,21 @@ pub mod sys;
 pub mod thread;
 
 pub use dpakit_abi as abi;
+pub use dpakit_abi::kernel::{DpaApp, RpcKernel, RpcSignature, ThreadEntry, ThreadKernel};
 pub use dpakit_abi::{AbiError, ImmMessage, Immediate, MAX_IMM_DATA_LEN, Pod, SubmitFlags};
-pub use kernel::{RpcKernel, RpcSignature, ThreadEntry, ThreadKernel};
 
 #[doc(hidden)]
 pub mod __private {
+    use core::ffi::CStr;
+
+    /// A NUL-terminated string literal as a `CStr` (the macros build kernel names with it).
+    pub const fn cstr(s: &'static str) -> &'static CStr {
+        match CStr::from_bytes_with_nul(s.as_bytes()) {
+            Ok(c) => c,
+            Err(_) => panic!("kernel names are identifiers: no interior NUL"),
+        }
+    }
+
     /// Copies a string into a fixed array (the kernel marker records).
     pub const fn str_to_array<const N: usize>(s: &str) -> [u8; N] {
         let bytes = s.as_bytes();

@@ -12,8 +12,14 @@
 //! | [`RANKED_ECHO`] | thread | `RankedPathArgs` | echo stamped with the thread's rank (N threads) |
 //! | [`SINK`] | thread | `MsgqPathArgs` | consumes and counts, no replies (one-way throughput) |
 //! | [`PREPOST_CREDITS`] | RPC | consumer handle, count | posts a DPA consumer's first credits |
+//!
+//! [`APP`] names the app holding all of them: the `dpakit_kernels` symbol (`struct doca_dpa_app
+//! *`) that dpacc makes on hardware and that this crate defines for the soft device.
 #![cfg_attr(not(test), no_std)]
 #![warn(missing_docs)]
+// With feature `doca` the kernel bodies are not compiled (the app library provides the kernels),
+// which leaves their imports unused.
+#![cfg_attr(feature = "doca", allow(unused))]
 
 mod dma_offload;
 mod echo;
@@ -28,10 +34,16 @@ pub use ping_pong::{PING_PONG, ping_pong};
 pub use ranked_echo::{RANKED_ECHO, ranked_echo};
 pub use sink::{SINK, sink};
 
+dpakit_dev::dpa_app! {
+    /// The kit's DPA app: every kernel of this crate, under the symbol `dpakit_kernels`.
+    pub APP = dpakit_kernels [ECHO, PING_PONG, DMA_OFFLOAD, RANKED_ECHO, SINK, PREPOST_CREDITS]
+}
+
 /// On the device a panic is a bug in the kernel: report it and retire the thread so it is not
-/// triggered again. (Host builds unwind instead; the soft device turns that into a fatal error
-/// on the DPA context.)
-#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+/// triggered again. The soft app library (feature `soft-app`, built without std) does the same.
+/// (Host builds linked with std unwind instead; the soft device turns that into a fatal error on
+/// the DPA context.)
+#[cfg(any(all(target_arch = "riscv64", target_os = "none"), feature = "soft-app"))]
 #[panic_handler]
 fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
     dpakit_dev::log::log(

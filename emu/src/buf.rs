@@ -10,9 +10,9 @@
 //! reported as `BAD_STATE`, never undefined behaviour: each handle carries the generation of the
 //! slot it was issued for.
 
+use crate::error::{Error, ErrorCode};
 use crate::limits::BUF_INVENTORY_MAX_ELEMENTS;
 use crate::mmap::{Mmap, RawPtr, range_contains};
-use dpakit_abi::{Error, ErrorCode};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

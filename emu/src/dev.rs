@@ -12,8 +12,8 @@
 //! "Is supported" queries follow DOCA: `Ok(())` when supported, `Err` with
 //! [`ErrorCode::NotSupported`] when not.
 
+use crate::error::{Error, ErrorCode};
 use crate::limits;
-use dpakit_abi::{Error, ErrorCode};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;

@@ -7,8 +7,8 @@
 //! gone, so a buffer can never outlive its memory.
 
 use crate::dev::Dev;
+use crate::error::{Error, ErrorCode};
 use crate::limits::MMAP_MAX_LEN;
-use dpakit_abi::{Error, ErrorCode};
 use std::alloc::Layout;
 use std::fmt;
 use std::ptr::NonNull;

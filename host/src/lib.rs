@@ -15,7 +15,8 @@
 mod path;
 
 pub use dpakit_abi as abi;
-pub use dpakit_abi::{Error, ErrorCode, ImmMessage, SubmitFlags};
+pub use dpakit_abi::{ErrorCode, ImmMessage, SubmitFlags};
+pub use dpakit_emu::Error;
 pub use dpakit_emu::{buf, comch, ctx, dev, dpa, limits, mmap, msgq, pe};
 pub use path::{MsgqPath, MsgqPathBuilder, Received};
 

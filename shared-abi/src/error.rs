@@ -95,6 +95,12 @@ error_codes! {
     InProgress = 26, "DOCA_ERROR_IN_PROGRESS", "operation is in progress";
     /// Requested operation too big to be contained.
     TooBig = 27, "DOCA_ERROR_TOO_BIG", "requested operation too big to be contained";
+    /// Authentication failure.
+    Authentication = 28, "DOCA_ERROR_AUTHENTICATION", "authentication failure";
+    /// Bad configuration.
+    BadConfig = 29, "DOCA_ERROR_BAD_CONFIG", "bad configuration";
+    /// The operation was skipped.
+    Skipped = 30, "DOCA_ERROR_SKIPPED", "operation skipped";
 }
 
 impl ErrorCode {
@@ -171,66 +177,13 @@ impl fmt::Display for AbiError {
 
 impl core::error::Error for AbiError {}
 
-#[cfg(feature = "alloc")]
-pub use owned::Error;
-
-#[cfg(feature = "alloc")]
-mod owned {
-    use super::{AbiError, ErrorCode};
-    use alloc::borrow::Cow;
-    use alloc::string::ToString;
-    use core::fmt;
-
-    /// A failed DOCA call: the `doca_error_t` code and a message that names the rule that was
-    /// broken and what to do about it.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub struct Error {
-        code: ErrorCode,
-        message: Cow<'static, str>,
-    }
-
-    impl Error {
-        /// An error with `code` and an explanation.
-        pub fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
-            Self {
-                code,
-                message: message.into(),
-            }
-        }
-
-        /// The DOCA error code.
-        pub fn code(&self) -> ErrorCode {
-            self.code
-        }
-
-        /// The explanation.
-        pub fn message(&self) -> &str {
-            &self.message
-        }
-    }
-
-    impl fmt::Display for Error {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            write!(f, "{}: {}", self.code, self.message)
-        }
-    }
-
-    impl core::error::Error for Error {}
-
-    impl From<AbiError> for Error {
-        fn from(e: AbiError) -> Self {
-            Error::new(e.code(), e.to_string())
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn codes_match_doca_numbering() {
-        assert_eq!(ErrorCode::ALL.len(), 28);
+        assert_eq!(ErrorCode::ALL.len(), 31);
         for (i, code) in ErrorCode::ALL.iter().enumerate() {
             assert_eq!(code.raw(), i as i32);
             assert_eq!(ErrorCode::from_raw(i as i32), Some(*code));
@@ -238,7 +191,8 @@ mod tests {
         assert_eq!(ErrorCode::InvalidValue.raw(), 6);
         assert_eq!(ErrorCode::BadState.raw(), 18);
         assert_eq!(ErrorCode::TooBig.name(), "DOCA_ERROR_TOO_BIG");
-        assert_eq!(ErrorCode::from_raw(28), None);
+        assert_eq!(ErrorCode::BadConfig.raw(), 29);
+        assert_eq!(ErrorCode::from_raw(31), None);
         assert_eq!(ErrorCode::from_raw(-1), None);
     }
 

@@ -9,25 +9,23 @@
 //! * [`Pod`] and [`Immediate`]: the unsafe marker traits for types allowed to cross; implement them
 //!   with [`pod_struct!`] and [`impl_immediate!`], which prove the layout rules at compile time.
 //! * Device handles ([`handles`]), submit flags ([`SubmitFlags`]), DOCA error codes ([`ErrorCode`]).
+//! * Typed references to kernels and apps ([`kernel`]), and the soft device's app descriptor.
 #![cfg_attr(not(test), no_std)]
 #![warn(missing_docs)]
-
-#[cfg(feature = "alloc")]
-extern crate alloc;
 
 pub mod args;
 mod checksum;
 mod error;
 mod flags;
 pub mod handles;
+pub mod kernel;
 mod message;
 mod pod;
 
 pub use checksum::checksum64;
-#[cfg(feature = "alloc")]
-pub use error::Error;
 pub use error::{AbiError, ErrorCode};
 pub use flags::SubmitFlags;
+pub use kernel::{DpaApp, RpcKernel, RpcSignature, ThreadEntry, ThreadKernel};
 pub use message::{
     DmaOffloadDesc, Echo, HEADER_LEN, ImmMessage, MsgHeader, OffloadResult, Opcode, PAYLOAD_LEN,
     Payload, PingPong,

@@ -189,7 +189,7 @@ impl Path {
     }
 
     /// Progresses until the DPA reports a fatal error; panics after 10 s.
-    pub fn wait_fault(&self) -> dpakit_abi::Error {
+    pub fn wait_fault(&self) -> dpakit_emu::Error {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
             self.pe.progress();

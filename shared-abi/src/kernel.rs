@@ -1,0 +1,286 @@
+//! How host code names DPA kernels and apps.
+//!
+//! A kernel is a symbol: on hardware, the host stub dpacc generates under the kernel's name; on
+//! the soft device, the kernel compiled for the host, exported under the same name. Host code
+//! passes its address where DOCA takes a `doca_dpa_func_t *`. An app (`struct doca_dpa_app *`)
+//! is a symbol too: the one dpacc defines, or on the soft device the [`SoftApp`] descriptor that
+//! `dpakit_dev::dpa_app!` defines. This module holds the typed references to both
+//! ([`ThreadKernel`], [`RpcKernel`], [`DpaApp`]) and the soft device's descriptor layout.
+
+use core::ffi::{CStr, c_char, c_void};
+
+// Kernel entries are `extern "C"` on the DPA, which never unwinds, and `extern "C-unwind"` on the
+// host, where a panicking kernel unwinds into the soft device, which turns it into a fatal error
+// on the DPA context. A "C-unwind" entry on the device would drag in a personality routine.
+
+/// The entry of a DPA thread kernel: one `u64` argument (usually the device address of an
+/// argument block).
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+pub type ThreadEntry = extern "C" fn(u64);
+/// The entry of a DPA thread kernel: one `u64` argument (usually the device address of an
+/// argument block).
+#[cfg(not(all(target_arch = "riscv64", target_os = "none")))]
+pub type ThreadEntry = extern "C-unwind" fn(u64);
+
+/// A typed reference to a thread kernel, made by `dpakit_dev::thread_kernel!`. Host code passes
+/// it where DOCA takes a `doca_dpa_func_t *` (`doca_dpa_thread_set_func_arg`).
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadKernel {
+    name: &'static CStr,
+    entry: ThreadEntry,
+}
+
+impl ThreadKernel {
+    /// A reference to `entry`, exported as `name`.
+    pub const fn new(name: &'static CStr, entry: ThreadEntry) -> Self {
+        Self { name, entry }
+    }
+
+    /// The kernel's symbol name.
+    pub fn name(&self) -> &'static str {
+        self.name.to_str().unwrap_or("?")
+    }
+
+    /// The kernel's symbol name as a C string.
+    pub const fn c_name(&self) -> &'static CStr {
+        self.name
+    }
+
+    /// The kernel function.
+    pub const fn entry(&self) -> ThreadEntry {
+        self.entry
+    }
+
+    /// The address DOCA takes as `doca_dpa_func_t *`.
+    pub fn func(&self) -> *mut c_void {
+        self.entry as *mut c_void
+    }
+
+    /// The kernel's entry in a soft app descriptor.
+    pub const fn soft_kernel(&self) -> SoftKernel {
+        SoftKernel {
+            name: self.name.as_ptr(),
+            entry: self.entry as *const c_void,
+            kind: SoftKernel::THREAD,
+            num_args: 1,
+        }
+    }
+}
+
+/// Most arguments an RPC kernel takes.
+pub const RPC_MAX_ARGS: usize = 4;
+
+/// The signature of an RPC kernel: up to [`RPC_MAX_ARGS`] `u64` arguments, a `u64` result.
+pub trait RpcSignature: Copy + core::fmt::Debug + 'static {
+    /// The arguments as a tuple.
+    type Args: Copy + core::fmt::Debug;
+    /// How many arguments the kernel takes.
+    const NUM_ARGS: usize;
+    /// Calls the kernel.
+    fn invoke(self, args: Self::Args) -> u64;
+    /// The arguments as an array; entries past `NUM_ARGS` are zero.
+    fn to_array(args: Self::Args) -> [u64; RPC_MAX_ARGS];
+}
+
+macro_rules! rpc_signatures {
+    ($abi:literal: $( $n:literal ($($a:ident),*) ),*) => { $(
+        impl RpcSignature for extern $abi fn($(rpc_signatures!(@u64 $a)),*) -> u64 {
+            type Args = ($(rpc_signatures!(@u64 $a),)*);
+            const NUM_ARGS: usize = $n;
+            #[allow(non_snake_case)]
+            fn invoke(self, ($($a,)*): Self::Args) -> u64 {
+                self($($a),*)
+            }
+            #[allow(non_snake_case, unused_mut)]
+            fn to_array(($($a,)*): Self::Args) -> [u64; RPC_MAX_ARGS] {
+                let mut out = [0u64; RPC_MAX_ARGS];
+                let values: &[u64] = &[$($a),*];
+                out[..values.len()].copy_from_slice(values);
+                out
+            }
+        }
+    )* };
+    (@u64 $a:ident) => { u64 };
+}
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+rpc_signatures!("C": 0 (), 1 (A), 2 (A, B), 3 (A, B, C), 4 (A, B, C, D));
+#[cfg(not(all(target_arch = "riscv64", target_os = "none")))]
+rpc_signatures!("C-unwind": 0 (), 1 (A), 2 (A, B), 3 (A, B, C), 4 (A, B, C, D));
+
+/// A typed reference to an RPC kernel, made by `dpakit_dev::rpc_kernel!`. Host code passes it to
+/// `doca_dpa_rpc`, which runs it once on the DPA and returns its `u64`.
+#[derive(Clone, Copy, Debug)]
+pub struct RpcKernel<F: RpcSignature> {
+    name: &'static CStr,
+    entry: F,
+    /// `entry` as an address (a generic const fn cannot cast `F`).
+    addr: *const c_void,
+}
+
+// SAFETY: `addr` is the address of a function, which every thread may read and call.
+unsafe impl<F: RpcSignature> Send for RpcKernel<F> {}
+// SAFETY: as above; the reference is immutable.
+unsafe impl<F: RpcSignature> Sync for RpcKernel<F> {}
+
+impl<F: RpcSignature> RpcKernel<F> {
+    /// A reference to `entry` (whose address is `addr`), exported as `name`.
+    pub const fn new(name: &'static CStr, entry: F, addr: *const c_void) -> Self {
+        Self { name, entry, addr }
+    }
+
+    /// The kernel's symbol name.
+    pub fn name(&self) -> &'static str {
+        self.name.to_str().unwrap_or("?")
+    }
+
+    /// The kernel function.
+    pub const fn entry(&self) -> F {
+        self.entry
+    }
+
+    /// The address DOCA takes as `doca_dpa_func_t *`.
+    pub fn func(&self) -> *mut c_void {
+        self.addr.cast_mut()
+    }
+
+    /// The kernel's entry in a soft app descriptor.
+    pub const fn soft_kernel(&self) -> SoftKernel {
+        SoftKernel {
+            name: self.name.as_ptr(),
+            entry: self.addr,
+            kind: SoftKernel::RPC,
+            num_args: F::NUM_ARGS as u32,
+        }
+    }
+}
+
+/// A typed reference to a DPA app: the `struct doca_dpa_app *` symbol that dpacc defines on
+/// hardware and `dpakit_dev::dpa_app!` defines for the soft device. Made by `dpa_app!`.
+#[derive(Clone, Copy, Debug)]
+pub struct DpaApp {
+    name: &'static CStr,
+    raw: fn() -> *mut c_void,
+}
+
+impl DpaApp {
+    /// An app named `name` whose `struct doca_dpa_app *` `raw` reads.
+    pub const fn new(name: &'static CStr, raw: fn() -> *mut c_void) -> Self {
+        Self { name, raw }
+    }
+
+    /// The app's symbol name.
+    pub fn name(&self) -> &'static str {
+        self.name.to_str().unwrap_or("?")
+    }
+
+    /// The value of the app symbol: what `doca_dpa_set_app` takes.
+    pub fn raw(&self) -> *mut c_void {
+        (self.raw)()
+    }
+}
+
+/// One kernel of a [`SoftApp`] (`struct dpakit_soft_kernel` in `dpakit_soft.h`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SoftKernel {
+    /// The kernel's symbol name, NUL-terminated.
+    pub name: *const c_char,
+    /// The host-compiled kernel: `void (uint64_t)` for a thread kernel,
+    /// `uint64_t (uint64_t × num_args)` for an RPC.
+    pub entry: *const c_void,
+    /// [`SoftKernel::THREAD`] or [`SoftKernel::RPC`].
+    pub kind: u32,
+    /// Arguments the kernel takes (1 for a thread kernel).
+    pub num_args: u32,
+}
+
+impl SoftKernel {
+    /// A thread kernel (`DPAKIT_SOFT_KERNEL_THREAD`).
+    pub const THREAD: u32 = 0;
+    /// An RPC kernel (`DPAKIT_SOFT_KERNEL_RPC`).
+    pub const RPC: u32 = 1;
+}
+
+/// What `struct doca_dpa_app *` points to on the soft device: the app's name and kernels, the
+/// same information dpacc bakes into its app on hardware.
+#[repr(C)]
+#[derive(Debug)]
+pub struct SoftApp {
+    /// [`SoftApp::MAGIC`]: tells a soft app from a stray pointer.
+    pub magic: u64,
+    /// [`SoftApp::VERSION`] of this layout.
+    pub version: u32,
+    /// Entries in `kernels`.
+    pub num_kernels: u32,
+    /// The app's symbol name, NUL-terminated.
+    pub name: *const c_char,
+    /// The kernels.
+    pub kernels: *const SoftKernel,
+}
+
+// SAFETY: the descriptor is immutable and points only to immutable statics (names, functions).
+unsafe impl Sync for SoftApp {}
+// SAFETY: as above.
+unsafe impl Sync for SoftKernel {}
+
+impl SoftApp {
+    /// `DPAKIT_SOFT_APP_MAGIC`: "dpakitap" in ASCII.
+    pub const MAGIC: u64 = u64::from_be_bytes(*b"dpakitap");
+    /// `DPAKIT_SOFT_APP_VERSION`.
+    pub const VERSION: u32 = 1;
+
+    /// The descriptor of app `name` holding `kernels`.
+    pub const fn new(name: &'static CStr, kernels: &'static [SoftKernel]) -> Self {
+        Self {
+            magic: Self::MAGIC,
+            version: Self::VERSION,
+            num_kernels: kernels.len() as u32,
+            name: name.as_ptr(),
+            kernels: kernels.as_ptr(),
+        }
+    }
+}
+
+/// The app symbol itself: a `struct doca_dpa_app *` pointing at a [`SoftApp`].
+#[repr(transparent)]
+#[derive(Debug)]
+pub struct SoftAppSymbol(pub *const SoftApp);
+
+// SAFETY: points to an immutable static descriptor.
+unsafe impl Sync for SoftAppSymbol {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern "C-unwind" fn add(a: u64, b: u64) -> u64 {
+        a + b
+    }
+    extern "C-unwind" fn nothing(_arg: u64) {}
+
+    #[test]
+    fn references_name_and_describe_the_kernel() {
+        let rpc = RpcKernel::new(
+            c"add",
+            add as extern "C-unwind" fn(u64, u64) -> u64,
+            add as *const c_void,
+        );
+        assert_eq!(rpc.name(), "add");
+        assert_eq!(rpc.entry().invoke((40, 2)), 42);
+        let d = rpc.soft_kernel();
+        assert_eq!((d.kind, d.num_args), (SoftKernel::RPC, 2));
+        assert_eq!(d.entry, add as *const c_void);
+        let thread = ThreadKernel::new(c"nothing", nothing);
+        assert_eq!(thread.soft_kernel().kind, SoftKernel::THREAD);
+        assert_eq!(thread.func(), nothing as *mut c_void);
+        assert_eq!(
+            <extern "C-unwind" fn(u64, u64) -> u64 as RpcSignature>::to_array((1, 2)),
+            [1, 2, 0, 0]
+        );
+    }
+
+    #[test]
+    fn magic_spells_the_kit() {
+        assert_eq!(&SoftApp::MAGIC.to_be_bytes(), b"dpakitap");
+    }
+}
