@@ -563,14 +563,15 @@ impl Topology {
         TopologyBuilder::default()
     }
 
-    /// A fresh copy of the default machine: one BlueField-3 whose host-side PF `0000:03:00.0` has
-    /// a DPA and MsgQ, and whose Arm-side device `0000:03:00.0` manages representors for PF0
-    /// (`0000:b1:00.0`, standing for the host PF) and a VF (`0000:b1:00.2`). Devices of two
-    /// copies are different devices; [`Topology::global`] is the shared one.
+    /// A fresh copy of the default machine, at the PCI addresses DOCA's documentation and samples
+    /// use: one BlueField-3 whose host-side PF `0000:b1:00.0` has a DPA and MsgQ, and whose
+    /// Arm-side device `0000:03:00.0` manages representors for that PF (`pf0hpf`, carrying the
+    /// host PF's address `0000:b1:00.0`) and a VF (`0000:b1:00.2`). Devices of two copies are
+    /// different devices; [`Topology::global`] is the shared one.
     pub fn bluefield3() -> Topology {
         let built = Topology::builder()
             .device(
-                DeviceSpec::host("0000:03:00.0")
+                DeviceSpec::host("0000:b1:00.0")
                     .iface_name("ens1f0np0")
                     .ibdev_name("mlx5_0"),
             )
@@ -581,7 +582,7 @@ impl Topology {
                     .representor(
                         RepSpec::pf("0000:b1:00.0")
                             .iface_name("pf0hpf")
-                            .represents("0000:03:00.0"),
+                            .represents("0000:b1:00.0"),
                     )
                     .representor(RepSpec::vf("0000:b1:00.2").iface_name("pf0vf0")),
             )
@@ -1233,7 +1234,7 @@ mod tests {
     }
 
     fn host() -> Devinfo {
-        Dev::open_by_pci(Topology::global(), Side::Host, "0000:03:00.0")
+        Dev::open_by_pci(Topology::global(), Side::Host, "0000:b1:00.0")
             .unwrap()
             .as_devinfo()
             .clone()
@@ -1245,14 +1246,14 @@ mod tests {
 
     fn no_dpa_topology() -> Topology {
         Topology::builder()
-            .device(DeviceSpec::host("0000:03:00.0"))
-            .device(DeviceSpec::host("0000:03:00.1").without_dpa())
-            .device(DeviceSpec::host("0000:03:00.2").func_type(PciFuncType::Vf))
+            .device(DeviceSpec::host("0000:b1:00.0"))
+            .device(DeviceSpec::host("0000:b1:00.1").without_dpa())
+            .device(DeviceSpec::host("0000:b1:00.2").func_type(PciFuncType::Vf))
             .device(
                 DeviceSpec::arm("0000:03:00.0")
-                    .representor(RepSpec::pf("0000:b1:00.0").represents("0000:03:00.0"))
-                    .representor(RepSpec::pf("0000:b1:00.1").represents("0000:03:00.1"))
-                    .representor(RepSpec::vf("0000:b1:00.2").represents("0000:03:00.2")),
+                    .representor(RepSpec::pf("0000:b1:00.0").represents("0000:b1:00.0"))
+                    .representor(RepSpec::pf("0000:b1:00.1").represents("0000:b1:00.1"))
+                    .representor(RepSpec::vf("0000:b1:00.2").represents("0000:b1:00.2")),
             )
             .build()
             .unwrap()
@@ -1313,11 +1314,11 @@ mod tests {
         let host = &list[0];
         assert_eq!(
             (host.side(), host.get_pci_addr_str().as_str()),
-            (Side::Host, "0000:03:00.0")
+            (Side::Host, "0000:b1:00.0")
         );
         assert_eq!(host.get_iface_name(), "ens1f0np0");
         assert_eq!(host.get_pci_func_type(), PciFuncType::Pf);
-        assert!(host.pci_addr_is("03:00.0").unwrap());
+        assert!(host.pci_addr_is("b1:00.0").unwrap());
         assert_eq!(host.dpa_cap_is_supported(), Ok(()));
         assert_eq!(host.comch_msgq_cap_is_supported(), Ok(()));
         let arm = &list[1];
@@ -1334,7 +1335,7 @@ mod tests {
 
     #[test]
     fn open_by_pci_finds_the_device_of_the_side() {
-        let h = Dev::open_by_pci(Topology::global(), Side::Host, "03:00.0").unwrap();
+        let h = Dev::open_by_pci(Topology::global(), Side::Host, "b1:00.0").unwrap();
         let a = arm_dev();
         assert_eq!(h.as_devinfo().side(), Side::Host);
         assert_eq!(a.as_devinfo().side(), Side::Arm);
@@ -1348,7 +1349,7 @@ mod tests {
         let e = Dev::open_by_pci(Topology::global(), Side::Host, "0000:04:00.0").unwrap_err();
         assert_eq!(e.code(), ErrorCode::NotFound);
         assert!(
-            e.message().contains("0000:04:00.0") && e.message().contains("0000:03:00.0"),
+            e.message().contains("0000:04:00.0") && e.message().contains("0000:b1:00.0"),
             "{e}"
         );
         let e = Dev::open_by_pci(Topology::global(), Side::Host, "nonsense").unwrap_err();
@@ -1446,11 +1447,11 @@ mod tests {
     #[test]
     fn device_without_dpa_is_not_supported() {
         let topo = no_dpa_topology();
-        let d = Dev::open_by_pci(&topo, Side::Host, "03:00.1").unwrap();
+        let d = Dev::open_by_pci(&topo, Side::Host, "b1:00.1").unwrap();
         let d = d.as_devinfo();
         let e = d.dpa_cap_is_supported().unwrap_err();
         assert_eq!(e.code(), ErrorCode::NotSupported);
-        assert!(e.message().contains("0000:03:00.1"), "{e}");
+        assert!(e.message().contains("0000:b1:00.1"), "{e}");
         assert_eq!(code(d.dpa_get_core_num()), ErrorCode::NotSupported);
         assert_eq!(code(d.dpa_get_num_eus_per_core()), ErrorCode::NotSupported);
         assert_eq!(
@@ -1548,10 +1549,10 @@ mod tests {
     fn custom_topology_with_several_functions() {
         let topo = no_dpa_topology();
         assert_eq!(topo.devinfo_list_for(Side::Host).len(), 3);
-        let vf = Dev::open_by_pci(&topo, Side::Host, "0000:03:00.2").unwrap();
+        let vf = Dev::open_by_pci(&topo, Side::Host, "0000:b1:00.2").unwrap();
         assert_eq!(vf.as_devinfo().get_pci_func_type(), PciFuncType::Vf);
         assert_eq!(vf.as_devinfo().get_ibdev_name(), "mlx5_2");
-        assert_eq!(vf.as_devinfo().get_iface_name(), "enp3s0f2np2");
+        assert_eq!(vf.as_devinfo().get_iface_name(), "enp177s0f2np2");
         let arm = Dev::open_by_pci(&topo, Side::Arm, "03:00.0").unwrap();
         let reps = arm.devinfo_rep_list(RepFilter::ALL).unwrap();
         assert_eq!(reps.len(), 3);
@@ -1559,8 +1560,8 @@ mod tests {
         assert_eq!(reps[2].get_iface_name(), "pf0vf0");
         assert_eq!(reps[2].host_devinfo().as_ref(), Some(vf.as_devinfo()));
         // Devices of different topologies never compare equal.
-        let other = Dev::open_by_pci(&Topology::bluefield3(), Side::Host, "03:00.0").unwrap();
-        let same_addr = Dev::open_by_pci(&topo, Side::Host, "03:00.0").unwrap();
+        let other = Dev::open_by_pci(&Topology::bluefield3(), Side::Host, "b1:00.0").unwrap();
+        let same_addr = Dev::open_by_pci(&topo, Side::Host, "b1:00.0").unwrap();
         assert_ne!(other, same_addr);
         assert_eq!(same_addr.as_devinfo().topology(), topo);
     }

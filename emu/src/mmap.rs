@@ -658,7 +658,7 @@ mod tests {
     }
 
     fn host_dev() -> Dev {
-        Dev::open_by_pci(Topology::global(), Side::Host, "03:00.0").unwrap()
+        Dev::open_by_pci(Topology::global(), Side::Host, "b1:00.0").unwrap()
     }
 
     #[test]

@@ -81,14 +81,17 @@ impl MsgqShared {
         Ok(())
     }
 
-    /// Reserves a producer slot; returns its id.
-    pub(crate) fn add_producer(&self) -> Result<u32> {
+    /// Reserves a producer slot; returns its id (`id` if given, else the next one).
+    pub(crate) fn add_producer(&self, id: Option<u32>) -> Result<u32> {
+        if id == Some(0) {
+            bail!(InvalidValue, "producer id 0 is not valid: ids start at 1");
+        }
         let n = self.producers.fetch_add(1, Ordering::AcqRel);
         if n >= self.max_num_producers {
             self.producers.fetch_sub(1, Ordering::AcqRel);
             return Err(self.producer_capacity_error());
         }
-        Ok(self.next_producer_id.fetch_add(1, Ordering::Relaxed))
+        Ok(id.unwrap_or_else(|| self.next_producer_id.fetch_add(1, Ordering::Relaxed)))
     }
 
     /// The error for a producer beyond `max_num_producers`.

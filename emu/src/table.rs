@@ -63,6 +63,24 @@ impl<T: Send + Sync> Table<T> {
         Some((index, obj))
     }
 
+    /// Builds the object for slot `index` and puts it there; `None` when the slot is taken or out
+    /// of range.
+    pub(crate) fn insert_at(
+        &self,
+        index: usize,
+        make: impl FnOnce(usize) -> Arc<T>,
+    ) -> Option<Arc<T>> {
+        let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = self.slots.get(index)?;
+        if !slot.load(Ordering::Relaxed).is_null() {
+            return None;
+        }
+        let obj = make(index);
+        slot.store(Arc::as_ptr(&obj).cast_mut(), Ordering::Release);
+        owned.push(obj.clone());
+        Some(obj)
+    }
+
     /// Empties slot `index` (the object itself lives on until the table drops).
     pub(crate) fn remove(&self, index: usize) {
         if let Some(slot) = self.slots.get(index) {
@@ -113,5 +131,9 @@ mod tests {
         assert_eq!(t.get(7), None);
         assert_eq!(t.len(), 1);
         assert_eq!(t.insert(Arc::new(4u32)), Some(a), "slots are reused");
+        assert!(t.insert_at(a, |_| Arc::new(5)).is_none(), "taken");
+        t.remove(b);
+        assert_eq!(t.insert_at(b, |i| Arc::new(i as u32)).as_deref(), Some(&1));
+        assert!(t.insert_at(9, |_| Arc::new(6)).is_none(), "out of range");
     }
 }

@@ -204,7 +204,7 @@ impl SoftKernel {
 /// What `struct doca_dpa_app *` points to on the soft device: the app's name and kernels, the
 /// same information dpacc bakes into its app on hardware.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct SoftApp {
     /// [`SoftApp::MAGIC`]: tells a soft app from a stray pointer.
     pub magic: u64,

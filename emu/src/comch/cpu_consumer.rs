@@ -1,9 +1,9 @@
 //! The CPU consumer of a DPA→CPU MsgQ (`doca_comch_consumer` with post-receive tasks).
 
-use super::CpuConsumerShared;
+use super::{CpuConsumerShared, FLUSHED};
 use super::callback::Callback;
 use crate::ctx::{CtxState, StateChangedCb, StateMachine};
-use crate::error::{Result, bail};
+use crate::error::{ErrorCode, Result, bail};
 use crate::limits;
 use crate::msgq::{Direction, Msgq, MsgqShared};
 use crate::pe::{Pe, PeClient};
@@ -13,16 +13,19 @@ use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
 
-/// A completed post-receive task: the immediate a DPA producer sent.
+/// A completed post-receive task: the immediate a DPA producer sent, or a receive flushed
+/// because the consumer stopped.
 #[derive(Debug)]
 pub struct RecvCompletion<'a> {
     /// The immediate data (`doca_comch_consumer_task_post_recv_get_imm_data`); valid during the
-    /// callback only.
+    /// callback only. Empty for a flushed receive.
     pub imm: &'a [u8],
-    /// `doca_comch_consumer_task_post_recv_get_producer_id`.
+    /// `doca_comch_consumer_task_post_recv_get_producer_id` (0 for a flushed receive).
     pub producer_id: u32,
     /// The user data given to [`CpuConsumer::post_recv`].
     pub user_data: u64,
+    /// `SUCCESS`, or [`FLUSHED`](super::FLUSHED) for a receive the stopping consumer took back.
+    pub status: ErrorCode,
 }
 
 type RecvCb = Box<dyn FnMut(&RecvCompletion<'_>)>;
@@ -34,6 +37,7 @@ pub struct CpuConsumerBuilder<'a> {
     pe: &'a Pe,
     num_tasks: u32,
     imm_data_len: u32,
+    id: Option<u32>,
     on_recv: Option<RecvCb>,
 }
 
@@ -53,6 +57,8 @@ struct Inner {
     num_tasks: u32,
     /// User data of posted receives, in posting order (receives complete in that order).
     posted: RefCell<VecDeque<u64>>,
+    /// Receives taken back by [`CpuConsumer::flush`], to report as flushed.
+    flushed: RefCell<VecDeque<u64>>,
     on_recv: Callback<dyn FnMut(&RecvCompletion<'_>)>,
 }
 
@@ -80,6 +86,13 @@ impl<'a> CpuConsumerBuilder<'a> {
     /// `doca_comch_consumer_set_imm_data_len` (≤ 32; default 32).
     pub fn imm_data_len(mut self, len: u32) -> Self {
         self.imm_data_len = len;
+        self
+    }
+
+    /// The consumer id (`doca_comch_consumer_get_id`) instead of the first free one; ids run
+    /// from 1 to the queue's `max_num_consumers`.
+    pub fn id(mut self, id: u32) -> Self {
+        self.id = Some(id);
         self
     }
 
@@ -112,16 +125,36 @@ impl<'a> CpuConsumerBuilder<'a> {
             );
         }
         let waker = self.pe.waker();
-        let made = msgq.cpu_consumers.insert_with(|index| {
+        let make = |index: usize| {
             Arc::new(CpuConsumerShared::new(
                 index as u32 + 1,
                 self.num_tasks as usize,
                 self.imm_data_len,
                 waker,
             ))
-        });
+        };
+        let made = match self.id {
+            None => msgq.cpu_consumers.insert_with(make),
+            Some(id) => {
+                let index = (id as usize).wrapping_sub(1);
+                msgq.cpu_consumers.insert_at(index, make).map(|c| (index, c))
+            }
+        };
         let Some((index, shared)) = made else {
-            return Err(msgq.consumer_capacity_error());
+            return Err(match self.id {
+                Some(id) if id >= 1 && id <= msgq.max_num_consumers => crate::error::err(
+                    ErrorCode::AlreadyExist,
+                    format!("consumer id {id} is taken on this MsgQ"),
+                ),
+                Some(id) => crate::error::err(
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "consumer id {id} is outside 1..={} (max_num_consumers)",
+                        msgq.max_num_consumers
+                    ),
+                ),
+                None => msgq.consumer_capacity_error(),
+            });
         };
         let inner = Rc::new(Inner {
             shared,
@@ -130,6 +163,7 @@ impl<'a> CpuConsumerBuilder<'a> {
             state: StateMachine::new("the CPU consumer"),
             num_tasks: self.num_tasks,
             posted: RefCell::new(VecDeque::with_capacity(self.num_tasks as usize)),
+            flushed: RefCell::new(VecDeque::with_capacity(self.num_tasks as usize)),
             on_recv: Callback::new(self.on_recv),
         });
         if let Some(cb) = self.on_state_changed {
@@ -151,6 +185,7 @@ impl CpuConsumer {
             pe,
             num_tasks: 64,
             imm_data_len: limits::MAX_IMM_DATA_LEN as u32,
+            id: None,
             on_recv: None,
             on_state_changed: None,
         }
@@ -169,7 +204,7 @@ impl CpuConsumer {
         let inner = &*self.inner;
         inner.state.require_running("post a receive")?;
         let mut posted = inner.posted.borrow_mut();
-        if posted.len() >= inner.num_tasks as usize {
+        if posted.len() + inner.flushed.borrow().len() >= inner.num_tasks as usize {
             bail!(
                 NoMemory,
                 "all {} receive tasks are posted: wait for completions, or configure more with num_recv_tasks",
@@ -181,9 +216,9 @@ impl CpuConsumer {
         Ok(())
     }
 
-    /// Receives posted and not completed yet.
+    /// Receives posted and not completed yet (flushed ones count until reported).
     pub fn posted(&self) -> usize {
-        self.inner.posted.borrow().len()
+        self.inner.posted.borrow().len() + self.inner.flushed.borrow().len()
     }
 
     /// `doca_ctx_get_state`.
@@ -191,10 +226,23 @@ impl CpuConsumer {
         self.inner.state.get()
     }
 
-    /// `doca_ctx_stop`: outstanding receives are flushed (their callbacks do not run).
+    /// Takes back every receive no producer has filled yet; [`Pe::progress`] reports them with
+    /// status [`FLUSHED`](super::FLUSHED), after the messages already on their way. Returns how
+    /// many it took back.
+    pub fn flush(&self) -> usize {
+        let taken = self.inner.shared.flush() as usize;
+        let mut posted = self.inner.posted.borrow_mut();
+        // Messages fill receives in posting order, so the ones taken back are the newest.
+        let keep = posted.len().saturating_sub(taken);
+        self.inner.flushed.borrow_mut().extend(posted.drain(keep..));
+        taken
+    }
+
+    /// `doca_ctx_stop` for the Rust model: outstanding receives are taken back and forgotten
+    /// (their callbacks do not run).
     pub fn stop(&self) -> Result<()> {
-        self.inner.shared.flush();
-        self.inner.posted.borrow_mut().clear();
+        self.flush();
+        self.inner.flushed.borrow_mut().clear();
         self.inner.state.stop()
     }
 }
@@ -217,6 +265,21 @@ impl PeClient for Inner {
                     imm,
                     producer_id,
                     user_data,
+                    status: ErrorCode::Success,
+                })
+            });
+        }
+        loop {
+            let Some(user_data) = self.flushed.borrow_mut().pop_front() else {
+                break;
+            };
+            n += 1;
+            self.on_recv.run(|cb| {
+                cb(&RecvCompletion {
+                    imm: &[],
+                    producer_id: 0,
+                    user_data,
+                    status: FLUSHED,
                 })
             });
         }
@@ -224,7 +287,7 @@ impl PeClient for Inner {
     }
 
     fn has_pending(&self) -> bool {
-        crate::sync_hint::has_unpolled(&self.shared.ring)
+        crate::sync_hint::has_unpolled(&self.shared.ring) || !self.flushed.borrow().is_empty()
     }
 }
 

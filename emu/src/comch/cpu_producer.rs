@@ -1,9 +1,9 @@
 //! The CPU producer of a CPU→DPA MsgQ (`doca_comch_producer` with send tasks).
 
 use super::callback::Callback;
-use super::{CreditWaiter, Delivery, DpaConsumerShared};
+use super::{CreditWaiter, Delivery, DpaConsumerShared, FLUSHED};
 use crate::ctx::{CtxState, StateChangedCb, StateMachine};
-use crate::error::{Result, bail};
+use crate::error::{ErrorCode, Result, bail};
 use crate::limits;
 use crate::msgq::{Direction, Msgq, MsgqShared};
 use crate::pe::{Pe, PeClient};
@@ -18,6 +18,9 @@ use std::sync::Arc;
 pub struct SendCompletion {
     /// The user data given to [`CpuProducer::send`].
     pub user_data: u64,
+    /// `SUCCESS` once the message is in the DPA consumer's completion context, or
+    /// [`FLUSHED`](super::FLUSHED) for a send the stopping producer took back undelivered.
+    pub status: ErrorCode,
 }
 
 type SendCb = Box<dyn FnMut(SendCompletion)>;
@@ -28,6 +31,7 @@ pub struct CpuProducerBuilder<'a> {
     msgq: &'a Msgq,
     pe: &'a Pe,
     num_tasks: u32,
+    id: Option<u32>,
     on_send: Option<SendCb>,
 }
 
@@ -72,8 +76,8 @@ struct Inner {
     in_flight: Cell<u32>,
     /// Sends waiting for a credit, in submission order.
     pending: RefCell<VecDeque<PendingSend>>,
-    /// Delivered sends whose completion has not been reported yet.
-    completed: RefCell<VecDeque<u64>>,
+    /// Finished sends (delivered or flushed) whose completion has not been reported yet.
+    completed: RefCell<VecDeque<(u64, ErrorCode)>>,
     on_send: Callback<dyn FnMut(SendCompletion)>,
 }
 
@@ -98,6 +102,13 @@ impl<'a> CpuProducerBuilder<'a> {
         self
     }
 
+    /// The producer id (`doca_comch_producer_get_id`) instead of the next one; ids are unique
+    /// per queue.
+    pub fn id(mut self, id: u32) -> Self {
+        self.id = Some(id);
+        self
+    }
+
     /// The send task completion callback, run by [`Pe::progress`].
     pub fn on_send_complete(mut self, cb: impl FnMut(SendCompletion) + 'static) -> Self {
         self.on_send = Some(Box::new(cb));
@@ -118,7 +129,7 @@ impl<'a> CpuProducerBuilder<'a> {
         let msgq = &self.msgq.shared;
         msgq.check_endpoint("CPU producer", Direction::ToDpa)?;
         super::check_task_pool("send", self.num_tasks)?;
-        let id = msgq.add_producer()?;
+        let id = msgq.add_producer(self.id)?;
         // add_producer keeps the producers within the table's capacity.
         let Some((waiter_slot, waiter)) = msgq.credit_waiters.register(&self.pe.waker()) else {
             msgq.remove_producer();
@@ -155,6 +166,7 @@ impl CpuProducer {
             msgq,
             pe,
             num_tasks: 64,
+            id: None,
             on_send: None,
             on_state_changed: None,
         }
@@ -215,7 +227,10 @@ impl CpuProducer {
             Delivery::NoCredit
         };
         if outcome == Delivery::Delivered {
-            inner.completed.borrow_mut().push_back(user_data);
+            inner
+                .completed
+                .borrow_mut()
+                .push_back((user_data, ErrorCode::Success));
         } else {
             if pending.is_empty() {
                 inner.msgq.credit_waiters.set_waiting(&inner.waiter, true);
@@ -241,6 +256,28 @@ impl CpuProducer {
     /// `doca_ctx_get_state`.
     pub fn state(&self) -> CtxState {
         self.inner.state.get()
+    }
+
+    /// Takes back every send still waiting for a credit; [`Pe::progress`] reports them with
+    /// status [`FLUSHED`](super::FLUSHED), in order, after the ones already delivered. A send
+    /// that holds a credit already is delivered, not flushed (the DPA posted that receive).
+    /// Returns how many it took back.
+    pub fn flush(&self) -> usize {
+        let inner = &*self.inner;
+        let mut pending = inner.pending.borrow_mut();
+        let mut completed = inner.completed.borrow_mut();
+        let before = pending.len();
+        pending.retain(|p| {
+            if p.credit_held {
+                return true;
+            }
+            completed.push_back((p.user_data, FLUSHED));
+            false
+        });
+        if pending.is_empty() {
+            inner.msgq.credit_waiters.set_waiting(&inner.waiter, false);
+        }
+        before - pending.len()
     }
 
     /// `doca_ctx_stop`: fails with IN_USE while tasks are in flight.
@@ -278,7 +315,9 @@ impl PeClient for Inner {
                     break;
                 }
                 let done = pending.pop_front().expect("front exists");
-                self.completed.borrow_mut().push_back(done.user_data);
+                self.completed
+                    .borrow_mut()
+                    .push_back((done.user_data, ErrorCode::Success));
                 if pending.is_empty() {
                     self.msgq.credit_waiters.set_waiting(&self.waiter, false);
                 }
@@ -286,12 +325,13 @@ impl PeClient for Inner {
         }
         let mut n = 0;
         loop {
-            let Some(user_data) = self.completed.borrow_mut().pop_front() else {
+            let Some((user_data, status)) = self.completed.borrow_mut().pop_front() else {
                 break;
             };
             self.in_flight.set(self.in_flight.get() - 1);
             n += 1;
-            self.on_send.run(|cb| cb(SendCompletion { user_data }));
+            self.on_send
+                .run(|cb| cb(SendCompletion { user_data, status }));
         }
         n
     }

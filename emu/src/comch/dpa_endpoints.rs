@@ -18,6 +18,7 @@ pub struct DpaConsumerBuilder<'a> {
     completion: &'a ConsumerCompletion,
     dev_num_recv: u32,
     user_data: u32,
+    id: Option<u32>,
 }
 
 /// `doca_comch_consumer` whose datapath runs on the DPA.
@@ -42,6 +43,13 @@ impl<'a> DpaConsumerBuilder<'a> {
     /// among those sharing a completion context (default 0).
     pub fn user_data(mut self, user_data: u32) -> Self {
         self.user_data = user_data;
+        self
+    }
+
+    /// The consumer id (`doca_comch_consumer_get_id`) instead of the first free one; ids run
+    /// from 1 to the queue's `max_num_consumers`.
+    pub fn id(mut self, id: u32) -> Self {
+        self.id = Some(id);
         self
     }
 
@@ -72,7 +80,7 @@ impl<'a> DpaConsumerBuilder<'a> {
                 cc.max_num_consumers
             );
         };
-        let made = msgq.dpa_consumers.insert_with(|index| {
+        let make = |index: usize| {
             Arc::new(DpaConsumerShared::new(
                 index as u32 + 1,
                 tag,
@@ -80,10 +88,26 @@ impl<'a> DpaConsumerBuilder<'a> {
                 cc.clone(),
                 msgq.credit_waiters.clone(),
             ))
-        });
+        };
+        let made = match self.id {
+            None => msgq.dpa_consumers.insert_with(make),
+            Some(id) => {
+                let index = (id as usize).wrapping_sub(1);
+                msgq.dpa_consumers.insert_at(index, make).map(|c| (index, c))
+            }
+        };
         let Some((msgq_index, shared)) = made else {
             cc.release_consumer(tag);
-            return Err(msgq.consumer_capacity_error());
+            return Err(match self.id {
+                Some(id) => crate::error::err(
+                    crate::error::ErrorCode::AlreadyExist,
+                    format!(
+                        "consumer id {id} is taken or outside 1..={} on this MsgQ",
+                        msgq.max_num_consumers
+                    ),
+                ),
+                None => msgq.consumer_capacity_error(),
+            });
         };
         // The DPA's table keeps the consumer alive as long as the DPA, which is what lets the
         // completion context (and the workers polling it) hold a plain pointer to it.
@@ -115,6 +139,7 @@ impl DpaConsumer {
             completion,
             dev_num_recv: 64,
             user_data: 0,
+            id: None,
         }
     }
 
@@ -159,6 +184,7 @@ pub struct DpaProducerBuilder<'a> {
     completion: &'a DpaCompletion,
     dev_num_send: u32,
     user_data: u32,
+    id: Option<u32>,
 }
 
 /// `doca_comch_producer` whose datapath runs on the DPA.
@@ -184,6 +210,12 @@ impl<'a> DpaProducerBuilder<'a> {
         self
     }
 
+    /// The producer id (`doca_comch_producer_get_id`) instead of the next one.
+    pub fn id(mut self, id: u32) -> Self {
+        self.id = Some(id);
+        self
+    }
+
     /// `doca_comch_msgq_producer_create` + `doca_comch_producer_dpa_completion_attach` + start.
     pub fn start(self) -> Result<DpaProducer> {
         let msgq = &self.msgq.shared;
@@ -203,7 +235,7 @@ impl<'a> DpaProducerBuilder<'a> {
                 limits::PRODUCER_MAX_NUM_SEND
             );
         }
-        let id = msgq.add_producer()?;
+        let id = msgq.add_producer(self.id)?;
         let shared = Arc::new(DpaProducerShared {
             id,
             dev_num_send: self.dev_num_send,
@@ -233,6 +265,7 @@ impl DpaProducer {
             completion,
             dev_num_send: 64,
             user_data: 0,
+            id: None,
         }
     }
 

@@ -68,6 +68,10 @@ impl Spent {
     }
 }
 
+/// The status of a task flushed because its context stopped (`doca_task_get_status` in the
+/// task's error callback).
+pub const FLUSHED: crate::error::ErrorCode = crate::error::ErrorCode::IoFailed;
+
 /// Checks a CPU endpoint's task pool size (`what`: "send", "post-receive") against the soft
 /// device's limit.
 fn check_task_pool(what: &str, num_tasks: u32) -> crate::error::Result<()> {
@@ -333,9 +337,15 @@ impl CpuConsumerShared {
         self.filled.available(&self.posted) == 0
     }
 
-    /// Forgets posted receives (the consumer stopped): later sends find none.
-    pub(crate) fn flush(&self) {
-        self.posted
-            .store(self.filled.spent.load(Ordering::Acquire), Ordering::Release);
+    /// Takes back every posted receive no producer has claimed yet (the consumer is stopping):
+    /// the consumer claims them itself, racing producers through the same protocol, so each
+    /// receive is either filled by exactly one message or returned here, never both. Returns how
+    /// many it took back.
+    pub(crate) fn flush(&self) -> u64 {
+        let mut taken = 0;
+        while self.filled.try_spend(&self.posted) {
+            taken += 1;
+        }
+        taken
     }
 }

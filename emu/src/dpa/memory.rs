@@ -5,11 +5,13 @@
 //! inside one live allocation.
 
 use super::DpaShared;
+use crate::dev::Dev;
 use crate::error::{Result, bail};
 use crate::mmap::Mmap;
+use crate::table::Table;
 use dpakit_abi::handles::MmapHandle;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub use dpakit_abi::handles::DevPtr;
 
@@ -137,6 +139,8 @@ pub(crate) struct MmapView {
     pub len: u64,
     pub readable: bool,
     pub writable: bool,
+    /// The device whose DPAs may use the handle.
+    pub dev: Dev,
     /// Keeps the memory registered while the handle exists.
     _mmap: Mmap,
 }
@@ -152,11 +156,23 @@ impl MmapView {
     }
 }
 
-pub(crate) fn register_mmap(dpa: &Arc<DpaShared>, mmap: &Mmap) -> Result<MmapHandle> {
+/// Most mmap DPA handles alive at once in a process.
+const MAX_MMAP_HANDLES: usize = 1 << 16;
+
+/// The mmap handles of every device. `doca_dpa_dev_mmap_t` names an mmap for all DPAs of one
+/// device (`doca_mmap_dev_get_dpa_handle` takes the device, not a DPA), so the table is
+/// process-wide and each entry records its device.
+fn handles() -> &'static Table<MmapView> {
+    static HANDLES: OnceLock<Table<MmapView>> = OnceLock::new();
+    HANDLES.get_or_init(|| Table::new(MAX_MMAP_HANDLES))
+}
+
+/// Registers a started `mmap` for the DPAs of `dev`; returns the handle kernels use.
+pub(crate) fn register_mmap(dev: &Dev, mmap: &Mmap) -> Result<MmapHandle> {
     if !mmap.is_started() {
         bail!(
-            BadState,
-            "doca_mmap_dev_get_dpa_handle: the mmap is not started (call start first)"
+            NotPermitted,
+            "doca_mmap_dev_get_dpa_handle: the mmap is not started (call doca_mmap_start first)"
         );
     }
     let (ptr, len) = mmap.range();
@@ -165,21 +181,30 @@ pub(crate) fn register_mmap(dpa: &Arc<DpaShared>, mmap: &Mmap) -> Result<MmapHan
         len: len as u64,
         readable: mmap.allows_local_read(),
         writable: mmap.allows_local_write(),
+        dev: dev.clone(),
         _mmap: mmap.clone(),
     });
-    let Some(index) = dpa.handles.mmaps.insert(view) else {
-        bail!(NoMemory, "too many mmaps registered with this DPA");
+    let Some(index) = handles().insert(view) else {
+        bail!(
+            NoMemory,
+            "{MAX_MMAP_HANDLES} mmap DPA handles are alive: destroy mmaps that are no longer used"
+        );
     };
-    Ok(MmapHandle((u32::from(dpa.id as u8) << 24) | index as u32))
+    Ok(MmapHandle(index as u32 + 1))
 }
 
-/// The view behind an mmap handle of `dpa`.
+/// Retires a handle (its mmap is being destroyed): kernels using it afterwards fault.
+pub(crate) fn unregister_mmap(handle: MmapHandle) {
+    if let Some(index) = (handle.raw() as usize).checked_sub(1) {
+        handles().remove(index);
+    }
+}
+
+/// The view behind an mmap handle, if it is one for `dpa`'s device.
 #[inline]
 pub(crate) fn resolve_mmap(dpa: &DpaShared, handle: u32) -> Option<&MmapView> {
-    if handle >> 24 != u32::from(dpa.id as u8) {
-        return None;
-    }
-    dpa.handles.mmaps.get((handle & 0xff_ffff) as usize)
+    let index = (handle as usize).checked_sub(1)?;
+    handles().get(index).filter(|view| view.dev == dpa.dev)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::ctx::{CtxState, StateMachine};
 use crate::error::{Error, Result, bail};
 use crate::table::Table;
 use completion::{ConsumerCompletionShared, DpaCompletionShared, NotificationShared};
+use dpakit_abi::kernel::{RPC_MAX_ARGS, SoftApp, SoftKernel};
 use dpakit_dev::{RpcKernel, RpcSignature, ThreadKernel};
 use memory::DeviceMemory;
 use sched::{Scheduler, SchedulerConfig};
@@ -33,13 +34,34 @@ pub use memory::DevPtr;
 pub use sched::{SchedMode, SchedStats, TraceEvent, pin_current_thread};
 pub use thread::{DpaThread, DpaThreadBuilder};
 
+/// Whether a kernel runs as a DPA thread or as an RPC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelKind {
+    /// `void kernel(uint64_t arg)`, run by `doca_dpa_thread`s.
+    Thread,
+    /// `uint64_t kernel(uint64_t…)`, run once by `doca_dpa_rpc`.
+    Rpc,
+}
+
+/// One kernel of an [`App`]: its name and its host-compiled entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppKernel {
+    /// The kernel's symbol name.
+    pub name: &'static str,
+    /// The address host code passes as `doca_dpa_func_t *`.
+    pub entry: usize,
+    /// Thread or RPC.
+    pub kind: KernelKind,
+    /// Arguments the kernel takes.
+    pub num_args: u32,
+}
+
 /// `doca_dpa_app`: the kernels a DPA program contains. Threads and RPCs may only run kernels the
 /// app lists, as on the device, where a function outside the app does not exist.
 #[derive(Clone, Debug, Default)]
 pub struct App {
     name: &'static str,
-    thread_kernels: Vec<&'static str>,
-    rpc_kernels: Vec<&'static str>,
+    kernels: Vec<AppKernel>,
 }
 
 impl App {
@@ -47,25 +69,153 @@ impl App {
     pub fn new(name: &'static str) -> Self {
         Self {
             name,
-            ..Self::default()
+            kernels: Vec::new(),
         }
     }
 
     /// Adds a thread kernel.
     pub fn thread_kernel(mut self, kernel: &ThreadKernel) -> Self {
-        self.thread_kernels.push(kernel.name());
+        self.kernels.push(AppKernel {
+            name: kernel.name(),
+            entry: kernel.func() as usize,
+            kind: KernelKind::Thread,
+            num_args: 1,
+        });
         self
     }
 
     /// Adds an RPC kernel.
     pub fn rpc_kernel<F: RpcSignature>(mut self, kernel: &RpcKernel<F>) -> Self {
-        self.rpc_kernels.push(kernel.name());
+        self.kernels.push(AppKernel {
+            name: kernel.name(),
+            entry: kernel.func() as usize,
+            kind: KernelKind::Rpc,
+            num_args: F::NUM_ARGS as u32,
+        });
         self
+    }
+
+    /// The app a `struct doca_dpa_app *` names on the soft device: a [`SoftApp`] descriptor,
+    /// read without trusting the pointer (`INVALID_VALUE` for anything that is not one).
+    pub fn from_symbol(app: *const std::ffi::c_void) -> Result<App> {
+        use crate::checked_read::{intern, read_array, read_c_string, read_value};
+        let app = app.cast::<SoftApp>();
+        // SAFETY: SoftApp holds integers and raw pointers, valid for any bits.
+        let desc = unsafe { read_value(app, "the DPA app") }?;
+        if desc.magic != SoftApp::MAGIC {
+            bail!(
+                InvalidValue,
+                "{app:p} is not a DPA app of the soft device (no dpakit app descriptor there):                  pass the app symbol of a dpakit app library (dpa_app!, DPAKIT_SOFT_APP or                  `cargo xtask build-dpa`)"
+            );
+        }
+        if desc.version != SoftApp::VERSION {
+            bail!(
+                UnsupportedVersion,
+                "DPA app descriptor version {} is not {} (rebuild the app with this dpakit)",
+                desc.version,
+                SoftApp::VERSION
+            );
+        }
+        if desc.num_kernels > 4096 {
+            bail!(
+                InvalidValue,
+                "DPA app claims {} kernels (at most 4096)",
+                desc.num_kernels
+            );
+        }
+        let name = intern(&read_c_string(desc.name, "the DPA app's name")?);
+        let raw = {
+            #[derive(Clone, Copy, Default)]
+            #[repr(C)]
+            struct Raw([usize; 3]);
+            const _: () = assert!(size_of::<Raw>() == size_of::<SoftKernel>());
+            // SAFETY: Raw is plain integers of SoftKernel's size and alignment.
+            unsafe {
+                read_array(
+                    desc.kernels.cast::<Raw>(),
+                    desc.num_kernels as usize,
+                    "the DPA app's kernels",
+                )
+            }?
+        };
+        let mut kernels = Vec::with_capacity(raw.len());
+        for (i, r) in raw.iter().enumerate() {
+            // SAFETY: Raw and SoftKernel have the same size; SoftKernel is integers and pointers.
+            let k: SoftKernel = unsafe { std::mem::transmute(*r) };
+            let kname = intern(&read_c_string(k.name, "a kernel name of the DPA app")?);
+            let kind = match k.kind {
+                SoftKernel::THREAD if k.num_args == 1 => KernelKind::Thread,
+                SoftKernel::RPC if k.num_args as usize <= RPC_MAX_ARGS => KernelKind::Rpc,
+                _ => bail!(
+                    InvalidValue,
+                    "kernel {i} (`{kname}`) of DPA app `{name}` has kind {} with {} arguments:                      a thread kernel takes 1, an RPC at most {RPC_MAX_ARGS}",
+                    k.kind,
+                    k.num_args
+                ),
+            };
+            if k.entry.is_null() {
+                bail!(
+                    InvalidValue,
+                    "kernel `{kname}` of DPA app `{name}` has no entry"
+                );
+            }
+            kernels.push(AppKernel {
+                name: kname,
+                entry: k.entry as usize,
+                kind,
+                num_args: k.num_args,
+            });
+        }
+        Ok(App { name, kernels })
     }
 
     /// The app's name.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// Every kernel of the app.
+    pub fn kernels(&self) -> &[AppKernel] {
+        &self.kernels
+    }
+
+    /// The kernel of `kind` at `entry`, if the app has one.
+    pub fn kernel(&self, entry: usize, kind: KernelKind) -> Option<&AppKernel> {
+        self.kernels
+            .iter()
+            .find(|k| k.entry == entry && k.kind == kind)
+    }
+
+    /// `NOT_FOUND` naming the app when it has no kernel of `kind` at `entry`.
+    fn require(&self, entry: usize, kind: KernelKind) -> Result<&AppKernel> {
+        self.kernel(entry, kind).ok_or_else(|| {
+            let named = self
+                .kernels
+                .iter()
+                .find(|k| k.entry == entry)
+                .map(|k| format!(" (`{}` is a{} kernel)", k.name, match k.kind {
+                    KernelKind::Thread => " thread",
+                    KernelKind::Rpc => "n RPC",
+                }))
+                .unwrap_or_default();
+            crate::error::err(
+                crate::error::ErrorCode::NotFound,
+                format!(
+                    "{entry:#x} is not {} kernel of DPA app `{}`{named}; its {} kernels are [{}]",
+                    match kind {
+                        KernelKind::Thread => "a thread",
+                        KernelKind::Rpc => "an RPC",
+                    },
+                    self.name,
+                    self.kernels.len(),
+                    self.kernels
+                        .iter()
+                        .map(|k| k.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })
     }
 }
 
@@ -88,7 +238,6 @@ pub(crate) struct Handles {
     pub dpa_producers: Table<crate::comch::DpaProducerShared>,
     pub completions: Table<DpaCompletionShared>,
     pub notifications: Table<NotificationShared>,
-    pub mmaps: Table<memory::MmapView>,
 }
 
 /// State shared by a DPA context, its threads and workers.
@@ -252,7 +401,6 @@ impl DpaBuilder {
                 dpa_producers: Table::new(crate::limits::MSGQ_MAX_NUM_PRODUCERS * 16),
                 completions: Table::new(DPA_MAX_THREADS * 2),
                 notifications: Table::new(DPA_MAX_THREADS),
-                mmaps: Table::new(1024),
             },
             threads: Table::new(DPA_MAX_THREADS),
             sched: Scheduler::new(self.sched, weak.clone()),
@@ -320,16 +468,58 @@ impl Dpa {
     /// `doca_dpa_rpc`: runs an RPC kernel once and returns its result.
     pub fn rpc<F: RpcSignature>(&self, kernel: &RpcKernel<F>, args: F::Args) -> Result<u64> {
         self.shared.require_running("run an RPC")?;
-        if !self.shared.app.rpc_kernels.contains(&kernel.name()) {
+        let name = self
+            .shared
+            .app
+            .require(kernel.func() as usize, KernelKind::Rpc)?
+            .name;
+        let entry = kernel.entry();
+        activation::run_rpc(&self.shared, name, move || entry.invoke(args))
+    }
+
+    /// `doca_dpa_rpc` by address (`doca_dpa_func_t *`): runs the app's RPC kernel at `func` with
+    /// `args`, which must be exactly as many as the kernel takes.
+    pub fn rpc_func(&self, func: usize, args: &[u64]) -> Result<u64> {
+        self.shared.require_running("run an RPC")?;
+        let kernel = *self.shared.app.require(func, KernelKind::Rpc)?;
+        if args.len() != kernel.num_args as usize {
             bail!(
-                NotFound,
-                "RPC kernel `{}` is not part of app `{}`; add it with App::rpc_kernel",
-                kernel.name(),
-                self.shared.app.name
+                InvalidValue,
+                "RPC kernel `{}` takes {} arguments, not {}",
+                kernel.name,
+                kernel.num_args,
+                args.len()
             );
         }
-        let entry = kernel.entry();
-        activation::run_rpc(&self.shared, kernel.name(), move || entry.invoke(args))
+        let a = {
+            let mut a = [0u64; RPC_MAX_ARGS];
+            a[..args.len()].copy_from_slice(args);
+            a
+        };
+        type F0 = extern "C-unwind" fn() -> u64;
+        type F1 = extern "C-unwind" fn(u64) -> u64;
+        type F2 = extern "C-unwind" fn(u64, u64) -> u64;
+        type F3 = extern "C-unwind" fn(u64, u64, u64) -> u64;
+        type F4 = extern "C-unwind" fn(u64, u64, u64, u64) -> u64;
+        let entry = kernel.entry;
+        // SAFETY (each transmute): the app descriptor declares the function at `entry` as an
+        // RPC kernel taking `num_args` u64 arguments and returning a u64; `entry` is non-null
+        // (checked when the app was read).
+        let body = move || unsafe {
+            match kernel.num_args {
+                0 => std::mem::transmute::<usize, F0>(entry)(),
+                1 => std::mem::transmute::<usize, F1>(entry)(a[0]),
+                2 => std::mem::transmute::<usize, F2>(entry)(a[0], a[1]),
+                3 => std::mem::transmute::<usize, F3>(entry)(a[0], a[1], a[2]),
+                _ => std::mem::transmute::<usize, F4>(entry)(a[0], a[1], a[2], a[3]),
+            }
+        };
+        activation::run_rpc(&self.shared, kernel.name, body)
+    }
+
+    /// The app the context runs.
+    pub fn app(&self) -> &App {
+        &self.shared.app
     }
 
     /// `doca_dpa_mem_alloc`: `size` bytes of device memory (zeroed).
@@ -365,9 +555,10 @@ impl Dpa {
         Ok(ptr)
     }
 
-    /// `doca_mmap_dev_get_dpa_handle`: the handle kernels use to name `mmap` in DMA copies.
+    /// `doca_mmap_dev_get_dpa_handle` for this DPA's device: the handle kernels use to name
+    /// `mmap` in DMA copies.
     pub fn mmap_handle(&self, mmap: &crate::mmap::Mmap) -> Result<dpakit_abi::handles::MmapHandle> {
-        memory::register_mmap(&self.shared, mmap)
+        memory::register_mmap(&self.shared.dev, mmap)
     }
 
     /// Scheduler statistics.

@@ -186,7 +186,8 @@ impl ThreadShared {
 #[derive(Debug)]
 pub struct DpaThreadBuilder<'a> {
     dpa: &'a Dpa,
-    kernel: ThreadKernel,
+    name: &'static str,
+    entry: ThreadEntry,
     arg: u64,
     local_storage: u64,
 }
@@ -203,14 +204,8 @@ impl DpaThreadBuilder<'_> {
     pub fn start(self) -> Result<DpaThread> {
         let dpa = &self.dpa.shared;
         dpa.require_running("create a DPA thread")?;
-        if !dpa.app.thread_kernels.contains(&self.kernel.name()) {
-            bail!(
-                NotFound,
-                "thread kernel `{}` is not part of app `{}`; add it with App::thread_kernel",
-                self.kernel.name(),
-                dpa.app.name
-            );
-        }
+        dpa.app
+            .require(self.entry as usize, super::KernelKind::Thread)?;
         let stack = DefaultStack::new(STACK_SIZE).map_err(|e| {
             crate::error::err(
                 crate::error::ErrorCode::NoMemory,
@@ -221,8 +216,8 @@ impl DpaThreadBuilder<'_> {
         let made = dpa.threads.insert_with(|index| {
             Arc::new(ThreadShared {
                 index,
-                name: self.kernel.name(),
-                entry: self.kernel.entry(),
+                name: self.name,
+                entry: self.entry,
                 arg: self.arg,
                 local_storage: AtomicU64::new(self.local_storage),
                 state: AtomicU32::new(0),
@@ -264,10 +259,27 @@ impl DpaThread {
     pub fn builder<'a>(dpa: &'a Dpa, kernel: &ThreadKernel, arg: u64) -> DpaThreadBuilder<'a> {
         DpaThreadBuilder {
             dpa,
-            kernel: *kernel,
+            name: kernel.name(),
+            entry: kernel.entry(),
             arg,
             local_storage: 0,
         }
+    }
+
+    /// `doca_dpa_thread_create` + `doca_dpa_thread_set_func_arg` with the kernel's address
+    /// (`doca_dpa_func_t *`): `NOT_FOUND` unless it is a thread kernel of the DPA's app.
+    pub fn builder_for_func(dpa: &Dpa, func: usize, arg: u64) -> Result<DpaThreadBuilder<'_>> {
+        let kernel = *dpa.shared.app.require(func, super::KernelKind::Thread)?;
+        // SAFETY: the app declares the function at `kernel.entry` (non-null) as a thread kernel,
+        // `void (uint64_t)`.
+        let entry = unsafe { std::mem::transmute::<usize, ThreadEntry>(kernel.entry) };
+        Ok(DpaThreadBuilder {
+            dpa,
+            name: kernel.name,
+            entry,
+            arg,
+            local_storage: 0,
+        })
     }
 
     /// `doca_dpa_thread_run`: from now on notifications trigger the kernel. A notification that

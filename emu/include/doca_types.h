@@ -1,0 +1,90 @@
+/*
+ * dpakit soft device: types shared across the DOCA API.
+ */
+#ifndef DOCA_TYPES_H
+#define DOCA_TYPES_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* User data carried by tasks, events and contexts; passed by value to every callback. */
+union doca_data {
+	void *ptr;
+	uint64_t u64;
+};
+
+/* An OS handle to wait on: a file descriptor on Linux. */
+#ifdef _WIN32
+typedef void *doca_event_handle_t;
+#else
+typedef int doca_event_handle_t;
+#endif
+
+/* What doca_pe_get_notification_handle returns (a pollable file descriptor on Linux). */
+typedef doca_event_handle_t doca_notification_handle_t;
+
+/* A scatter/gather element. */
+struct doca_gather_list {
+	void *addr;
+	uint64_t len;
+	struct doca_gather_list *next;
+};
+
+#ifdef __linux__
+#include <linux/types.h>
+typedef __be16 doca_be16_t;
+typedef __be32 doca_be32_t;
+typedef __be64 doca_be64_t;
+#else
+typedef uint16_t doca_be16_t;
+typedef uint32_t doca_be32_t;
+typedef uint64_t doca_be64_t;
+#endif
+
+/* Who may access the memory of an mmap (bit flags). */
+enum doca_access_flag {
+	DOCA_ACCESS_FLAG_LOCAL_READ_ONLY = 0,
+	DOCA_ACCESS_FLAG_LOCAL_READ_WRITE = (1 << 0),
+	DOCA_ACCESS_FLAG_RDMA_READ = (1 << 1),
+	DOCA_ACCESS_FLAG_RDMA_WRITE = (1 << 2),
+	DOCA_ACCESS_FLAG_RDMA_ATOMIC = (1 << 3),
+	DOCA_ACCESS_FLAG_PCI_READ_ONLY = (1 << 4),
+	DOCA_ACCESS_FLAG_PCI_READ_WRITE = (1 << 5),
+	DOCA_ACCESS_FLAG_PCI_RELAXED_ORDERING = (1 << 6),
+};
+
+/* The kind of a PCI function. */
+enum doca_pci_func_type {
+	DOCA_PCI_FUNC_TYPE_PF = 0,
+	DOCA_PCI_FUNC_TYPE_VF = 1,
+	DOCA_PCI_FUNC_TYPE_SF = 2,
+};
+
+/*
+ * Handles that name DOCA objects inside DPA kernels. The host reads them with the
+ * *_get_dpa_handle functions and hands them to kernels; they are plain integers.
+ */
+typedef uint64_t doca_dpa_dev_t;
+typedef uint64_t doca_dpa_dev_uintptr_t;
+typedef uint64_t doca_dpa_dev_async_ops_t;
+typedef uint64_t doca_dpa_dev_completion_t;
+typedef uint64_t doca_dpa_dev_completion_element_t;
+typedef uint64_t doca_dpa_dev_notification_completion_t;
+typedef uint64_t doca_dpa_dev_hash_table_t;
+typedef uint64_t doca_dpa_dev_comch_consumer_t;
+typedef uint64_t doca_dpa_dev_comch_producer_t;
+typedef uint64_t doca_dpa_dev_comch_consumer_completion_t;
+typedef uint64_t doca_dpa_dev_comch_consumer_completion_element_t;
+typedef uint32_t doca_dpa_dev_mmap_t;
+typedef uint64_t doca_dpa_dev_buf_t;
+typedef uint64_t doca_dpa_dev_buf_arr_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DOCA_TYPES_H */

@@ -1,0 +1,144 @@
+/*
+ * dpakit soft device: controls that only the soft device has.
+ *
+ * Everything else a program uses is DOCA's own API. These functions choose how the soft device
+ * runs DPA kernels, read what it recorded, and describe DPA apps for it. Each setting can also
+ * come from the environment, so an unmodified DOCA program can choose it:
+ *
+ *   DPAKIT_SOFT_SCHED=busy|sleep|det:SEED   how DPA activations run (default busy)
+ *   DPAKIT_SOFT_WORKERS=N                   worker threads per DPA context (default: cores - 1)
+ *   DPAKIT_SOFT_PIN=CPU[,CPU...]            pin worker i to the i-th CPU of the list
+ *   DPAKIT_SOFT_SIDE=host|arm               list only this side's devices (default both)
+ *   DPAKIT_SOFT_LOG=0|1                     print each failed call's diagnostic to stderr
+ *   DPAKIT_DPA_LOG_LEVEL=N                  most verbose doca_dpa_dev_log level printed (50)
+ */
+#ifndef DPAKIT_SOFT_H
+#define DPAKIT_SOFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <doca_error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct doca_dpa;
+
+/* ---- Scheduling of DPA activations (per DPA context, before doca_dpa_start) ---- */
+
+enum dpakit_soft_sched_mode {
+	/* Workers spin on their threads' completion contexts: lowest latency, a core each. */
+	DPAKIT_SOFT_SCHED_BUSY_POLL = 0,
+	/* Workers sleep until a notification wakes them. */
+	DPAKIT_SOFT_SCHED_SLEEP = 1,
+	/* No workers: progress runs one ready activation at a time, chosen by a seeded generator. */
+	DPAKIT_SOFT_SCHED_DETERMINISTIC = 2,
+};
+
+/* `seed` matters in deterministic mode only. */
+doca_error_t dpakit_soft_dpa_set_sched_mode(struct doca_dpa *dpa, enum dpakit_soft_sched_mode mode,
+					    uint64_t seed);
+
+/* Worker threads of the context (at least 1). */
+doca_error_t dpakit_soft_dpa_set_num_workers(struct doca_dpa *dpa, uint32_t num_workers);
+
+/* Pins worker i to cpus[i % num_cpus]; every CPU must exist. */
+doca_error_t dpakit_soft_dpa_set_worker_cpus(struct doca_dpa *dpa, const uint32_t *cpus,
+					     uint32_t num_cpus);
+
+/* Deterministic mode: runs one ready activation; *ran is 1 if one ran. */
+doca_error_t dpakit_soft_dpa_step(struct doca_dpa *dpa, uint8_t *ran);
+
+/* ---- What the soft device recorded ---- */
+
+/* How an activation ended. */
+enum dpakit_soft_ending {
+	DPAKIT_SOFT_ENDING_RESCHEDULE = 0,
+	DPAKIT_SOFT_ENDING_RETURN = 1,
+	DPAKIT_SOFT_ENDING_FINISH = 2,
+	DPAKIT_SOFT_ENDING_FAULT = 3,
+};
+
+/* One activation in deterministic mode. */
+struct dpakit_soft_trace_event {
+	uint32_t thread;     /* index of the DPA thread */
+	uint32_t ending;     /* enum dpakit_soft_ending */
+	uint64_t activation; /* the thread's activation number, from 1 */
+};
+
+/*
+ * Copies up to `capacity` events of the deterministic trace; *num_events gets the total, which
+ * may exceed `capacity` (call again with room for all).
+ */
+doca_error_t dpakit_soft_dpa_get_trace(struct doca_dpa *dpa, struct dpakit_soft_trace_event *events,
+				       size_t capacity, size_t *num_events);
+
+struct dpakit_soft_dpa_stats {
+	uint64_t activations; /* activations run */
+	uint32_t workers;     /* worker threads */
+	uint32_t reserved;
+};
+
+doca_error_t dpakit_soft_dpa_get_stats(struct doca_dpa *dpa, struct dpakit_soft_dpa_stats *stats);
+
+/*
+ * The fatal error of a DPA context (a kernel fault, device-side misuse): its code is returned
+ * (DOCA_SUCCESS while healthy) and its explanation written to `message` (NUL-terminated,
+ * truncated to `size` bytes; `message` may be NULL).
+ */
+doca_error_t dpakit_soft_dpa_get_error(struct doca_dpa *dpa, char *message, size_t size);
+
+/*
+ * The explanation of the calling thread's last failed DOCA call, NUL-terminated and truncated
+ * to `size` bytes. Returns that call's code (DOCA_SUCCESS if none failed yet).
+ */
+doca_error_t dpakit_soft_last_error(char *message, size_t size);
+
+/* Pins the calling thread to `cpu` (benchmarks keep host and DPA workers on distinct cores). */
+doca_error_t dpakit_soft_pin_current_thread(uint32_t cpu);
+
+/* ---- DPA apps ---- */
+
+/*
+ * On the soft device, `struct doca_dpa_app *` points at this descriptor: the app's name and its
+ * kernels, compiled for the host. `cargo xtask build-dpa` and dpakit_dev::dpa_app! make it for
+ * Rust kernels; DPAKIT_SOFT_APP makes it for C kernels.
+ */
+#define DPAKIT_SOFT_APP_MAGIC 0x6470616b69746170ULL /* "dpakitap" */
+#define DPAKIT_SOFT_APP_VERSION 1u
+#define DPAKIT_SOFT_KERNEL_THREAD 0u
+#define DPAKIT_SOFT_KERNEL_RPC 1u
+
+struct dpakit_soft_kernel {
+	const char *name;
+	const void *entry; /* void f(uint64_t) for a thread, uint64_t f(uint64_t...) for an RPC */
+	uint32_t kind;     /* DPAKIT_SOFT_KERNEL_THREAD or DPAKIT_SOFT_KERNEL_RPC */
+	uint32_t num_args; /* 1 for a thread kernel, up to 4 for an RPC */
+};
+
+struct doca_dpa_app {
+	uint64_t magic;       /* DPAKIT_SOFT_APP_MAGIC */
+	uint32_t version;     /* DPAKIT_SOFT_APP_VERSION */
+	uint32_t num_kernels;
+	const char *name;
+	const struct dpakit_soft_kernel *kernels;
+};
+
+#define DPAKIT_SOFT_THREAD_KERNEL(fn) {#fn, (const void *)(fn), DPAKIT_SOFT_KERNEL_THREAD, 1u}
+#define DPAKIT_SOFT_RPC_KERNEL(fn, nargs) {#fn, (const void *)(fn), DPAKIT_SOFT_KERNEL_RPC, (nargs)}
+
+/* Defines `struct doca_dpa_app *app` listing the given DPAKIT_SOFT_*_KERNEL entries. */
+#define DPAKIT_SOFT_APP(app, ...)                                                                  \
+	static const struct dpakit_soft_kernel app##_dpakit_kernels[] = {__VA_ARGS__};             \
+	static const struct doca_dpa_app app##_dpakit_descriptor = {                               \
+		DPAKIT_SOFT_APP_MAGIC, DPAKIT_SOFT_APP_VERSION,                                    \
+		(uint32_t)(sizeof(app##_dpakit_kernels) / sizeof(app##_dpakit_kernels[0])), #app,  \
+		app##_dpakit_kernels};                                                             \
+	struct doca_dpa_app *app = (struct doca_dpa_app *)&app##_dpakit_descriptor
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPAKIT_SOFT_H */
