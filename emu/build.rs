@@ -1,8 +1,17 @@
-//! Compiles the C half of the device API (the variadic `doca_dpa_dev_log`).
+//! Compiles the C half of the soft device (the variadic functions stable Rust cannot define:
+//! `doca_dpa_dev_log`, `doca_dpa_rpc`) and publishes where its DOCA headers are, for
+//! `dpakit-sys` (`DEP_DPAKIT_SOFT_INCLUDE`).
 fn main() {
-    println!("cargo::rerun-if-changed=csrc/dev_log.c");
+    let include = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    println!("cargo::rerun-if-changed=csrc");
+    println!("cargo::rerun-if-changed=include");
     cc::Build::new()
         .file("csrc/dev_log.c")
+        .file("csrc/rpc.c")
+        .include(&include)
+        .define("DOCA_ALLOW_EXPERIMENTAL_API", None)
         .warnings(true)
-        .compile("dpakit_emu_dev_log");
+        .extra_warnings(true)
+        .compile("dpakit_emu_c");
+    println!("cargo::metadata=include={}", include.display());
 }

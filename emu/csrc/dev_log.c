@@ -7,14 +7,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <doca_dpa_dev.h>
+
 void dpakit_emu_dev_log(uint32_t level, const char *message, size_t len);
 
-void doca_dpa_dev_log(uint32_t log_level, const char *format, ...)
+void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ...)
 {
 	char buf[512];
 	va_list ap;
 	int n;
 
+	if (format == NULL)
+		return;
 	va_start(ap, format);
 	n = vsnprintf(buf, sizeof(buf), format, ap);
 	va_end(ap);
@@ -22,5 +26,5 @@ void doca_dpa_dev_log(uint32_t log_level, const char *format, ...)
 		return;
 	if ((size_t)n >= sizeof(buf))
 		n = sizeof(buf) - 1;
-	dpakit_emu_dev_log(log_level, buf, (size_t)n);
+	dpakit_emu_dev_log((uint32_t)log_level, buf, (size_t)n);
 }

@@ -44,13 +44,8 @@ impl Pipe {
             let from = addr.wrapping_add(i * 4096);
             // SAFETY: write() only reads `chunk.len()` bytes at `from` in the kernel, which
             // reports EFAULT instead of faulting when they are not mapped.
-            let n = unsafe {
-                libc::write(
-                    self.write.as_raw_fd(),
-                    from as *const c_void,
-                    chunk.len(),
-                )
-            };
+            let n =
+                unsafe { libc::write(self.write.as_raw_fd(), from as *const c_void, chunk.len()) };
             if n != chunk.len() as isize {
                 self.drain();
                 return false;
@@ -85,9 +80,8 @@ pub(crate) unsafe fn read_value<T: Copy>(addr: *const T, what: &str) -> Result<T
     let mut value = std::mem::MaybeUninit::<T>::uninit();
     // SAFETY: the slice covers exactly the MaybeUninit's bytes, which `copy` overwrites in full
     // before they are read.
-    let bytes = unsafe {
-        std::slice::from_raw_parts_mut(value.as_mut_ptr().cast::<u8>(), size_of::<T>())
-    };
+    let bytes =
+        unsafe { std::slice::from_raw_parts_mut(value.as_mut_ptr().cast::<u8>(), size_of::<T>()) };
     bytes.fill(0);
     if addr.is_null() || !Pipe::new()?.copy(addr as usize, bytes) {
         return Err(unreadable(what, addr.cast()));
@@ -184,7 +178,7 @@ mod tests {
         let value = 0x1234_5678_u64;
         // SAFETY: u64 accepts any bit pattern.
         assert_eq!(unsafe { read_value(&value, "value") }.unwrap(), value);
-        let bad = 8usize as *const u64;
+        let bad = std::ptr::dangling::<u64>();
         // SAFETY: as above; the address is never dereferenced by this process.
         let e = unsafe { read_value(bad, "value") }.unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidValue);

@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod buf;
+pub mod capi;
 mod checked_read;
 pub mod comch;
 pub mod ctx;

@@ -1,7 +1,7 @@
 //! The CPU consumer of a DPA→CPU MsgQ (`doca_comch_consumer` with post-receive tasks).
 
-use super::{CpuConsumerShared, FLUSHED};
 use super::callback::Callback;
+use super::{CpuConsumerShared, FLUSHED};
 use crate::ctx::{CtxState, StateChangedCb, StateMachine};
 use crate::error::{ErrorCode, Result, bail};
 use crate::limits;
@@ -137,7 +137,9 @@ impl<'a> CpuConsumerBuilder<'a> {
             None => msgq.cpu_consumers.insert_with(make),
             Some(id) => {
                 let index = (id as usize).wrapping_sub(1);
-                msgq.cpu_consumers.insert_at(index, make).map(|c| (index, c))
+                msgq.cpu_consumers
+                    .insert_at(index, make)
+                    .map(|c| (index, c))
             }
         };
         let Some((index, shared)) = made else {

@@ -93,7 +93,9 @@ impl<'a> DpaConsumerBuilder<'a> {
             None => msgq.dpa_consumers.insert_with(make),
             Some(id) => {
                 let index = (id as usize).wrapping_sub(1);
-                msgq.dpa_consumers.insert_at(index, make).map(|c| (index, c))
+                msgq.dpa_consumers
+                    .insert_at(index, make)
+                    .map(|c| (index, c))
             }
         };
         let Some((msgq_index, shared)) = made else {

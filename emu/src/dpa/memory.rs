@@ -109,6 +109,11 @@ impl DeviceMemory {
         Ok(f(addr as usize as *mut u8))
     }
 
+    /// The host address of `[ptr, ptr + len)` if it lies inside one live allocation.
+    pub(crate) fn range_ptr(&self, ptr: DevPtr, len: usize, what: &str) -> Result<*mut u8> {
+        self.with_range(ptr, len, what, |p| p)
+    }
+
     pub(crate) fn h2d(&self, dst: DevPtr, src: &[u8]) -> Result<()> {
         self.with_range(dst, src.len(), "doca_dpa_h2d_memcpy", |p| {
             // SAFETY: the range is inside a live allocation (checked under the lock, held during

@@ -9,7 +9,7 @@
 pub(crate) mod activation;
 pub mod completion;
 pub(crate) mod device_api;
-mod memory;
+pub(crate) mod memory;
 pub(crate) mod sched;
 pub mod thread;
 
@@ -193,10 +193,16 @@ impl App {
                 .kernels
                 .iter()
                 .find(|k| k.entry == entry)
-                .map(|k| format!(" (`{}` is a{} kernel)", k.name, match k.kind {
-                    KernelKind::Thread => " thread",
-                    KernelKind::Rpc => "n RPC",
-                }))
+                .map(|k| {
+                    format!(
+                        " (`{}` is a{} kernel)",
+                        k.name,
+                        match k.kind {
+                            KernelKind::Thread => " thread",
+                            KernelKind::Rpc => "n RPC",
+                        }
+                    )
+                })
                 .unwrap_or_default();
             crate::error::err(
                 crate::error::ErrorCode::NotFound,
@@ -502,19 +508,27 @@ impl Dpa {
         type F3 = extern "C-unwind" fn(u64, u64, u64) -> u64;
         type F4 = extern "C-unwind" fn(u64, u64, u64, u64) -> u64;
         let entry = kernel.entry;
-        // SAFETY (each transmute): the app descriptor declares the function at `entry` as an
-        // RPC kernel taking `num_args` u64 arguments and returning a u64; `entry` is non-null
-        // (checked when the app was read).
-        let body = move || unsafe {
-            match kernel.num_args {
-                0 => std::mem::transmute::<usize, F0>(entry)(),
-                1 => std::mem::transmute::<usize, F1>(entry)(a[0]),
-                2 => std::mem::transmute::<usize, F2>(entry)(a[0], a[1]),
-                3 => std::mem::transmute::<usize, F3>(entry)(a[0], a[1], a[2]),
-                _ => std::mem::transmute::<usize, F4>(entry)(a[0], a[1], a[2], a[3]),
+        let body = move || {
+            // SAFETY: the app descriptor declares the function at `entry` as an RPC kernel
+            // taking `num_args` u64 arguments and returning a u64; `entry` is non-null (checked
+            // when the app was read).
+            unsafe {
+                match kernel.num_args {
+                    0 => std::mem::transmute::<usize, F0>(entry)(),
+                    1 => std::mem::transmute::<usize, F1>(entry)(a[0]),
+                    2 => std::mem::transmute::<usize, F2>(entry)(a[0], a[1]),
+                    3 => std::mem::transmute::<usize, F3>(entry)(a[0], a[1], a[2]),
+                    _ => std::mem::transmute::<usize, F4>(entry)(a[0], a[1], a[2], a[3]),
+                }
             }
         };
         activation::run_rpc(&self.shared, kernel.name, body)
+    }
+
+    /// `doca_dpa_get_dpa_handle`: the context's number, which kernels would pass to
+    /// `doca_dpa_dev_device_set`.
+    pub fn dpa_handle(&self) -> u64 {
+        u64::from(self.shared.id)
     }
 
     /// The app the context runs.
@@ -541,6 +555,14 @@ impl Dpa {
     /// `doca_dpa_d2h_memcpy`: copies device memory at `src` into `dst`.
     pub fn d2h_memcpy(&self, dst: &mut [u8], src: DevPtr) -> Result<()> {
         self.shared.memory.d2h(dst, src)
+    }
+
+    /// Where device memory `[ptr, ptr + len)` lives on the soft device (inside one live
+    /// allocation, `INVALID_VALUE` otherwise): what `doca_mmap_set_dpa_memrange` registers.
+    pub fn device_range(&self, ptr: DevPtr, len: usize) -> Result<*mut u8> {
+        self.shared
+            .memory
+            .range_ptr(ptr, len, "doca_mmap_set_dpa_memrange")
     }
 
     /// `doca_dpa_memset`.

@@ -1,0 +1,231 @@
+//! `doca_buf.h` and `doca_buf_inventory.h`: buffer inventories and buffers.
+
+use super::mmap;
+use super::registry::{self, Kind, Object};
+use super::types::*;
+use super::{call, out};
+use crate::buf::{Buf, BufInventory};
+use crate::error::{Result, bail};
+use std::ffi::c_void;
+
+/// A `struct doca_buf_inventory`.
+pub(crate) struct BufInventoryObj {
+    inv: BufInventory,
+}
+
+impl Object for BufInventoryObj {
+    const KIND: Kind = Kind::BufInventory;
+}
+
+/// A `struct doca_buf`: one model handle, released when DOCA's reference count reaches zero.
+pub(crate) struct BufObj {
+    pub buf: Buf,
+}
+
+impl Object for BufObj {
+    const KIND: Kind = Kind::Buf;
+}
+
+fn inventory<'a>(ptr: *const doca_buf_inventory) -> Result<&'a BufInventoryObj> {
+    registry::get::<BufInventoryObj>(ptr.cast(), "inventory")
+}
+
+pub(crate) fn buf<'a>(ptr: *const doca_buf) -> Result<&'a BufObj> {
+    registry::get::<BufObj>(ptr.cast(), "buf")
+}
+
+/// `doca_buf_inventory_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_inventory_create(
+    num_elements: usize,
+    inventory: *mut *mut doca_buf_inventory,
+) -> doca_error_t {
+    call("doca_buf_inventory_create", || {
+        super::non_null(inventory, "inventory")?;
+        let handle = registry::register(Box::new(BufInventoryObj {
+            inv: BufInventory::create(num_elements)?,
+        }))?;
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(inventory, "inventory", handle.cast()) }
+    })
+}
+
+/// `doca_buf_inventory_destroy`: `IN_USE` while its buffers are referenced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_inventory_destroy(
+    inventory: *mut doca_buf_inventory,
+) -> doca_error_t {
+    call("doca_buf_inventory_destroy", || {
+        let inv = &self::inventory(inventory)?.inv;
+        let in_use = inv.get_num_elements() - inv.get_num_free_elements();
+        if in_use > 0 {
+            bail!(
+                InUse,
+                "{in_use} buffer(s) of the inventory are still referenced: \
+                 doca_buf_dec_refcount them first"
+            );
+        }
+        drop(registry::unregister::<BufInventoryObj>(inventory.cast()));
+        Ok(())
+    })
+}
+
+/// `doca_buf_inventory_start`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_inventory_start(
+    inventory: *mut doca_buf_inventory,
+) -> doca_error_t {
+    call("doca_buf_inventory_start", || {
+        self::inventory(inventory)?.inv.start()
+    })
+}
+
+/// `doca_buf_inventory_buf_get_by_args`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_inventory_buf_get_by_args(
+    inventory: *mut doca_buf_inventory,
+    mmap: *mut doca_mmap,
+    addr: *mut c_void,
+    len: usize,
+    data: *mut c_void,
+    data_len: usize,
+    buf: *mut *mut doca_buf,
+) -> doca_error_t {
+    call("doca_buf_inventory_buf_get_by_args", || {
+        let inv = &self::inventory(inventory)?.inv;
+        let m = mmap::mmap(mmap, "mmap")?;
+        super::non_null(buf, "buf")?;
+        let b = inv.buf_get_by_args(&m.mmap, addr.cast(), len, data.cast(), data_len)?;
+        let handle = registry::register(Box::new(BufObj { buf: b }))?;
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(buf, "buf", handle.cast()) }
+    })
+}
+
+/// `doca_buf_inc_refcount`: `refcount` gets the count before the call (it may be NULL).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_inc_refcount(
+    buf: *mut doca_buf,
+    refcount: *mut u16,
+) -> doca_error_t {
+    call("doca_buf_inc_refcount", || {
+        let before = self::buf(buf)?.buf.inc_refcount()?;
+        if !refcount.is_null() {
+            // SAFETY: non-null and writable by the C contract.
+            unsafe { refcount.write(before) };
+        }
+        Ok(())
+    })
+}
+
+/// `doca_buf_dec_refcount`: at zero the buffer returns to its inventory and the handle is gone.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_dec_refcount(
+    buf: *mut doca_buf,
+    refcount: *mut u16,
+) -> doca_error_t {
+    call("doca_buf_dec_refcount", || {
+        let before = self::buf(buf)?.buf.dec_refcount()?;
+        if before == 1 {
+            drop(registry::unregister::<BufObj>(buf.cast()));
+        }
+        if !refcount.is_null() {
+            // SAFETY: non-null and writable by the C contract.
+            unsafe { refcount.write(before) };
+        }
+        Ok(())
+    })
+}
+
+/// `doca_buf_get_refcount`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_get_refcount(
+    buf: *const doca_buf,
+    refcount: *mut u16,
+) -> doca_error_t {
+    call("doca_buf_get_refcount", || {
+        let n = self::buf(buf)?.buf.get_refcount()?;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(refcount, "refcount", n) }
+    })
+}
+
+/// `doca_buf_get_head`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_get_head(
+    buf: *const doca_buf,
+    head: *mut *mut c_void,
+) -> doca_error_t {
+    call("doca_buf_get_head", || {
+        let h = self::buf(buf)?.buf.get_head()?;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(head, "head", h.cast()) }
+    })
+}
+
+/// `doca_buf_get_len`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_get_len(buf: *const doca_buf, len: *mut usize) -> doca_error_t {
+    call("doca_buf_get_len", || {
+        let l = self::buf(buf)?.buf.get_len()?;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(len, "len", l) }
+    })
+}
+
+/// `doca_buf_get_data`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_get_data(
+    buf: *const doca_buf,
+    data: *mut *mut c_void,
+) -> doca_error_t {
+    call("doca_buf_get_data", || {
+        let d = self::buf(buf)?.buf.get_data()?;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(data, "data", d.cast()) }
+    })
+}
+
+/// `doca_buf_get_data_len`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_get_data_len(
+    buf: *const doca_buf,
+    data_len: *mut usize,
+) -> doca_error_t {
+    call("doca_buf_get_data_len", || {
+        let l = self::buf(buf)?.buf.get_data_len()?;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(data_len, "data_len", l) }
+    })
+}
+
+/// `doca_buf_set_data`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_set_data(
+    buf: *mut doca_buf,
+    data: *mut c_void,
+    data_len: usize,
+) -> doca_error_t {
+    call("doca_buf_set_data", || {
+        self::buf(buf)?.buf.set_data(data.cast(), data_len)
+    })
+}
+
+/// `doca_buf_set_data_len`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_set_data_len(
+    buf: *mut doca_buf,
+    data_len: usize,
+) -> doca_error_t {
+    call("doca_buf_set_data_len", || {
+        self::buf(buf)?.buf.set_data_len(data_len)
+    })
+}
+
+/// `doca_buf_reset_data_len`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_reset_data_len(buf: *mut doca_buf) -> doca_error_t {
+    call("doca_buf_reset_data_len", || {
+        self::buf(buf)?.buf.reset_data_len()
+    })
+}

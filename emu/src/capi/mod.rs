@@ -1,0 +1,203 @@
+//! DOCA's C API, exported by the soft device: one module per header of `emu/include`.
+//!
+//! Every function here is an `extern "C"` symbol under DOCA's name and signature (`dpakit-sys`
+//! checks the signatures against the headers at compile time). Each one validates what a C
+//! caller can get wrong — NULL, a handle destroyed or of another kind (through the
+//! [`registry`]), values out of range, calls in the wrong state — and answers with DOCA's error
+//! code; the reason is kept for [`dpakit_soft_last_error`](soft::dpakit_soft_last_error) and,
+//! with `DPAKIT_SOFT_LOG=1`, printed. No panic crosses the boundary: one becomes
+//! `DOCA_ERROR_UNEXPECTED`.
+//!
+//! The objects wrap the Rust model of the rest of this crate. C objects are not thread safe,
+//! as in DOCA: a progress engine and its contexts belong to one thread at a time, and no object
+//! may be destroyed while another call uses it.
+
+#![allow(non_snake_case, clippy::missing_safety_doc)]
+
+mod buf;
+mod consumer;
+mod consumer_completion;
+mod ctx;
+mod dev;
+mod dpa;
+mod dpa_completion;
+mod dpa_thread;
+mod error;
+mod mmap;
+mod msgq;
+mod pe;
+mod producer;
+pub(crate) mod registry;
+mod soft;
+mod task;
+pub mod types;
+
+pub use buf::*;
+pub use consumer::*;
+pub use consumer_completion::*;
+pub use ctx::*;
+pub use dev::*;
+pub use dpa::*;
+pub use dpa_completion::*;
+pub use dpa_thread::*;
+pub use error::*;
+pub use mmap::*;
+pub use msgq::*;
+pub use pe::*;
+pub use producer::*;
+pub use soft::*;
+
+use crate::error::{Error, ErrorCode, Result, err};
+use std::cell::RefCell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use types::doca_error_t;
+
+thread_local! {
+    /// The last failure of a call on this thread: code and explanation.
+    static LAST_ERROR: RefCell<Option<(ErrorCode, String)>> = const { RefCell::new(None) };
+}
+
+/// Whether failures are printed (`DPAKIT_SOFT_LOG=1`).
+fn log_failures() -> bool {
+    static LOG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *LOG.get_or_init(|| std::env::var("DPAKIT_SOFT_LOG").is_ok_and(|v| !v.is_empty() && v != "0"))
+}
+
+/// Records why `api` failed.
+fn record(api: &str, e: &Error) {
+    if log_failures() {
+        eprintln!("dpakit soft device: {api}: {e}");
+    }
+    LAST_ERROR.with(|last| {
+        let mut last = last.borrow_mut();
+        let text = format!("{api}: {}", e.message());
+        *last = Some((e.code(), text));
+    });
+}
+
+/// The last recorded failure of this thread.
+pub(crate) fn last_error() -> Option<(ErrorCode, String)> {
+    LAST_ERROR.with(|last| last.borrow().clone())
+}
+
+fn panic_error(api: &str, payload: Box<dyn std::any::Any + Send>) -> Error {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".into());
+    err(
+        ErrorCode::Unexpected,
+        format!("internal error in the soft device while serving {api}: {what}"),
+    )
+}
+
+/// Runs the body of API function `api`: `DOCA_SUCCESS`, or the error's code (recorded).
+#[inline]
+pub(crate) fn call(api: &'static str, body: impl FnOnce() -> Result<()>) -> doca_error_t {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            record(api, &e);
+            e.code().raw() as doca_error_t
+        }
+        Err(payload) => {
+            let e = panic_error(api, payload);
+            record(api, &e);
+            e.code().raw() as doca_error_t
+        }
+    }
+}
+
+/// Runs the body of an API function that returns a value instead of an error code: on failure
+/// the reason is recorded and `fallback` returned (NULL, 0, nothing).
+#[inline]
+pub(crate) fn call_value<T>(api: &'static str, fallback: T, body: impl FnOnce() -> Result<T>) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(e)) => {
+            record(api, &e);
+            fallback
+        }
+        Err(payload) => {
+            record(api, &panic_error(api, payload));
+            fallback
+        }
+    }
+}
+
+/// Writes `value` through the out-parameter `ptr` named `param`; `INVALID_VALUE` if it is NULL.
+///
+/// # Safety
+/// A non-null `ptr` must be valid for a write of `T`, as the C contract of every out-parameter
+/// says.
+#[inline]
+pub(crate) unsafe fn out<T>(ptr: *mut T, param: &str, value: T) -> Result<()> {
+    if ptr.is_null() {
+        return Err(err(
+            ErrorCode::InvalidValue,
+            format!("{param} is NULL: pass where to store the result"),
+        ));
+    }
+    // SAFETY: non-null and writable by the caller's contract.
+    unsafe { ptr.write(value) };
+    Ok(())
+}
+
+/// `INVALID_VALUE` naming `param` if `ptr` is NULL.
+#[inline]
+pub(crate) fn non_null<T>(ptr: *const T, param: &str) -> Result<()> {
+    if ptr.is_null() {
+        return Err(err(ErrorCode::InvalidValue, format!("{param} is NULL")));
+    }
+    Ok(())
+}
+
+/// The C string at `ptr` (NUL-terminated, UTF-8), for name and address parameters.
+///
+/// # Safety
+/// A non-null `ptr` must point at a NUL-terminated string.
+pub(crate) unsafe fn c_str<'a>(ptr: *const std::ffi::c_char, param: &str) -> Result<&'a str> {
+    non_null(ptr, param)?;
+    // SAFETY: non-null and NUL-terminated by the caller's contract.
+    unsafe { std::ffi::CStr::from_ptr(ptr) }
+        .to_str()
+        .map_err(|_| err(ErrorCode::InvalidValue, format!("{param} is not UTF-8")))
+}
+
+/// Copies `text` into the C buffer `buf` of `size` bytes, NUL-terminated. `INVALID_VALUE` for
+/// a NULL buffer or one too small.
+///
+/// # Safety
+/// A non-null `buf` must be valid for `size` bytes of writes.
+pub(crate) unsafe fn copy_c_string(
+    buf: *mut std::ffi::c_char,
+    size: usize,
+    text: &str,
+    param: &str,
+) -> Result<()> {
+    non_null(buf, param)?;
+    if text.len() >= size {
+        return Err(err(
+            ErrorCode::InvalidValue,
+            format!(
+                "{param} holds {size} bytes, and the value needs {} with its NUL",
+                text.len() + 1
+            ),
+        ));
+    }
+    // SAFETY: `text.len() + 1 <= size` bytes, writable by the caller's contract.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
+        *buf.add(text.len()) = 0;
+    }
+    Ok(())
+}
+
+/// `BAD_STATE` for configuring an object that is no longer idle.
+pub(crate) fn not_idle(what: &str, fix: &str) -> Error {
+    err(
+        ErrorCode::BadState,
+        format!("{what} is only possible while idle (before start); {fix}"),
+    )
+}

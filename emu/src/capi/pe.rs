@@ -1,0 +1,280 @@
+//! `doca_pe.h`: progress engines and the calls that work on any task.
+
+use super::consumer::RecvTask;
+use super::ctx::context;
+use super::producer::SendTask;
+use super::registry::{self, Kind, Object};
+use super::task::{Task, TaskCore};
+use super::types::*;
+use super::{call, call_value, out};
+use crate::ctx::CtxState;
+use crate::error::{Result, bail};
+use crate::pe::Pe;
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+
+/// A `struct doca_pe`: the model's PE and the C contexts connected to it.
+pub(crate) struct PeObj {
+    pub pe: Pe,
+    ctxs: RefCell<Vec<*mut c_void>>,
+    /// Inside `doca_pe_progress` (callbacks may not progress the same PE again).
+    progressing: Cell<bool>,
+}
+
+impl Object for PeObj {
+    const KIND: Kind = Kind::Pe;
+}
+
+pub(crate) fn pe<'a>(ptr: *const doca_pe, param: &str) -> Result<&'a PeObj> {
+    registry::get::<PeObj>(ptr.cast(), param)
+}
+
+impl PeObj {
+    /// A destroyed context leaves the PE.
+    pub(crate) fn disconnect(&self, ctx: *mut c_void) {
+        self.ctxs.borrow_mut().retain(|&c| c != ctx);
+    }
+
+    fn progress(&self) -> usize {
+        let mut n = self.pe.progress();
+        // Contexts the C layer finishes itself (stops, tasks submitted while stopping). Index
+        // loop: a callback may connect or destroy contexts.
+        let mut i = 0;
+        loop {
+            let Some(handle) = self.ctxs.borrow().get(i).copied() else {
+                break;
+            };
+            if let Ok(ctx) = context(handle.cast(), "ctx") {
+                if ctx.core().state() == CtxState::Stopping {
+                    n += ctx.after_progress();
+                }
+            }
+            i += 1;
+        }
+        n
+    }
+}
+
+/// `doca_pe_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_pe_create(pe: *mut *mut doca_pe) -> doca_error_t {
+    call("doca_pe_create", || {
+        super::non_null(pe, "pe")?;
+        let handle = registry::register(Box::new(PeObj {
+            pe: Pe::new()?,
+            ctxs: RefCell::new(Vec::new()),
+            progressing: Cell::new(false),
+        }))?;
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(pe, "pe", handle.cast()) }
+    })
+}
+
+/// `doca_pe_destroy`: `IN_USE` while contexts connected to it exist.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_pe_destroy(pe: *mut doca_pe) -> doca_error_t {
+    call("doca_pe_destroy", || {
+        let p = self::pe(pe, "pe")?;
+        if p.progressing.get() {
+            bail!(
+                BadState,
+                "a PE cannot be destroyed from inside its own progress"
+            );
+        }
+        let n = p.ctxs.borrow().len();
+        if n > 0 {
+            bail!(
+                InUse,
+                "{n} context(s) connected to this PE still exist: destroy them first"
+            );
+        }
+        drop(registry::unregister::<PeObj>(pe.cast()));
+        Ok(())
+    })
+}
+
+/// `doca_pe_connect_ctx`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_pe_connect_ctx(pe: *mut doca_pe, ctx: *mut doca_ctx) -> doca_error_t {
+    call("doca_pe_connect_ctx", || {
+        let p = self::pe(pe, "pe")?;
+        let c = context(ctx, "ctx")?;
+        c.core().require_idle("connect the context to a PE")?;
+        if !c.core().dpa.get().is_null() {
+            bail!(
+                BadState,
+                "the context's datapath is on the DPA (doca_ctx_set_datapath_on_dpa): it has no \
+                 tasks or events for a PE"
+            );
+        }
+        let current = c.core().pe.get();
+        if !current.is_null() {
+            if current == pe.cast() {
+                return Ok(());
+            }
+            bail!(
+                AlreadyExist,
+                "the context is connected to another PE already: a context has one PE"
+            );
+        }
+        c.core().pe.set(pe.cast());
+        p.ctxs.borrow_mut().push(ctx.cast());
+        Ok(())
+    })
+}
+
+/// `doca_pe_progress`: 1 if any callback ran.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_pe_progress(pe: *mut doca_pe) -> u8 {
+    call_value("doca_pe_progress", 0, || {
+        let p = self::pe(pe, "pe")?;
+        if p.progressing.replace(true) {
+            bail!(
+                BadState,
+                "doca_pe_progress was called from a callback of the same PE: return from the \
+                 callback and progress again"
+            );
+        }
+        // Cleared on the way out, even if a callback panics.
+        struct Done<'a>(&'a Cell<bool>);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.set(false);
+            }
+        }
+        let _done = Done(&p.progressing);
+        Ok(u8::from(p.progress() > 0))
+    })
+}
+
+/// `doca_pe_get_notification_handle`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_pe_get_notification_handle(
+    pe: *const doca_pe,
+    handle: *mut doca_notification_handle_t,
+) -> doca_error_t {
+    call("doca_pe_get_notification_handle", || {
+        let fd = self::pe(pe, "pe")?.pe.notification_handle();
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(handle, "handle", fd) }
+    })
+}
+
+/// `doca_pe_request_notification`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_pe_request_notification(pe: *mut doca_pe) -> doca_error_t {
+    call("doca_pe_request_notification", || {
+        self::pe(pe, "pe")?.pe.request_notification();
+        Ok(())
+    })
+}
+
+/// `doca_pe_clear_notification`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_pe_clear_notification(
+    pe: *mut doca_pe,
+    handle: doca_notification_handle_t,
+) -> doca_error_t {
+    call("doca_pe_clear_notification", || {
+        let p = self::pe(pe, "pe")?;
+        if handle != p.pe.notification_handle() {
+            bail!(
+                InvalidValue,
+                "handle {handle} is not this PE's notification handle ({})",
+                p.pe.notification_handle()
+            );
+        }
+        p.pe.clear_notification();
+        Ok(())
+    })
+}
+
+/// A task of either kind.
+enum AnyTask<'a> {
+    Send(&'a SendTask),
+    Recv(&'a RecvTask),
+}
+
+impl AnyTask<'_> {
+    fn core(&self) -> &TaskCore {
+        match self {
+            AnyTask::Send(t) => t.core(),
+            AnyTask::Recv(t) => t.core(),
+        }
+    }
+}
+
+fn task<'a>(ptr: *const doca_task) -> Result<AnyTask<'a>> {
+    let (kind, obj) = registry::resolve(ptr.cast(), "task", &[Kind::SendTask, Kind::RecvTask])?;
+    // SAFETY: registry slots of these kinds point at live objects of these types.
+    Ok(unsafe {
+        match kind {
+            Kind::SendTask => AnyTask::Send(&*obj.cast::<SendTask>()),
+            _ => AnyTask::Recv(&*obj.cast::<RecvTask>()),
+        }
+    })
+}
+
+/// `doca_task_submit`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_submit(task: *mut doca_task) -> doca_error_t {
+    call("doca_task_submit", || match self::task(task)? {
+        AnyTask::Send(t) => t.submit(),
+        AnyTask::Recv(t) => t.submit(),
+    })
+}
+
+/// `doca_task_submit_ex`: the flags are DOCA_TASK_SUBMIT_FLAG_*. On the soft device every
+/// submission is seen at once, so FLUSH and OPTIMIZE_REPORTS change nothing observable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_submit_ex(task: *mut doca_task, flags: u32) -> doca_error_t {
+    call("doca_task_submit_ex", || {
+        if flags & !0b11 != 0 {
+            bail!(
+                InvalidValue,
+                "submit flags {flags:#x} set bits outside DOCA_TASK_SUBMIT_FLAG_FLUSH and \
+                 DOCA_TASK_SUBMIT_FLAG_OPTIMIZE_REPORTS"
+            );
+        }
+        match self::task(task)? {
+            AnyTask::Send(t) => t.submit(),
+            AnyTask::Recv(t) => t.submit(),
+        }
+    })
+}
+
+/// `doca_task_free`: returns a task the program owns to its pool (a task in flight is refused,
+/// with the reason kept for `dpakit_soft_last_error`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_free(task: *mut doca_task) {
+    call_value("doca_task_free", (), || match self::task(task)? {
+        AnyTask::Send(t) => t.free(),
+        AnyTask::Recv(t) => t.free(),
+    })
+}
+
+/// `doca_task_get_status`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_get_status(task: *const doca_task) -> doca_error_t {
+    match self::task(task) {
+        Ok(t) => t.core().status.get(),
+        Err(e) => call("doca_task_get_status", || Err(e)),
+    }
+}
+
+/// `doca_task_set_user_data`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_set_user_data(task: *mut doca_task, user_data: doca_data) {
+    call_value("doca_task_set_user_data", (), || {
+        self::task(task)?.core().user_data.set(user_data);
+        Ok(())
+    })
+}
+
+/// `doca_task_get_user_data`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_get_user_data(task: *const doca_task) -> doca_data {
+    call_value("doca_task_get_user_data", doca_data::default(), || {
+        Ok(self::task(task)?.core().user_data.get())
+    })
+}

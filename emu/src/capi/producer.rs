@@ -1,0 +1,602 @@
+//! `doca_comch_producer.h`: producers of a MsgQ, on the CPU (send tasks) or the DPA.
+
+use super::ctx::{Context, CtxCore};
+use super::dpa_completion::DpaCompletionObj;
+use super::msgq::{self, MsgqObj};
+use super::registry::{self, Kind, Object};
+use super::task::{Task, TaskCore, TaskPool};
+use super::types::*;
+use super::{call, call_value, out};
+use crate::comch::{CpuProducer, DpaProducer, SendCompletion};
+use crate::ctx::CtxState;
+use crate::error::{ErrorCode, Result, bail};
+use crate::limits::{CPU_MAX_NUM_TASKS, MAX_IMM_DATA_LEN, PRODUCER_MAX_NUM_SEND};
+use crate::msgq::Direction;
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+
+/// Send-task configuration (`doca_comch_producer_task_send_set_conf`).
+#[derive(Clone, Copy)]
+struct SendConf {
+    on_success: doca_comch_producer_task_send_completion_cb_t,
+    on_error: doca_comch_producer_task_send_completion_cb_t,
+    num_tasks: u32,
+}
+
+/// The producer while it runs.
+enum Running {
+    Cpu(CpuProducer),
+    Dpa(DpaProducer),
+}
+
+/// A `struct doca_comch_producer` of a MsgQ.
+pub(crate) struct ProducerObj {
+    pub core: CtxCore,
+    msgq: *mut c_void,
+    id: u32,
+    conf: Cell<Option<SendConf>>,
+    dev_max_num_send: Cell<u32>,
+    dpa_completion: Cell<*mut c_void>,
+    running: RefCell<Option<Running>>,
+    pool: RefCell<Option<TaskPool<SendTask>>>,
+}
+
+impl Object for ProducerObj {
+    const KIND: Kind = Kind::Producer;
+}
+
+/// A `struct doca_comch_producer_task_send`.
+pub(crate) struct SendTask {
+    core: TaskCore,
+    producer: *const ProducerObj,
+    imm: Cell<[u8; MAX_IMM_DATA_LEN]>,
+    imm_len: Cell<u32>,
+    consumer_id: Cell<u32>,
+}
+
+impl Object for SendTask {
+    const KIND: Kind = Kind::SendTask;
+}
+
+impl Task for SendTask {
+    fn core(&self) -> &TaskCore {
+        &self.core
+    }
+}
+
+pub(crate) fn producer<'a>(
+    ptr: *const doca_comch_producer,
+    param: &str,
+) -> Result<&'a ProducerObj> {
+    registry::get::<ProducerObj>(ptr.cast(), param)
+}
+
+impl ProducerObj {
+    /// A new idle producer of the MsgQ `msgq` with id `id`; returns its handle.
+    pub(crate) fn create(msgq: *mut c_void, id: u32) -> Result<*mut c_void> {
+        let handle = registry::register(Box::new(ProducerObj {
+            core: CtxCore::new(),
+            msgq,
+            id,
+            conf: Cell::new(None),
+            dev_max_num_send: Cell::new(0),
+            dpa_completion: Cell::new(std::ptr::null_mut()),
+            running: RefCell::new(None),
+            pool: RefCell::new(None),
+        }))?;
+        registry::get::<ProducerObj>(handle, "producer")?
+            .core
+            .handle
+            .set(handle);
+        Ok(handle)
+    }
+
+    fn msgq(&self) -> Result<&MsgqObj> {
+        msgq::msgq(self.msgq.cast(), "the producer's MsgQ")
+    }
+
+    fn on_dpa(&self) -> bool {
+        !self.core.dpa.get().is_null()
+    }
+
+    fn start_cpu(&self, q: &MsgqObj, direction: Direction) -> Result<Running> {
+        if direction != Direction::ToDpa {
+            bail!(
+                NotSupported,
+                "producers of a DPA -> CPU MsgQ (set_dpa_producer) run on the DPA: call \
+                 doca_ctx_set_datapath_on_dpa before start"
+            );
+        }
+        let Some(conf) = self.conf.get() else {
+            bail!(
+                BadState,
+                "configure send tasks first (doca_comch_producer_task_send_set_conf)"
+            );
+        };
+        let pe = super::pe::pe(self.core.pe.get().cast(), "the producer's PE").map_err(|_| {
+            crate::error::err(
+                ErrorCode::BadState,
+                "connect the producer to a progress engine first (doca_pe_connect_ctx)",
+            )
+        })?;
+        let me: *const ProducerObj = self;
+        let model = CpuProducer::builder(&*q.model()?, &pe.pe)
+            .num_send_tasks(conf.num_tasks)
+            .id(self.id)
+            .on_send_complete(move |c: SendCompletion| {
+                // SAFETY: the producer object outlives its model object, which it drops before
+                // it is destroyed (destroy needs IDLE, and IDLE drops the model).
+                unsafe { &*me }.completed(c.user_data as u32, c.status.raw() as doca_error_t)
+            })
+            .start()?;
+        let mut pool = self.pool.borrow_mut();
+        if pool
+            .as_ref()
+            .is_none_or(|p| p.len() != conf.num_tasks as usize)
+        {
+            if let Some(old) = pool.take() {
+                old.destroy();
+            }
+            *pool = Some(TaskPool::new(conf.num_tasks, |index| SendTask {
+                core: TaskCore::new(index),
+                producer: me,
+                imm: Cell::new([0; MAX_IMM_DATA_LEN]),
+                imm_len: Cell::new(0),
+                consumer_id: Cell::new(0),
+            })?);
+        }
+        Ok(Running::Cpu(model))
+    }
+
+    fn start_dpa(&self, q: &MsgqObj, direction: Direction, dpa: *mut c_void) -> Result<Running> {
+        if direction != Direction::FromDpa {
+            bail!(
+                NotSupported,
+                "producers of a CPU -> DPA MsgQ (set_dpa_consumer) run on the CPU: do not move \
+                 their datapath to the DPA"
+            );
+        }
+        if dpa != self.core.dpa.get() {
+            bail!(
+                InvalidValue,
+                "the producer's datapath is on another DPA than the MsgQ's"
+            );
+        }
+        let n = self.dev_max_num_send.get();
+        if n == 0 {
+            bail!(
+                BadState,
+                "set the number of sends first (doca_comch_producer_set_dev_max_num_send)"
+            );
+        }
+        let comp = registry::get::<DpaCompletionObj>(
+            self.dpa_completion.get(),
+            "the attached DPA completion",
+        )
+        .map_err(|_| {
+            crate::error::err(
+                ErrorCode::BadState,
+                "attach a started DPA completion first (doca_comch_producer_dpa_completion_attach)",
+            )
+        })?;
+        let model = DpaProducer::builder(&*q.model()?, &*comp.model()?)
+            .dev_num_send(n)
+            .user_data(self.core.user_data.get().bits() as u32)
+            .id(self.id)
+            .start()?;
+        Ok(Running::Dpa(model))
+    }
+
+    /// A send of task `index` finished with `status`: its callback runs.
+    fn completed(&self, index: u32, status: doca_error_t) {
+        let Some(conf) = self.conf.get() else { return };
+        let pool = self.pool.borrow();
+        let Some(task) = pool.as_ref().and_then(|p| p.completed(index, status)) else {
+            return;
+        };
+        let cb = if status == 0 {
+            conf.on_success
+        } else {
+            conf.on_error
+        };
+        let (handle, task_data) = (task.core.handle.get(), task.core.user_data.get());
+        drop(pool);
+        if let Some(cb) = cb {
+            // SAFETY: the program's callback with the declared signature; the task handle is live.
+            unsafe { cb(handle.cast(), task_data, self.core.user_data.get()) };
+        }
+    }
+
+    /// The last step of a stop: nothing outstanding, so the model goes and the context is IDLE.
+    fn finish_stop(&self) {
+        drop(self.running.borrow_mut().take());
+        self.core.transition(CtxState::Idle);
+    }
+
+    fn outstanding(&self) -> usize {
+        self.pool.borrow().as_ref().map_or(0, TaskPool::outstanding)
+    }
+
+    fn submit(&self, task: &SendTask) -> Result<()> {
+        let pool = self.pool.borrow();
+        let pool = pool.as_ref().ok_or_else(|| {
+            crate::error::err(ErrorCode::BadState, "the producer has no send tasks")
+        })?;
+        task.core.require_owned("submit the task")?;
+        match self.core.state() {
+            CtxState::Running => {}
+            CtxState::Stopping => {
+                pool.flush_later(task);
+                return Ok(());
+            }
+            s => bail!(BadState, "the producer is {s}: submit tasks while it runs"),
+        }
+        let running = self.running.borrow();
+        let Some(Running::Cpu(model)) = running.as_ref() else {
+            bail!(BadState, "the producer is not running on the CPU");
+        };
+        let imm = task.imm.get();
+        model.send(
+            &imm[..task.imm_len.get() as usize],
+            task.consumer_id.get(),
+            u64::from(task.core.index),
+        )?;
+        pool.submitted(task);
+        Ok(())
+    }
+}
+
+impl Context for ProducerObj {
+    fn core(&self) -> &CtxCore {
+        &self.core
+    }
+
+    fn start(&self) -> Result<()> {
+        let q = self.msgq()?;
+        let Some((direction, dpa)) = q.target() else {
+            bail!(BadState, "the MsgQ has no direction");
+        };
+        let running = if self.on_dpa() {
+            self.start_dpa(q, direction, dpa)?
+        } else {
+            self.start_cpu(q, direction)?
+        };
+        *self.running.borrow_mut() = Some(running);
+        self.core.transition(CtxState::Running);
+        Ok(())
+    }
+
+    fn stop(&self) -> Result<bool> {
+        if let Some(Running::Cpu(model)) = self.running.borrow().as_ref() {
+            model.flush();
+        }
+        if self.outstanding() == 0 {
+            self.finish_stop();
+            return Ok(true);
+        }
+        self.core.transition(CtxState::Stopping);
+        Ok(false)
+    }
+
+    fn inflight(&self) -> usize {
+        self.pool.borrow().as_ref().map_or(0, TaskPool::inflight)
+    }
+
+    fn after_progress(&self) -> usize {
+        if self.core.state() != CtxState::Stopping {
+            return 0;
+        }
+        let mut n = 0;
+        loop {
+            let next = self.pool.borrow().as_ref().and_then(TaskPool::next_flushed);
+            let Some(index) = next else { break };
+            self.completed(index, crate::comch::FLUSHED.raw() as doca_error_t);
+            n += 1;
+        }
+        if self.core.state() == CtxState::Stopping && self.outstanding() == 0 {
+            self.finish_stop();
+        }
+        n
+    }
+}
+
+impl Drop for ProducerObj {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.get_mut().take() {
+            pool.destroy();
+        }
+    }
+}
+
+/// The task behind a `struct doca_comch_producer_task_send *`.
+pub(crate) fn send_task<'a>(
+    ptr: *const doca_comch_producer_task_send,
+    param: &str,
+) -> Result<&'a SendTask> {
+    registry::get::<SendTask>(ptr.cast(), param)
+}
+
+impl SendTask {
+    pub(crate) fn producer(&self) -> &ProducerObj {
+        // SAFETY: a task lives in its producer's pool, which the producer destroys (with the
+        // task) before it is freed itself.
+        unsafe { &*self.producer }
+    }
+
+    pub(crate) fn submit(&self) -> Result<()> {
+        self.producer().submit(self)
+    }
+
+    pub(crate) fn free(&self) -> Result<()> {
+        let producer = self.producer();
+        let pool = producer.pool.borrow();
+        pool.as_ref()
+            .ok_or_else(|| crate::error::err(ErrorCode::BadState, "the task's pool is gone"))?
+            .free(self)
+    }
+}
+
+/// `doca_comch_producer_cap_is_supported`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_cap_is_supported(
+    devinfo: *const doca_devinfo,
+) -> doca_error_t {
+    call("doca_comch_producer_cap_is_supported", || {
+        super::dev::devinfo(devinfo, "devinfo")?.comch_producer_cap_is_supported()
+    })
+}
+
+/// `doca_comch_producer_cap_get_max_num_tasks`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_cap_get_max_num_tasks(
+    devinfo: *const doca_devinfo,
+    max_num_tasks: *mut u32,
+) -> doca_error_t {
+    call("doca_comch_producer_cap_get_max_num_tasks", || {
+        let n = super::dev::devinfo(devinfo, "devinfo")?.comch_producer_cap_get_max_num_tasks()?;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(max_num_tasks, "max_num_tasks", n) }
+    })
+}
+
+/// `doca_comch_producer_cap_get_max_buf_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_cap_get_max_buf_size(
+    devinfo: *const doca_devinfo,
+    max_buf_size: *mut u32,
+) -> doca_error_t {
+    call("doca_comch_producer_cap_get_max_buf_size", || {
+        let info = super::dev::devinfo(devinfo, "devinfo")?;
+        info.comch_producer_cap_is_supported()?;
+        let n = u32::try_from(crate::limits::MMAP_MAX_LEN).unwrap_or(u32::MAX);
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(max_buf_size, "max_buf_size", n) }
+    })
+}
+
+/// `doca_comch_producer_destroy`: the context must be IDLE.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_destroy(
+    producer: *mut doca_comch_producer,
+) -> doca_error_t {
+    call("doca_comch_producer_destroy", || {
+        let p = self::producer(producer, "producer")?;
+        p.core.require_idle("destroy the producer")?;
+        if let Ok(pe) = super::pe::pe(p.core.pe.get().cast(), "pe") {
+            pe.disconnect(p.core.handle.get());
+        }
+        if let Ok(comp) = registry::get::<DpaCompletionObj>(p.dpa_completion.get(), "completion") {
+            comp.release();
+        }
+        p.msgq()?.release_producer();
+        drop(registry::unregister::<ProducerObj>(producer.cast()));
+        Ok(())
+    })
+}
+
+/// `doca_comch_producer_as_ctx`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_as_ctx(
+    producer: *mut doca_comch_producer,
+) -> *mut doca_ctx {
+    call_value("doca_comch_producer_as_ctx", std::ptr::null_mut(), || {
+        self::producer(producer, "producer")?;
+        Ok(producer.cast())
+    })
+}
+
+/// `doca_comch_producer_get_id`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_get_id(
+    producer: *const doca_comch_producer,
+    id: *mut u32,
+) -> doca_error_t {
+    call("doca_comch_producer_get_id", || {
+        let p = self::producer(producer, "producer")?;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(id, "id", p.id) }
+    })
+}
+
+/// `doca_comch_producer_task_send_set_conf`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_task_send_set_conf(
+    producer: *mut doca_comch_producer,
+    task_completion_cb: doca_comch_producer_task_send_completion_cb_t,
+    task_error_cb: doca_comch_producer_task_send_completion_cb_t,
+    num_send_tasks: u32,
+) -> doca_error_t {
+    call("doca_comch_producer_task_send_set_conf", || {
+        let p = self::producer(producer, "producer")?;
+        p.core.require_idle("configure send tasks")?;
+        if task_completion_cb.is_none() || task_error_cb.is_none() {
+            bail!(
+                InvalidValue,
+                "both the completion and the error callback are required"
+            );
+        }
+        if num_send_tasks == 0 || num_send_tasks as usize > CPU_MAX_NUM_TASKS {
+            bail!(
+                InvalidValue,
+                "num_send_tasks {num_send_tasks} is outside 1..={CPU_MAX_NUM_TASKS} \
+                 (doca_comch_producer_cap_get_max_num_tasks)"
+            );
+        }
+        p.conf.set(Some(SendConf {
+            on_success: task_completion_cb,
+            on_error: task_error_cb,
+            num_tasks: num_send_tasks,
+        }));
+        Ok(())
+    })
+}
+
+/// `doca_comch_producer_task_send_alloc_init`: immediate data only on a MsgQ (`buf` NULL).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_task_send_alloc_init(
+    producer: *mut doca_comch_producer,
+    buf: *const doca_buf,
+    imm_data: *mut u8,
+    imm_data_len: u32,
+    consumer_id: u32,
+    task: *mut *mut doca_comch_producer_task_send,
+) -> doca_error_t {
+    call("doca_comch_producer_task_send_alloc_init", || {
+        let p = self::producer(producer, "producer")?;
+        super::non_null(task, "task")?;
+        if !buf.is_null() {
+            bail!(
+                NotSupported,
+                "MsgQ producers send immediate data only: pass buf = NULL (buffers travel on \
+                 producers of a Comch connection)"
+            );
+        }
+        if imm_data_len as usize > MAX_IMM_DATA_LEN {
+            bail!(
+                InvalidValue,
+                "immediate data of {imm_data_len} bytes exceeds the MsgQ limit of \
+                 {MAX_IMM_DATA_LEN} bytes"
+            );
+        }
+        if imm_data.is_null() && imm_data_len > 0 {
+            bail!(
+                InvalidValue,
+                "imm_data is NULL with imm_data_len {imm_data_len}"
+            );
+        }
+        match p.core.state() {
+            CtxState::Running | CtxState::Stopping => {}
+            s => bail!(BadState, "the producer is {s}: allocate tasks once it runs"),
+        }
+        let pool = p.pool.borrow();
+        let Some(pool) = pool.as_ref() else {
+            bail!(
+                NotSupported,
+                "this producer's datapath is on the DPA: it has no send tasks"
+            );
+        };
+        let t = pool.alloc()?;
+        let mut bytes = [0u8; MAX_IMM_DATA_LEN];
+        if imm_data_len > 0 {
+            // SAFETY: `imm_data` holds `imm_data_len` (<= 32) readable bytes by the C contract.
+            bytes[..imm_data_len as usize].copy_from_slice(unsafe {
+                std::slice::from_raw_parts(imm_data, imm_data_len as usize)
+            });
+        }
+        t.imm.set(bytes);
+        t.imm_len.set(imm_data_len);
+        t.consumer_id.set(consumer_id);
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(task, "task", t.core.handle.get().cast()) }
+    })
+}
+
+/// `doca_comch_producer_task_send_as_task`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_task_send_as_task(
+    task: *mut doca_comch_producer_task_send,
+) -> *mut doca_task {
+    call_value(
+        "doca_comch_producer_task_send_as_task",
+        std::ptr::null_mut(),
+        || {
+            send_task(task, "task")?;
+            Ok(task.cast())
+        },
+    )
+}
+
+/// `doca_comch_producer_task_send_get_buf`: always NULL on a MsgQ.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_task_send_get_buf(
+    task: *const doca_comch_producer_task_send,
+) -> *const doca_buf {
+    call_value(
+        "doca_comch_producer_task_send_get_buf",
+        std::ptr::null(),
+        || {
+            send_task(task, "task")?;
+            Ok(std::ptr::null())
+        },
+    )
+}
+
+/// `doca_comch_producer_set_dev_max_num_send`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_set_dev_max_num_send(
+    producer: *mut doca_comch_producer,
+    dev_num_send: u32,
+) -> doca_error_t {
+    call("doca_comch_producer_set_dev_max_num_send", || {
+        let p = self::producer(producer, "producer")?;
+        p.core.require_idle("set the number of DPA sends")?;
+        if dev_num_send == 0 || dev_num_send as usize > PRODUCER_MAX_NUM_SEND {
+            bail!(
+                InvalidValue,
+                "dev_num_send {dev_num_send} is outside 1..={PRODUCER_MAX_NUM_SEND}"
+            );
+        }
+        p.dev_max_num_send.set(dev_num_send);
+        Ok(())
+    })
+}
+
+/// `doca_comch_producer_dpa_completion_attach`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_dpa_completion_attach(
+    producer: *mut doca_comch_producer,
+    dpa_comp: *mut doca_dpa_completion,
+) -> doca_error_t {
+    call("doca_comch_producer_dpa_completion_attach", || {
+        let p = self::producer(producer, "producer")?;
+        let comp = registry::get::<DpaCompletionObj>(dpa_comp.cast(), "dpa_comp")?;
+        p.core.require_idle("attach a DPA completion")?;
+        if let Ok(old) = registry::get::<DpaCompletionObj>(p.dpa_completion.get(), "old") {
+            old.release();
+        }
+        comp.hold();
+        p.dpa_completion.set(dpa_comp.cast());
+        Ok(())
+    })
+}
+
+/// `doca_comch_producer_get_dpa_handle`: for a started producer whose datapath is on the DPA.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_get_dpa_handle(
+    producer: *mut doca_comch_producer,
+    dpa_producer: *mut doca_dpa_dev_comch_producer_t,
+) -> doca_error_t {
+    call("doca_comch_producer_get_dpa_handle", || {
+        let p = self::producer(producer, "producer")?;
+        let handle = match p.running.borrow().as_ref() {
+            Some(Running::Dpa(model)) => model.dpa_handle().raw(),
+            Some(Running::Cpu(_)) => bail!(
+                NotSupported,
+                "the producer runs on the CPU: only DPA producers have a DPA handle"
+            ),
+            None => bail!(BadState, "start the producer first"),
+        };
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(dpa_producer, "dpa_producer", handle) }
+    })
+}

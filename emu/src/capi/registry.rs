@@ -1,0 +1,390 @@
+//! The registry of live C objects: what lets every call tell a live handle of the right kind
+//! from NULL, a destroyed one, one of another kind or a stray pointer — without a lock and
+//! without ever dereferencing the pointer it is given.
+//!
+//! Every object handed to C is a 16-byte slot in one region of address space reserved up front
+//! (and committed in chunks as it fills). The pointer C holds is the slot's address, so checking
+//! a handle is a range check and one atomic load of the slot's tag (kind and generation); the
+//! slot points at the Rust object. Slot memory is never returned to the system, so reading the
+//! tag of a destroyed object is always defined, and freed slots are reused first-in first-out
+//! behind a quarantine, so a stale handle keeps failing for a long time before its slot is
+//! reused.
+
+use crate::error::{ErrorCode, Result, err};
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+/// The kinds of objects C can hold.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Devinfo = 1,
+    DevinfoRep,
+    Dev,
+    DevRep,
+    Pe,
+    Mmap,
+    BufInventory,
+    Buf,
+    Msgq,
+    Consumer,
+    Producer,
+    ConsumerCompletion,
+    Dpa,
+    DpaThread,
+    DpaCompletion,
+    Notification,
+    EuAffinity,
+    SendTask,
+    RecvTask,
+}
+
+impl Kind {
+    const ALL: [Kind; 19] = [
+        Kind::Devinfo,
+        Kind::DevinfoRep,
+        Kind::Dev,
+        Kind::DevRep,
+        Kind::Pe,
+        Kind::Mmap,
+        Kind::BufInventory,
+        Kind::Buf,
+        Kind::Msgq,
+        Kind::Consumer,
+        Kind::Producer,
+        Kind::ConsumerCompletion,
+        Kind::Dpa,
+        Kind::DpaThread,
+        Kind::DpaCompletion,
+        Kind::Notification,
+        Kind::EuAffinity,
+        Kind::SendTask,
+        Kind::RecvTask,
+    ];
+
+    fn from_tag(tag: u64) -> Option<Kind> {
+        let k = (tag & 0xff) as u8;
+        Kind::ALL.into_iter().find(|kind| *kind as u8 == k)
+    }
+
+    /// The DOCA type name, for messages.
+    pub(crate) fn c_name(self) -> &'static str {
+        match self {
+            Kind::Devinfo => "struct doca_devinfo",
+            Kind::DevinfoRep => "struct doca_devinfo_rep",
+            Kind::Dev => "struct doca_dev",
+            Kind::DevRep => "struct doca_dev_rep",
+            Kind::Pe => "struct doca_pe",
+            Kind::Mmap => "struct doca_mmap",
+            Kind::BufInventory => "struct doca_buf_inventory",
+            Kind::Buf => "struct doca_buf",
+            Kind::Msgq => "struct doca_comch_msgq",
+            Kind::Consumer => "struct doca_comch_consumer",
+            Kind::Producer => "struct doca_comch_producer",
+            Kind::ConsumerCompletion => "struct doca_comch_consumer_completion",
+            Kind::Dpa => "struct doca_dpa",
+            Kind::DpaThread => "struct doca_dpa_thread",
+            Kind::DpaCompletion => "struct doca_dpa_completion",
+            Kind::Notification => "struct doca_dpa_notification_completion",
+            Kind::EuAffinity => "struct doca_dpa_eu_affinity",
+            Kind::SendTask => "struct doca_comch_producer_task_send",
+            Kind::RecvTask => "struct doca_comch_consumer_task_post_recv",
+        }
+    }
+}
+
+/// A Rust object C holds through the registry.
+pub(crate) trait Object: 'static {
+    /// Its kind (one Rust type per kind).
+    const KIND: Kind;
+}
+
+/// One registry entry. The address is the C handle.
+#[repr(C, align(16))]
+struct Slot {
+    /// Kind in the low 8 bits (0: free), generation above.
+    tag: AtomicU64,
+    obj: AtomicPtr<c_void>,
+}
+
+/// Address space reserved for slots: 2^24 objects (256 MiB of address space, committed as
+/// used).
+const MAX_SLOTS: usize = 1 << 24;
+/// Slots committed at a time (64 KiB).
+const CHUNK: usize = 4096;
+/// Freed slots wait in line until this many others were freed after them.
+const QUARANTINE: usize = 4096;
+
+struct Alloc {
+    /// Slots ever handed out (the next fresh slot).
+    used: usize,
+    free: VecDeque<usize>,
+}
+
+struct Arena {
+    base: usize,
+    committed: AtomicUsize,
+    alloc: Mutex<Alloc>,
+}
+
+fn arena() -> Option<&'static Arena> {
+    static ARENA: OnceLock<Option<Arena>> = OnceLock::new();
+    ARENA
+        .get_or_init(|| {
+            // SAFETY: an anonymous private reservation; no existing mapping is touched.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    MAX_SLOTS * size_of::<Slot>(),
+                    libc::PROT_NONE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            (base != libc::MAP_FAILED).then(|| Arena {
+                base: base as usize,
+                committed: AtomicUsize::new(0),
+                alloc: Mutex::new(Alloc {
+                    used: 0,
+                    free: VecDeque::new(),
+                }),
+            })
+        })
+        .as_ref()
+}
+
+impl Arena {
+    fn slot(&self, index: usize) -> &Slot {
+        // SAFETY: callers pass indices below `committed`, whose memory is mapped read-write for
+        // the life of the process and zero-initialised (a valid pair of atomics).
+        unsafe { &*((self.base + index * size_of::<Slot>()) as *const Slot) }
+    }
+
+    /// The slot at `ptr`, if it is the address of a committed slot.
+    fn find(&self, ptr: *const c_void) -> Option<&Slot> {
+        let offset = (ptr as usize).checked_sub(self.base)?;
+        let index = offset / size_of::<Slot>();
+        (offset % size_of::<Slot>() == 0 && index < self.committed.load(Ordering::Acquire))
+            .then(|| self.slot(index))
+    }
+
+    fn take_slot(&self) -> Result<usize> {
+        let mut alloc = self.alloc.lock().unwrap_or_else(|p| p.into_inner());
+        if alloc.free.len() > QUARANTINE {
+            if let Some(index) = alloc.free.pop_front() {
+                return Ok(index);
+            }
+        }
+        let index = alloc.used;
+        if index >= MAX_SLOTS {
+            return Err(err(
+                ErrorCode::NoMemory,
+                format!("the soft device holds its maximum of {MAX_SLOTS} live objects"),
+            ));
+        }
+        let committed = self.committed.load(Ordering::Relaxed);
+        if index >= committed {
+            let at = self.base + committed * size_of::<Slot>();
+            // SAFETY: commits the next chunk of our own reservation.
+            let rc = unsafe {
+                libc::mprotect(
+                    at as *mut c_void,
+                    CHUNK * size_of::<Slot>(),
+                    libc::PROT_READ | libc::PROT_WRITE,
+                )
+            };
+            if rc != 0 {
+                return Err(err(
+                    ErrorCode::NoMemory,
+                    format!(
+                        "committing registry memory failed: {}",
+                        std::io::Error::last_os_error()
+                    ),
+                ));
+            }
+            self.committed.store(committed + CHUNK, Ordering::Release);
+        }
+        alloc.used += 1;
+        Ok(index)
+    }
+}
+
+/// Registers `obj`; returns the handle C gets.
+pub(crate) fn register<T: Object>(obj: Box<T>) -> Result<*mut c_void> {
+    let Some(arena) = arena() else {
+        return Err(err(
+            ErrorCode::NoMemory,
+            "the soft device could not reserve address space for its object registry",
+        ));
+    };
+    let index = arena.take_slot()?;
+    let slot = arena.slot(index);
+    let generation = (slot.tag.load(Ordering::Relaxed) >> 8) + 1;
+    slot.obj.store(Box::into_raw(obj).cast(), Ordering::Relaxed);
+    slot.tag
+        .store((generation << 8) | T::KIND as u64, Ordering::Release);
+    Ok(slot as *const Slot as *mut c_void)
+}
+
+/// What a handle turned out to be.
+pub(crate) enum Lookup {
+    /// A live object of this kind.
+    Live(Kind, *mut c_void),
+    /// A slot whose object was destroyed.
+    Destroyed,
+    /// Not a handle of the soft device at all.
+    Unknown,
+}
+
+/// Classifies `ptr` without dereferencing it.
+pub(crate) fn lookup(ptr: *const c_void) -> Lookup {
+    let Some(slot) = arena().and_then(|a| a.find(ptr)) else {
+        return Lookup::Unknown;
+    };
+    let tag = slot.tag.load(Ordering::Acquire);
+    match Kind::from_tag(tag) {
+        Some(kind) => Lookup::Live(kind, slot.obj.load(Ordering::Relaxed)),
+        None if tag != 0 => Lookup::Destroyed,
+        None => Lookup::Unknown,
+    }
+}
+
+/// The live object of type `T` behind `ptr`, or an error naming `param` and what is wrong.
+///
+/// The reference is valid until the object is unregistered; C objects are not thread safe
+/// (as in DOCA), so the caller does not destroy an object while another call uses it.
+pub(crate) fn get<'a, T: Object>(ptr: *const c_void, param: &str) -> Result<&'a T> {
+    let (_, obj) = resolve(ptr, param, &[T::KIND])?;
+    // SAFETY: slots of T::KIND point at a live Box<T> (register stored it, unregister clears
+    // the kind before freeing it).
+    Ok(unsafe { &*obj.cast::<T>() })
+}
+
+/// Like [`get`] for parameters that accept several kinds (a `struct doca_ctx *` is any
+/// context, a `struct doca_task *` any task): the kind found and the object pointer.
+pub(crate) fn resolve(
+    ptr: *const c_void,
+    param: &str,
+    kinds: &[Kind],
+) -> Result<(Kind, *mut c_void)> {
+    let expected = || {
+        kinds
+            .iter()
+            .map(|k| k.c_name())
+            .collect::<Vec<_>>()
+            .join(" or ")
+    };
+    if ptr.is_null() {
+        return Err(err(
+            ErrorCode::InvalidValue,
+            format!("{param} is NULL: pass a {}", expected()),
+        ));
+    }
+    match lookup(ptr) {
+        Lookup::Live(kind, obj) if kinds.contains(&kind) => Ok((kind, obj)),
+        Lookup::Live(kind, _) => Err(err(
+            ErrorCode::InvalidValue,
+            format!(
+                "{param} ({ptr:p}) is a {}, not a {}",
+                kind.c_name(),
+                expected()
+            ),
+        )),
+        Lookup::Destroyed => Err(err(
+            ErrorCode::InvalidValue,
+            format!(
+                "{param} ({ptr:p}) was destroyed: a {} is invalid after its destroy call",
+                expected()
+            ),
+        )),
+        Lookup::Unknown => Err(err(
+            ErrorCode::InvalidValue,
+            format!(
+                "{param} ({ptr:p}) is not a {} the soft device created",
+                expected()
+            ),
+        )),
+    }
+}
+
+/// Unregisters the object behind `ptr` and hands it back for dropping. The handle is invalid
+/// from now on.
+pub(crate) fn unregister<T: Object>(ptr: *const c_void) -> Option<Box<T>> {
+    let arena = arena()?;
+    let slot = arena.find(ptr)?;
+    let tag = slot.tag.load(Ordering::Acquire);
+    if Kind::from_tag(tag) != Some(T::KIND) {
+        return None;
+    }
+    // Keep the generation, clear the kind: later lookups see "destroyed".
+    slot.tag.store(tag & !0xff, Ordering::Release);
+    let obj = slot.obj.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    let offset = ptr as usize - arena.base;
+    arena
+        .alloc
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .free
+        .push_back(offset / size_of::<Slot>());
+    // SAFETY: the slot held this pointer from `Box::into_raw` of a T (its kind says so) and it
+    // was swapped out above, so it is reclaimed exactly once.
+    (!obj.is_null()).then(|| unsafe { Box::from_raw(obj.cast::<T>()) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct A(u32);
+    impl Object for A {
+        const KIND: Kind = Kind::Pe;
+    }
+    struct B;
+    impl Object for B {
+        const KIND: Kind = Kind::Mmap;
+    }
+
+    #[test]
+    fn handles_are_checked_by_kind_and_liveness() {
+        let a = register(Box::new(A(7))).unwrap();
+        assert_eq!(get::<A>(a, "pe").unwrap().0, 7);
+        let e = get::<B>(a, "mmap").err().unwrap();
+        assert!(
+            e.message()
+                .contains("is a struct doca_pe, not a struct doca_mmap"),
+            "{e}"
+        );
+        assert!(unregister::<A>(a).is_some());
+        let e = get::<A>(a, "pe").err().unwrap();
+        assert!(e.message().contains("was destroyed"), "{e}");
+        assert!(unregister::<A>(a).is_none(), "destroyed once");
+        let local = 5u64;
+        let e = get::<A>((&local as *const u64).cast(), "pe").err().unwrap();
+        assert!(
+            e.message()
+                .contains("not a struct doca_pe the soft device created"),
+            "{e}"
+        );
+        let e = get::<A>(std::ptr::null(), "pe").err().unwrap();
+        assert!(e.message().contains("is NULL"), "{e}");
+        // A misaligned pointer into the arena is not a handle either.
+        let inside = (a as usize + 4) as *const c_void;
+        assert!(matches!(lookup(inside), Lookup::Unknown));
+    }
+
+    #[test]
+    fn stale_handles_stay_stale_for_a_while() {
+        let first = register(Box::new(B)).unwrap();
+        unregister::<B>(first).unwrap();
+        // The quarantine keeps the slot out of reuse for the next allocations.
+        let others: Vec<_> = (0..100).map(|_| register(Box::new(B)).unwrap()).collect();
+        assert!(!others.contains(&first));
+        assert!(get::<B>(first, "mmap").is_err());
+        for o in others {
+            unregister::<B>(o).unwrap();
+        }
+    }
+}

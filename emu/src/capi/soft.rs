@@ -1,0 +1,316 @@
+//! `dpakit_soft.h`: the soft device's own controls, and the environment variables an
+//! unmodified DOCA program can set them with.
+
+use super::dpa;
+use super::types::*;
+use super::{call, last_error, out};
+use crate::dpa::{Ending, SchedMode, pin_current_thread};
+use crate::error::{ErrorCode, Result, bail};
+use std::ffi::c_char;
+use std::sync::OnceLock;
+
+/// How a DPA context runs its kernels.
+#[derive(Clone, Debug)]
+pub(crate) struct SoftConfig {
+    pub mode: SchedMode,
+    pub workers: Option<usize>,
+    pub pin: Vec<usize>,
+}
+
+impl SoftConfig {
+    /// The defaults of every new DPA context: `DPAKIT_SOFT_SCHED`, `DPAKIT_SOFT_WORKERS` and
+    /// `DPAKIT_SOFT_PIN`, else busy-polling workers on no particular CPU.
+    pub(crate) fn from_env() -> Self {
+        static FROM_ENV: OnceLock<SoftConfig> = OnceLock::new();
+        FROM_ENV
+            .get_or_init(|| {
+                let mut cfg = SoftConfig {
+                    mode: SchedMode::BusyPoll,
+                    workers: None,
+                    pin: Vec::new(),
+                };
+                let warn = |var: &str, value: &str, why: &str| {
+                    eprintln!("dpakit soft device: ignoring {var}={value}: {why}");
+                };
+                if let Ok(v) = std::env::var("DPAKIT_SOFT_SCHED") {
+                    match parse_sched(&v) {
+                        Some(mode) => cfg.mode = mode,
+                        None => warn("DPAKIT_SOFT_SCHED", &v, "use busy, sleep or det:SEED"),
+                    }
+                }
+                if let Ok(v) = std::env::var("DPAKIT_SOFT_WORKERS") {
+                    match v.parse::<usize>() {
+                        Ok(n) if (1..=MAX_WORKERS).contains(&n) => cfg.workers = Some(n),
+                        _ => warn(
+                            "DPAKIT_SOFT_WORKERS",
+                            &v,
+                            &format!("a worker count is 1..={MAX_WORKERS}"),
+                        ),
+                    }
+                }
+                if let Ok(v) = std::env::var("DPAKIT_SOFT_PIN") {
+                    let cpus: Option<Vec<usize>> = v
+                        .split(',')
+                        .map(|c| c.trim().parse::<usize>().ok().filter(|&c| cpu_exists(c)))
+                        .collect();
+                    match cpus {
+                        Some(cpus) if !cpus.is_empty() => cfg.pin = cpus,
+                        _ => warn(
+                            "DPAKIT_SOFT_PIN",
+                            &v,
+                            "give a comma-separated list of CPUs this machine has",
+                        ),
+                    }
+                }
+                cfg
+            })
+            .clone()
+    }
+}
+
+/// Most worker threads one DPA context may have.
+const MAX_WORKERS: usize = 256;
+
+fn parse_sched(v: &str) -> Option<SchedMode> {
+    match v {
+        "busy" | "busy-poll" => Some(SchedMode::BusyPoll),
+        "sleep" => Some(SchedMode::Sleep),
+        "det" => Some(SchedMode::Deterministic { seed: 0 }),
+        _ => v
+            .strip_prefix("det:")
+            .and_then(|s| s.parse().ok())
+            .map(|seed| SchedMode::Deterministic { seed }),
+    }
+}
+
+/// Whether this machine has CPU `cpu` (one `sched_setaffinity` can name).
+fn cpu_exists(cpu: usize) -> bool {
+    // SAFETY: sysconf has no memory arguments.
+    let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    cpu < libc::CPU_SETSIZE as usize && (configured <= 0 || cpu < configured as usize)
+}
+
+fn check_cpu(cpu: usize) -> Result<()> {
+    if !cpu_exists(cpu) {
+        // SAFETY: sysconf has no memory arguments.
+        let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        bail!(
+            InvalidValue,
+            "CPU {cpu} does not exist (this machine has {n})"
+        );
+    }
+    Ok(())
+}
+
+/// `dpakit_soft_dpa_set_sched_mode`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_dpa_set_sched_mode(
+    dpa: *mut doca_dpa,
+    mode: dpakit_soft_sched_mode,
+    seed: u64,
+) -> doca_error_t {
+    call("dpakit_soft_dpa_set_sched_mode", || {
+        let d = dpa::dpa(dpa, "dpa")?;
+        d.require_idle("setting the scheduling mode")?;
+        d.soft.borrow_mut().mode = match mode {
+            0 => SchedMode::BusyPoll,
+            1 => SchedMode::Sleep,
+            2 => SchedMode::Deterministic { seed },
+            other => bail!(
+                InvalidValue,
+                "scheduling mode {other} is not DPAKIT_SOFT_SCHED_BUSY_POLL (0), _SLEEP (1) or \
+                 _DETERMINISTIC (2)"
+            ),
+        };
+        Ok(())
+    })
+}
+
+/// `dpakit_soft_dpa_set_num_workers`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_dpa_set_num_workers(
+    dpa: *mut doca_dpa,
+    num_workers: u32,
+) -> doca_error_t {
+    call("dpakit_soft_dpa_set_num_workers", || {
+        let d = dpa::dpa(dpa, "dpa")?;
+        d.require_idle("setting the number of workers")?;
+        let n = num_workers as usize;
+        if !(1..=MAX_WORKERS).contains(&n) {
+            bail!(
+                InvalidValue,
+                "{num_workers} workers: a DPA context runs on 1..={MAX_WORKERS} workers"
+            );
+        }
+        d.soft.borrow_mut().workers = Some(n);
+        Ok(())
+    })
+}
+
+/// `dpakit_soft_dpa_set_worker_cpus`: `num_cpus` 0 clears the pinning.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_dpa_set_worker_cpus(
+    dpa: *mut doca_dpa,
+    cpus: *const u32,
+    num_cpus: u32,
+) -> doca_error_t {
+    call("dpakit_soft_dpa_set_worker_cpus", || {
+        let d = dpa::dpa(dpa, "dpa")?;
+        d.require_idle("pinning its workers")?;
+        let list: Vec<usize> = if num_cpus == 0 {
+            Vec::new()
+        } else {
+            super::non_null(cpus, "cpus")?;
+            // SAFETY: `num_cpus` readable values at `cpus` by the C contract.
+            unsafe { std::slice::from_raw_parts(cpus, num_cpus as usize) }
+                .iter()
+                .map(|&c| c as usize)
+                .collect()
+        };
+        for &cpu in &list {
+            check_cpu(cpu)?;
+        }
+        d.soft.borrow_mut().pin = list;
+        Ok(())
+    })
+}
+
+/// `dpakit_soft_dpa_step`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_dpa_step(dpa: *mut doca_dpa, ran: *mut u8) -> doca_error_t {
+    call("dpakit_soft_dpa_step", || {
+        let d = dpa::dpa(dpa, "dpa")?;
+        super::non_null(ran, "ran")?;
+        let did = d.model()?.step();
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(ran, "ran", u8::from(did)) }
+    })
+}
+
+/// `dpakit_soft_dpa_get_trace`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_dpa_get_trace(
+    dpa: *mut doca_dpa,
+    events: *mut dpakit_soft_trace_event,
+    capacity: usize,
+    num_events: *mut usize,
+) -> doca_error_t {
+    call("dpakit_soft_dpa_get_trace", || {
+        let d = dpa::dpa(dpa, "dpa")?;
+        super::non_null(num_events, "num_events")?;
+        if capacity > 0 {
+            super::non_null(events, "events")?;
+        }
+        let trace = d.model()?.trace();
+        for (i, e) in trace.iter().take(capacity).enumerate() {
+            let ending = match e.ending {
+                Ending::Reschedule => 0,
+                Ending::Return => 1,
+                Ending::Finish => 2,
+                Ending::Fault => 3,
+            };
+            // SAFETY: `capacity` writable elements at `events` by the C contract.
+            unsafe {
+                events.add(i).write(dpakit_soft_trace_event {
+                    thread: e.thread as u32,
+                    ending,
+                    activation: e.activation,
+                })
+            };
+        }
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(num_events, "num_events", trace.len()) }
+    })
+}
+
+/// `dpakit_soft_dpa_get_stats`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_dpa_get_stats(
+    dpa: *mut doca_dpa,
+    stats: *mut dpakit_soft_dpa_stats,
+) -> doca_error_t {
+    call("dpakit_soft_dpa_get_stats", || {
+        let s = dpa::dpa(dpa, "dpa")?.model()?.stats();
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe {
+            out(
+                stats,
+                "stats",
+                dpakit_soft_dpa_stats {
+                    activations: s.activations,
+                    workers: s.workers as u32,
+                    reserved: 0,
+                },
+            )
+        }
+    })
+}
+
+/// Copies `text` into `message` (truncated to `size` bytes with its NUL); NULL skips it.
+///
+/// # Safety
+/// A non-null `message` must be valid for `size` bytes of writes.
+unsafe fn copy_truncated(message: *mut c_char, size: usize, text: &str) {
+    if message.is_null() || size == 0 {
+        return;
+    }
+    let n = text.len().min(size - 1);
+    // SAFETY: `n + 1 <= size` writable bytes by the caller's contract.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), message.cast::<u8>(), n);
+        *message.add(n) = 0;
+    }
+}
+
+/// `dpakit_soft_dpa_get_error`: the context's fatal error (`DOCA_SUCCESS` while healthy).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_dpa_get_error(
+    dpa: *mut doca_dpa,
+    message: *mut c_char,
+    size: usize,
+) -> doca_error_t {
+    let d = match dpa::dpa(dpa, "dpa") {
+        Ok(d) => d,
+        Err(e) => return call("dpakit_soft_dpa_get_error", || Err(e)),
+    };
+    let fatal = d.model().ok().and_then(|m| m.error());
+    match fatal {
+        Some(e) => {
+            // SAFETY: `size` writable bytes by the C contract.
+            unsafe { copy_truncated(message, size, e.message()) };
+            e.code().raw() as doca_error_t
+        }
+        None => {
+            // SAFETY: as above.
+            unsafe { copy_truncated(message, size, "") };
+            ErrorCode::Success.raw() as doca_error_t
+        }
+    }
+}
+
+/// `dpakit_soft_last_error`: why the calling thread's last failed call failed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_last_error(message: *mut c_char, size: usize) -> doca_error_t {
+    match last_error() {
+        Some((code, text)) => {
+            // SAFETY: `size` writable bytes by the C contract.
+            unsafe { copy_truncated(message, size, &text) };
+            code.raw() as doca_error_t
+        }
+        None => {
+            // SAFETY: as above.
+            unsafe { copy_truncated(message, size, "") };
+            0
+        }
+    }
+}
+
+/// `dpakit_soft_pin_current_thread`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_pin_current_thread(cpu: u32) -> doca_error_t {
+    call("dpakit_soft_pin_current_thread", || {
+        check_cpu(cpu as usize)?;
+        pin_current_thread(cpu as usize);
+        Ok(())
+    })
+}

@@ -1,0 +1,1 @@
+//! The soft device's own controls (`dpakit_soft.h`).
