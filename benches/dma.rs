@@ -17,9 +17,9 @@ mod support;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use dpakit::abi::args::DmaOffloadArgs;
 use dpakit::abi::{DmaOffloadDesc, ImmMessage, OffloadResult};
-use dpakit::dpa::{SchedMode, pin_current_thread};
 use dpakit::mmap::{AccessFlags, Mmap};
 use dpakit::pe::Pe;
+use dpakit::soft::{SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -56,10 +56,12 @@ impl DpakitDma {
         let src = Mmap::alloc(size).expect("source mmap");
         src.set_permissions(AccessFlags::LOCAL_READ_ONLY)
             .expect("permissions");
+        src.add_dev(dpa.dev()).expect("device");
         src.start().expect("start");
         let dst = Mmap::alloc(size).expect("destination mmap");
         dst.set_permissions(AccessFlags::LOCAL_READ_WRITE)
             .expect("permissions");
+        dst.add_dev(dpa.dev()).expect("device");
         dst.start().expect("start");
         // SAFETY: the mmap owns `size` bytes and no copy has been asked for yet.
         fill(unsafe { std::slice::from_raw_parts_mut(src.range().0, size) });
@@ -169,7 +171,7 @@ fn timed(iters: u64, mut copy: impl FnMut()) -> Duration {
 
 fn figure(c: &mut Criterion, name: &str, size: usize) {
     let (host, responder) = cores();
-    pin_current_thread(host);
+    pin_current_thread(host).expect("pin to a core this machine has");
     let mut g: Group<'_> = c.benchmark_group(format!("dma/{name}"));
     g.throughput(Throughput::Bytes(size as u64));
     support::bench_subject(

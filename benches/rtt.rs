@@ -13,7 +13,7 @@
 mod support;
 
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use dpakit::dpa::{SchedMode, pin_current_thread};
+use dpakit::soft::{SchedMode, pin_current_thread};
 use std::hint::black_box;
 use std::time::Instant;
 use support::{
@@ -60,7 +60,7 @@ fn subject<const N: usize, E: Echo<N>>(
 /// DPA worker busy-polling, host spinning; the peers echo on the other core.
 fn busy<const N: usize>(c: &mut Criterion) {
     let (host, responder) = cores();
-    pin_current_thread(host);
+    pin_current_thread(host).expect("pin to a core this machine has");
     let mut g = c.benchmark_group(format!("rtt/busy_{N}B"));
     g.throughput(Throughput::Elements(1));
     subject::<N, _>(&mut g, "dpakit", || {
@@ -79,7 +79,7 @@ fn busy<const N: usize>(c: &mut Criterion) {
 fn sleep_32b(c: &mut Criterion) {
     const N: usize = 32;
     let (host, responder) = cores();
-    pin_current_thread(host);
+    pin_current_thread(host).expect("pin to a core this machine has");
     let mut g = c.benchmark_group("rtt/sleep_32B");
     g.throughput(Throughput::Elements(1));
     subject::<N, _>(&mut g, "dpakit", || {

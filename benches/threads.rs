@@ -20,8 +20,8 @@ mod support;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use dpakit::abi::args::RankedPathArgs;
 use dpakit::abi::{Echo, ImmMessage};
-use dpakit::dpa::{SchedMode, pin_current_thread};
 use dpakit::pe::Pe;
+use dpakit::soft::{SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -187,7 +187,7 @@ impl CrossbeamLanes {
             let (tx, their_rx) = crossbeam_channel::bounded::<Msg>(DEPTH as usize);
             let (their_tx, rx) = crossbeam_channel::bounded(DEPTH as usize);
             lanes.threads.push(std::thread::spawn(move || {
-                pin_current_thread(core);
+                pin_current_thread(core).expect("pin to a core this machine has");
                 for mut m in their_rx {
                     m[3] = u64::from(rank);
                     if their_tx.send(m).is_err() {
@@ -245,7 +245,7 @@ fn subject<L: Lanes>(group: &mut Group<'_>, name: &str, start: impl FnOnce() -> 
 
 fn figure<const N: u32>(c: &mut Criterion) {
     let (host, responder) = cores();
-    pin_current_thread(host);
+    pin_current_thread(host).expect("pin to a core this machine has");
     let mut g = c.benchmark_group(format!("threads/{N}"));
     g.throughput(Throughput::Elements(1));
     subject(&mut g, "dpakit", || DpakitLanes::start(responder, N));

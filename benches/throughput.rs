@@ -16,7 +16,7 @@
 mod support;
 
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use dpakit::dpa::{SchedMode, pin_current_thread};
+use dpakit::soft::{SchedMode, pin_current_thread};
 use std::time::Instant;
 use support::cores;
 use support::sink::{CrossbeamSink, DpakitSink, OneWay, RtrbSink, message, send_all};
@@ -49,7 +49,7 @@ fn subject<S: OneWay>(
 
 fn credits<const CREDITS: usize>(c: &mut Criterion) {
     let (host, responder) = cores();
-    pin_current_thread(host);
+    pin_current_thread(host).expect("pin to a core this machine has");
     let mut g = c.benchmark_group(format!("throughput/credits_{CREDITS}"));
     g.throughput(Throughput::Elements(1));
     subject(&mut g, "dpakit", CREDITS, || {

@@ -7,9 +7,10 @@
 
 use dpakit::abi::args::DmaOffloadArgs;
 use dpakit::abi::{DmaOffloadDesc, ImmMessage, OffloadResult, checksum64};
-use dpakit::dpa::{Dpa, SchedMode};
+use dpakit::dpa::Dpa;
 use dpakit::mmap::{AccessFlags, Mmap};
 use dpakit::pe::Pe;
+use dpakit::soft::SchedMode;
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -30,9 +31,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn mmap(access: AccessFlags) -> Result<Mmap, dpakit::Error> {
+/// An mmap of REGION bytes the DPAs of `dev` may reach with `access`.
+fn mmap(dev: &dpakit::dev::Dev, access: AccessFlags) -> Result<Mmap, dpakit::Error> {
     let m = Mmap::alloc(REGION)?;
     m.set_permissions(access)?;
+    m.add_dev(dev)?;
     m.start()?;
     Ok(m)
 }
@@ -45,8 +48,8 @@ fn run(copies: u64) -> Result<(), Box<dyn std::error::Error>> {
         .workers(1)
         .start()?;
     let pe = Pe::new()?;
-    let src = mmap(AccessFlags::LOCAL_READ_ONLY)?;
-    let dst = mmap(AccessFlags::LOCAL_READ_WRITE)?;
+    let src = mmap(&dev, AccessFlags::LOCAL_READ_ONLY)?;
+    let dst = mmap(&dev, AccessFlags::LOCAL_READ_WRITE)?;
     // SAFETY: the mmap owns REGION bytes and no DMA is in flight yet.
     let source = unsafe { std::slice::from_raw_parts_mut(src.range().0, REGION) };
     let mut x = 0x2545_f491_4f6c_dd1du64;

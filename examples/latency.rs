@@ -21,7 +21,7 @@
 #[path = "../benches/support/mod.rs"]
 mod support;
 
-use dpakit::dpa::{SchedMode, pin_current_thread};
+use dpakit::soft::{SchedMode, pin_current_thread};
 use hdrhistogram::Histogram;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -145,7 +145,7 @@ fn main() -> ExitCode {
         }
     };
     let (host, responder) = cores();
-    pin_current_thread(host);
+    pin_current_thread(host).expect("pin to a core this machine has");
     let mut hists: Vec<Histogram<u64>> = SUBJECTS
         .iter()
         .map(|_| Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds"))

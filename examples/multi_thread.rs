@@ -7,8 +7,9 @@
 
 use dpakit::abi::args::RankedPathArgs;
 use dpakit::abi::{Echo, ImmMessage};
-use dpakit::dpa::{Dpa, SchedMode};
+use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
+use dpakit::soft::SchedMode;
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -80,9 +81,9 @@ fn run(threads: u32, messages: u64) -> Result<(), Box<dyn std::error::Error>> {
     let elapsed = start.elapsed();
     dpa.check()?;
     let total: u64 = next.iter().sum();
-    let activations: Vec<u64> = paths.iter().map(|p| p.thread().activations()).collect();
+    let activations = dpa.stats()?.activations;
     println!(
-        "multi_thread: {threads} DPA threads, {total} messages, 0 lost, {:.0} msg/s, activations per thread {activations:?}",
+        "multi_thread: {threads} DPA threads, {total} messages, 0 lost, {:.0} msg/s, {activations} activations",
         total as f64 / elapsed.as_secs_f64()
     );
     Ok(())

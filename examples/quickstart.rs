@@ -9,8 +9,9 @@
 //! ```
 
 use dpakit::abi::{Echo, ImmMessage};
-use dpakit::dpa::{Dpa, SchedMode, pin_current_thread};
+use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
+use dpakit::soft::{SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -36,7 +37,7 @@ fn main() -> ExitCode {
 fn run(messages: usize) -> Result<(), Box<dyn std::error::Error>> {
     // Host thread and DPA worker on distinct cores, the DPA worker busy-polling.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    pin_current_thread(0);
+    pin_current_thread(0)?;
     let dev = open_dpa_dev()?;
     let dpa = Dpa::builder(&dev)
         .app(kit_app())

@@ -11,8 +11,9 @@
 mod support;
 
 use dpakit::abi::{Echo, ImmMessage};
-use dpakit::dpa::{Dpa, SchedMode, pin_current_thread};
+use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
+use dpakit::soft::{SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::time::{Duration, Instant};
 use support::{PingPong, cores};
@@ -84,7 +85,7 @@ fn main() -> Result<(), dpakit::Error> {
         .unwrap_or(5);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let (host, responder) = cores();
-    pin_current_thread(host);
+    pin_current_thread(host)?;
     let (mut raw, mut ours, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     println!("round  raw ping-pong  dpakit echo  ratio   (median of {BATCHES} batches of {BATCH})");
     for round in 1..=rounds {

@@ -1,5 +1,20 @@
 //! dpakit: offload datapath loops to the BlueField DPA from Rust.
 //!
-//! This facade re-exports the host API ([`dpakit_host`]) and the shared ABI ([`abi`]).
+//! This facade re-exports the host API ([`dpakit_host`]), the shared ABI ([`abi`]), what a
+//! kernel author needs to write and name kernels ([`thread_kernel!`], [`rpc_kernel!`],
+//! [`dpa_app!`], [`ThreadKernel`], [`RpcKernel`]) and the kit's own kernels ([`kernels`],
+//! [`kit_app`]).
 pub use dpakit_abi as abi;
+pub use dpakit_abi::{RpcKernel, ThreadKernel};
+pub use dpakit_dev::{dpa_app, rpc_kernel, thread_kernel};
 pub use dpakit_host::*;
+
+/// The kit's kernels, as typed references (from `dpakit-kernels`).
+pub mod kernels {
+    pub use dpakit_kernels::{DMA_OFFLOAD, ECHO, PING_PONG, RANKED_ECHO, SINK};
+}
+
+/// The DPA app holding every kernel of the kit (the `dpakit_kernels` symbol).
+pub fn kit_app() -> &'static dpa::App {
+    &dpakit_kernels::APP
+}

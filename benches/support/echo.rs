@@ -2,8 +2,8 @@
 //! waits for it to come back, one message at a time.
 
 use super::{PingPong, TIMEOUT, dpa};
-use dpakit::dpa::{SchedMode, pin_current_thread};
 use dpakit::pe::Pe;
+use dpakit::soft::{SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -29,7 +29,7 @@ pub fn warm_up<const N: usize>(e: &mut (impl Echo<N> + ?Sized), round_trips: usi
 /// Spawns a responder thread pinned to `core`.
 fn responder(core: usize, body: impl FnOnce() + Send + 'static) -> Option<JoinHandle<()>> {
     Some(std::thread::spawn(move || {
-        pin_current_thread(core);
+        pin_current_thread(core).expect("pin to a core this machine has");
         body();
     }))
 }

@@ -20,7 +20,8 @@ pub use echo::{
 };
 pub use ping_pong::PingPong;
 
-use dpakit::dpa::{Dpa, SchedMode};
+use dpakit::dpa::Dpa;
+use dpakit::soft::SchedMode;
 use dpakit::{kit_app, open_dpa_dev};
 use std::time::Duration;
 

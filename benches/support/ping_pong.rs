@@ -1,6 +1,6 @@
 //! The physical limit of a round trip between two cores.
 
-use dpakit::dpa::pin_current_thread;
+use dpakit::soft::pin_current_thread;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -47,7 +47,7 @@ impl PingPong {
         let responder = {
             let (ping, pong, stop) = (ping.clone(), pong.clone(), stop.clone());
             std::thread::spawn(move || {
-                pin_current_thread(core);
+                pin_current_thread(core).expect("pin to a core this machine has");
                 let mut seen = 0;
                 while !stop.load(Ordering::Relaxed) {
                     let v = ping.seq.load(Ordering::Acquire);

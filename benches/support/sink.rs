@@ -3,8 +3,8 @@
 use super::echo::rtrb_push;
 use super::{TIMEOUT, dpa};
 use dpakit::abi::{ImmMessage, PingPong as PingPongMsg};
-use dpakit::dpa::{SchedMode, pin_current_thread};
 use dpakit::pe::Pe;
+use dpakit::soft::{SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -123,7 +123,7 @@ impl RtrbSink {
         let thread = {
             let (count, stop) = (count.clone(), stop.clone());
             std::thread::spawn(move || {
-                pin_current_thread(core);
+                pin_current_thread(core).expect("pin to a core this machine has");
                 let mut n = 0;
                 while !stop.load(Ordering::Relaxed) {
                     match rx.pop() {
@@ -182,7 +182,7 @@ impl CrossbeamSink {
         let thread = {
             let count = count.clone();
             std::thread::spawn(move || {
-                pin_current_thread(core);
+                pin_current_thread(core).expect("pin to a core this machine has");
                 let mut n = 0;
                 for m in rx {
                     black_box(m);

@@ -72,8 +72,8 @@ macro_rules! rpc_kernel {
     };
 }
 
-/// Declares a DPA app: the `struct doca_dpa_app *` symbol `$symbol` holding the listed kernels,
-/// and a typed reference to it.
+/// Declares a DPA app: the `struct doca_dpa_app *` symbol `$symbol` holding the listed kernels
+/// and the kit's runtime kernels ([`runtime`](crate::runtime)), and a typed reference to it.
 ///
 /// ```ignore
 /// dpakit_dev::dpa_app! {
@@ -92,7 +92,7 @@ macro_rules! dpa_app {
         $(#[$meta:meta])*
         $vis:vis $reference:ident = $symbol:ident [ $($kernel:expr),* $(,)? ]
     ) => {
-        $crate::__dpa_app_symbol!($symbol [ $($kernel),* ]);
+        $crate::__dpa_app_symbol!($symbol [ $($kernel,)* $crate::runtime::CONSUMER_ACK ]);
 
         $(#[$meta])*
         $vis const $reference: $crate::DpaApp = $crate::DpaApp::new(
@@ -103,6 +103,7 @@ macro_rules! dpa_app {
                 }
                 raw
             },
+            $crate::runtime::CONSUMER_ACK,
         );
     };
 }
@@ -321,6 +322,13 @@ mod tests {
 
     use dpakit_abi::RpcSignature;
 
+    /// The device function the runtime's RPC calls: these tests only describe the app, so no
+    /// soft device is linked and this stand-in satisfies the linker.
+    #[unsafe(no_mangle)]
+    extern "C" fn doca_dpa_dev_comch_consumer_ack(_consumer: u64, _num_msgs: u32) {
+        unreachable!("kernel tests never run the runtime's RPC")
+    }
+
     #[test]
     fn references_name_and_call_the_kernel() {
         assert_eq!(ADD.name(), "dpakit_dev_test_add");
@@ -336,11 +344,15 @@ mod tests {
         // SAFETY: the macro pointed the symbol at its static descriptor.
         let app = unsafe { &*APP.raw().cast::<SoftApp>() };
         assert_eq!(app.magic, SoftApp::MAGIC);
-        assert_eq!(app.num_kernels, 3);
+        assert_eq!(app.num_kernels, 4, "the three kernels and the runtime's");
         // SAFETY: `kernels` points at `num_kernels` static entries.
-        let kernels = unsafe { std::slice::from_raw_parts(app.kernels, 3) };
+        let kernels = unsafe { std::slice::from_raw_parts(app.kernels, 4) };
         assert_eq!(kernels[0].kind, SoftKernel::THREAD);
         assert_eq!(kernels[1].entry, ADD.func().cast_const());
         assert_eq!((kernels[2].kind, kernels[2].num_args), (SoftKernel::RPC, 0));
+        assert_eq!(
+            kernels[3].entry,
+            crate::runtime::CONSUMER_ACK.func().cast_const()
+        );
     }
 }

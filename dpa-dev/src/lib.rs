@@ -18,6 +18,7 @@ pub mod completion;
 mod kernel;
 pub mod log;
 pub mod mmap;
+pub mod runtime;
 #[allow(non_camel_case_types)]
 pub mod sys;
 pub mod thread;

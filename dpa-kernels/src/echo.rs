@@ -2,10 +2,8 @@
 
 use crate::serve::serve;
 use dpakit_dev::abi::args::MsgqPathArgs;
-use dpakit_dev::abi::handles::ComchConsumerHandle;
-use dpakit_dev::comch::Consumer;
 use dpakit_dev::log::{LogLevel, log};
-use dpakit_dev::{rpc_kernel, thread, thread_kernel};
+use dpakit_dev::{thread, thread_kernel};
 
 thread_kernel! {
     /// Replies to each received immediate with the same bytes.
@@ -23,13 +21,5 @@ thread_kernel! {
                 log(LogLevel::Error, c"echo: received immediate longer than 32 bytes");
             }
         })
-    }
-}
-
-rpc_kernel! {
-    /// Posts the first `count` receive credits of a DPA consumer, before any message can arrive.
-    pub PREPOST_CREDITS: fn prepost_credits(consumer: u64, count: u64) -> u64 {
-        Consumer::new(ComchConsumerHandle(consumer)).ack(count as u32);
-        0
     }
 }

@@ -11,10 +11,11 @@
 //! | [`DMA_OFFLOAD`] | thread | `DmaOffloadArgs` | DMA-copies a range, replies with its checksum |
 //! | [`RANKED_ECHO`] | thread | `RankedPathArgs` | echo stamped with the thread's rank (N threads) |
 //! | [`SINK`] | thread | `MsgqPathArgs` | consumes and counts, no replies (one-way throughput) |
-//! | [`PREPOST_CREDITS`] | RPC | consumer handle, count | posts a DPA consumer's first credits |
 //!
-//! [`APP`] names the app holding all of them: the `dpakit_kernels` symbol (`struct doca_dpa_app
-//! *`) that dpacc makes on hardware and that this crate defines for the soft device.
+//! [`APP`] names the app holding all of them (and the runtime's RPC that posts a DPA consumer's
+//! first credits, `dpakit_dev::runtime::CONSUMER_ACK`): the `dpakit_kernels` symbol
+//! (`struct doca_dpa_app *`) that dpacc makes on hardware and that this crate defines for the
+//! soft device.
 #![cfg_attr(not(test), no_std)]
 #![warn(missing_docs)]
 // With feature `doca` the kernel bodies are not compiled (the app library provides the kernels),
@@ -29,14 +30,14 @@ mod serve;
 mod sink;
 
 pub use dma_offload::{DMA_OFFLOAD, dma_offload};
-pub use echo::{ECHO, PREPOST_CREDITS, echo, prepost_credits};
+pub use echo::{ECHO, echo};
 pub use ping_pong::{PING_PONG, ping_pong};
 pub use ranked_echo::{RANKED_ECHO, ranked_echo};
 pub use sink::{SINK, sink};
 
 dpakit_dev::dpa_app! {
     /// The kit's DPA app: every kernel of this crate, under the symbol `dpakit_kernels`.
-    pub APP = dpakit_kernels [ECHO, PING_PONG, DMA_OFFLOAD, RANKED_ECHO, SINK, PREPOST_CREDITS]
+    pub APP = dpakit_kernels [ECHO, PING_PONG, DMA_OFFLOAD, RANKED_ECHO, SINK]
 }
 
 /// On the device a panic is a bug in the kernel: report it and retire the thread so it is not

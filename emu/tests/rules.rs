@@ -7,6 +7,7 @@ use dpakit_abi::args::MsgqPathArgs;
 use dpakit_abi::handles::MmapHandle;
 use dpakit_abi::{Echo, ErrorCode, ImmMessage, bytes_of};
 use dpakit_dev::comch::{Consumer, ConsumerCompletion, DmaCopy, Producer};
+use dpakit_dev::runtime::CONSUMER_ACK;
 use dpakit_dev::{thread, thread_kernel};
 use dpakit_emu::comch::{CpuConsumer, CpuProducer, DpaConsumer};
 use dpakit_emu::ctx::CtxState;
@@ -14,7 +15,7 @@ use dpakit_emu::dpa::{self, App, Dpa, DpaThread, SchedMode};
 use dpakit_emu::mmap::{AccessFlags, Mmap};
 use dpakit_emu::msgq::Msgq;
 use dpakit_emu::pe::Pe;
-use dpakit_kernels::{ECHO, PREPOST_CREDITS};
+use dpakit_kernels::ECHO;
 use std::time::Duration;
 
 fn echo_msg(i: u64) -> ImmMessage {
@@ -221,11 +222,11 @@ thread_kernel! {
 }
 
 /// A DPA in `mode` running HOLD on a path of `depth`, its consumer starting with `credits`;
-/// PREPOST_CREDITS gives it more.
+/// CONSUMER_ACK gives it more.
 fn hold_path(mode: SchedMode, depth: u32, credits: u32) -> (Dpa, Path) {
     let app = App::new("rules")
         .thread_kernel(&HOLD)
-        .rpc_kernel(&PREPOST_CREDITS);
+        .rpc_kernel(&CONSUMER_ACK);
     let dpa = start_dpa(app, mode);
     let path = Path::new(
         &dpa,
@@ -263,7 +264,7 @@ fn a_dpa_consumer_receives_only_what_it_acked_and_nothing_is_dropped() {
         "the other sends wait, not fail"
     );
 
-    dpa.rpc(&PREPOST_CREDITS, (path.dpa_consumer.dpa_handle().raw(), 3))
+    dpa.rpc(&CONSUMER_ACK, (path.dpa_consumer.dpa_handle().raw(), 3))
         .unwrap();
     path.wait_received(6);
     let tokens: Vec<u64> = path
@@ -313,7 +314,7 @@ fn posting_credits_wakes_the_pe_of_a_producer_waiting_for_them() {
     );
 
     // The DPA posts one receive: the send waiting for it can go, so the sleeping PE is woken.
-    dpa.rpc(&PREPOST_CREDITS, (path.dpa_consumer.dpa_handle().raw(), 1))
+    dpa.rpc(&CONSUMER_ACK, (path.dpa_consumer.dpa_handle().raw(), 1))
         .unwrap();
     assert!(
         readable_within(fd, 10_000),
@@ -406,7 +407,7 @@ fn consumer_ack_beyond_its_queue_is_a_fatal_invalid_value() {
         |a| bytes_of(&a).to_vec(),
     );
     let e = dpa
-        .rpc(&PREPOST_CREDITS, (path.dpa_consumer.dpa_handle().raw(), 1))
+        .rpc(&CONSUMER_ACK, (path.dpa_consumer.dpa_handle().raw(), 1))
         .unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidValue);
     assert!(
@@ -455,7 +456,7 @@ thread_kernel! {
 fn a_kernel_panic_is_a_fatal_error_not_an_abort() {
     let app = App::new("rules")
         .thread_kernel(&PANICS)
-        .rpc_kernel(&PREPOST_CREDITS);
+        .rpc_kernel(&CONSUMER_ACK);
     let dpa = start_dpa(app, SchedMode::BusyPoll);
     let path = Path::new(&dpa, &PANICS, PathOptions::default(), |a| {
         bytes_of(&a).to_vec()
@@ -482,7 +483,7 @@ fn kernels_outside_the_app_are_not_found() {
     let e = DpaThread::builder(&dpa, &ECHO, 0).start().unwrap_err();
     assert_eq!(e.code(), ErrorCode::NotFound);
     assert_eq!(
-        dpa.rpc(&PREPOST_CREDITS, (0, 0)).unwrap_err().code(),
+        dpa.rpc(&CONSUMER_ACK, (0, 0)).unwrap_err().code(),
         ErrorCode::NotFound
     );
 }
@@ -544,7 +545,7 @@ struct DmaSetup {
 fn dma_setup(dst_access: AccessFlags) -> DmaSetup {
     let app = App::new("rules")
         .thread_kernel(&RAW_DMA)
-        .rpc_kernel(&PREPOST_CREDITS);
+        .rpc_kernel(&CONSUMER_ACK);
     let dpa = start_dpa(app, SchedMode::BusyPoll);
     let src = Mmap::alloc(4096).unwrap();
     src.set_permissions(AccessFlags::LOCAL_READ_ONLY).unwrap();
@@ -701,7 +702,7 @@ fn thread_notify_triggers_the_target_thread() {
         let app = App::new("rules")
             .thread_kernel(&NOTIFY_OTHER)
             .thread_kernel(&IDLE)
-            .rpc_kernel(&PREPOST_CREDITS);
+            .rpc_kernel(&CONSUMER_ACK);
         let dpa = start_dpa(app, mode);
         let target = DpaThread::builder(&dpa, &IDLE, 0).start().unwrap();
         let notification = dpa::NotificationCompletion::start(&dpa, &target).unwrap();
@@ -747,7 +748,7 @@ fn thread_notify_triggers_the_target_thread() {
 #[test]
 fn a_forged_handle_is_a_fatal_error_not_a_crash() {
     let dpa = start_dpa(echo_app(), SchedMode::BusyPoll);
-    let e = dpa.rpc(&PREPOST_CREDITS, (0xdead_beef, 1)).unwrap_err();
+    let e = dpa.rpc(&CONSUMER_ACK, (0xdead_beef, 1)).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidValue);
     assert!(e.message().contains("invalid DPA consumer handle"), "{e}");
 }
@@ -761,7 +762,7 @@ fn contexts_report_every_state_change() {
     let log = seen.clone();
     let app = App::new("rules")
         .thread_kernel(&PANICS)
-        .rpc_kernel(&PREPOST_CREDITS);
+        .rpc_kernel(&CONSUMER_ACK);
     let dpa = Dpa::builder(&default_dev())
         .app(app)
         .on_state_changed(move |from, to| log.lock().unwrap().push((from, to)))

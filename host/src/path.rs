@@ -3,12 +3,10 @@
 use crate::Result;
 use crate::comch::{CpuConsumer, CpuProducer, DpaConsumer, DpaProducer, RecvCompletion};
 use crate::dpa::{ConsumerCompletion, DevPtr, Dpa, DpaCompletion, DpaThread};
-use crate::kernels::PREPOST_CREDITS;
 use crate::msgq::Msgq;
 use crate::pe::Pe;
 use dpakit_abi::args::{MsgqPathArgs, ServeState};
-use dpakit_abi::{ErrorCode, ImmMessage, Pod, SubmitFlags};
-use dpakit_dev::ThreadKernel;
+use dpakit_abi::{ErrorCode, ImmMessage, Pod, SubmitFlags, ThreadKernel};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
@@ -41,6 +39,9 @@ impl fmt::Debug for MsgqPathBuilder<'_> {
 /// Bytes reserved in DPA memory for a kernel's argument block.
 const ARGS_BLOCK: usize = 256;
 
+/// Empty polls between two looks at the DPA's fatal error.
+const CHECK_EVERY: u32 = 64;
+
 /// A received message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Received {
@@ -53,7 +54,9 @@ pub struct Received {
 }
 
 /// Two MsgQs (CPU→DPA and DPA→CPU), their four endpoints, the completion contexts, and one DPA
-/// thread running a kernel that takes a [`MsgqPathArgs`] (echo, ping-pong, …).
+/// thread running a kernel that takes a [`MsgqPathArgs`] (echo, ping-pong, …). The kernel may
+/// come from any dpakit app: the DPA consumer's first credits are posted with the RPC every
+/// app carries ([`App::consumer_ack`](crate::dpa::App::consumer_ack)).
 ///
 /// Objects are declared so that `Drop` tears them down in DOCA's order: endpoints before their
 /// queues and completion contexts, the thread last.
@@ -63,16 +66,13 @@ pub struct MsgqPath {
     cpu_consumer: CpuConsumer,
     dpa_consumer: DpaConsumer,
     dpa_producer: DpaProducer,
-    _consumer_completion: ConsumerCompletion,
-    _producer_completion: DpaCompletion,
-    _to_dpa: Msgq,
-    _from_dpa: Msgq,
     thread: DpaThread,
     args: DevPtr,
     state: DevPtr,
     pe: Pe,
     dpa: Dpa,
     depth: u32,
+    empty_polls: std::cell::Cell<u32>,
 }
 
 impl fmt::Debug for MsgqPath {
@@ -149,6 +149,10 @@ impl<'a> MsgqPathBuilder<'a> {
         let cpu_consumer = CpuConsumer::builder(&from_dpa, pe)
             .num_recv_tasks(depth)
             .on_recv(move |c: &RecvCompletion<'_>| {
+                // Receives flushed by a stop carry no message.
+                if c.status != ErrorCode::Success {
+                    return;
+                }
                 // At most `depth` receives are posted, so this never grows the queue.
                 let msg = ImmMessage::from_bytes(c.imm).unwrap_or(ImmMessage::ZEROED);
                 sink.borrow_mut().push_back(Received {
@@ -171,6 +175,7 @@ impl<'a> MsgqPathBuilder<'a> {
             submit_flags: flags,
         };
         let bytes = encode(block);
+        drop((to_dpa, from_dpa, consumer_completion, producer_completion));
         if bytes.len() > ARGS_BLOCK {
             return Err(crate::Error::new(
                 ErrorCode::InvalidValue,
@@ -183,7 +188,7 @@ impl<'a> MsgqPathBuilder<'a> {
         dpa.h2d_memcpy(args, &bytes)?;
         thread.run()?;
         dpa.rpc(
-            &PREPOST_CREDITS,
+            dpa.app().consumer_ack(),
             (dpa_consumer.dpa_handle().raw(), u64::from(depth)),
         )?;
         for i in 0..u64::from(depth) {
@@ -195,16 +200,13 @@ impl<'a> MsgqPathBuilder<'a> {
             cpu_consumer,
             dpa_consumer,
             dpa_producer,
-            _consumer_completion: consumer_completion,
-            _producer_completion: producer_completion,
-            _to_dpa: to_dpa,
-            _from_dpa: from_dpa,
             thread,
             args,
             state,
             pe: pe.clone(),
             dpa: dpa.clone(),
             depth,
+            empty_polls: std::cell::Cell::new(0),
         })
     }
 }
@@ -241,6 +243,8 @@ impl MsgqPath {
     }
 
     /// Progresses once and returns the oldest reply, if one arrived. Its receive is re-posted.
+    /// Fails with the DPA's fatal error if the kernel faulted (looked at every few empty polls:
+    /// asking costs a call into the device).
     #[inline]
     pub fn try_recv(&self) -> Result<Option<Received>> {
         if self.received.borrow().is_empty() {
@@ -253,10 +257,21 @@ impl MsgqPath {
                 Ok(Some(r))
             }
             None => {
-                self.dpa.check()?;
+                self.check_now_and_then()?;
                 Ok(None)
             }
         }
+    }
+
+    /// [`Dpa::check`] on one empty poll in [`CHECK_EVERY`].
+    #[inline]
+    fn check_now_and_then(&self) -> Result<()> {
+        let polls = self.empty_polls.get().wrapping_add(1);
+        self.empty_polls.set(polls);
+        if polls % CHECK_EVERY == 0 {
+            self.dpa.check()?;
+        }
+        Ok(())
     }
 
     /// Waits for the next reply: spins on progress, then sleeps on the PE's notification handle.
@@ -265,15 +280,17 @@ impl MsgqPath {
         if let Some(r) = self.try_recv()? {
             return Ok(r);
         }
-        let dpa = &self.dpa;
         let received = &self.received;
         let mut fault = None;
         self.pe.progress_until(timeout, || {
-            if let Err(e) = dpa.check() {
+            if !received.borrow().is_empty() {
+                return true;
+            }
+            if let Err(e) = self.check_now_and_then() {
                 fault = Some(e);
                 return true;
             }
-            !received.borrow().is_empty()
+            false
         })?;
         if let Some(e) = fault {
             return Err(e);

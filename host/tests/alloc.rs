@@ -2,8 +2,9 @@
 //! across thousands of CPU → DPA → CPU round trips, on every thread of the process.
 
 use dpakit::abi::{Echo, ImmMessage};
-use dpakit::dpa::{Dpa, SchedMode};
+use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
+use dpakit::soft::SchedMode;
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,8 +2,9 @@
 
 use dpakit::abi::args::RankedPathArgs;
 use dpakit::abi::{Echo, ImmMessage};
-use dpakit::dpa::{Dpa, SchedMode, TraceEvent};
+use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
+use dpakit::soft::{SchedMode, TraceEvent};
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::time::Duration;
 
@@ -60,7 +61,7 @@ fn run(seed: u64) -> (Vec<TraceEvent>, Vec<u64>) {
             replies.push(echo.token);
         }
     }
-    (dpa.trace(), replies)
+    (dpa.trace().unwrap(), replies)
 }
 
 #[test]

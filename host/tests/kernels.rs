@@ -2,9 +2,10 @@
 
 use dpakit::abi::args::DmaOffloadArgs;
 use dpakit::abi::{DmaOffloadDesc, ErrorCode, ImmMessage, OffloadResult, PingPong, checksum64};
-use dpakit::dpa::{Dpa, SchedMode};
+use dpakit::dpa::Dpa;
 use dpakit::mmap::{AccessFlags, Mmap};
 use dpakit::pe::Pe;
+use dpakit::soft::SchedMode;
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::time::Duration;
 
@@ -67,9 +68,11 @@ struct Offload {
 fn offload(dpa: &Dpa, pe: &Pe, len: usize) -> Offload {
     let src = Mmap::alloc(len).unwrap();
     src.set_permissions(AccessFlags::LOCAL_READ_ONLY).unwrap();
+    src.add_dev(dpa.dev()).unwrap();
     src.start().unwrap();
     let dst = Mmap::alloc(len).unwrap();
     dst.set_permissions(AccessFlags::LOCAL_READ_WRITE).unwrap();
+    dst.add_dev(dpa.dev()).unwrap();
     dst.start().unwrap();
     let (src_h, dst_h) = (
         dpa.mmap_handle(&src).unwrap(),

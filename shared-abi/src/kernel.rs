@@ -154,18 +154,41 @@ impl<F: RpcSignature> RpcKernel<F> {
     }
 }
 
+/// The signature of [`DpaApp::consumer_ack`]: (DPA consumer handle, count) → 0.
+#[cfg(not(all(target_arch = "riscv64", target_os = "none")))]
+pub type ConsumerAckFn = extern "C-unwind" fn(u64, u64) -> u64;
+/// The signature of [`DpaApp::consumer_ack`]: (DPA consumer handle, count) → 0.
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+pub type ConsumerAckFn = extern "C" fn(u64, u64) -> u64;
+
 /// A typed reference to a DPA app: the `struct doca_dpa_app *` symbol that dpacc defines on
 /// hardware and `dpakit_dev::dpa_app!` defines for the soft device. Made by `dpa_app!`.
 #[derive(Clone, Copy, Debug)]
 pub struct DpaApp {
     name: &'static CStr,
     raw: fn() -> *mut c_void,
+    consumer_ack: RpcKernel<ConsumerAckFn>,
 }
 
 impl DpaApp {
-    /// An app named `name` whose `struct doca_dpa_app *` `raw` reads.
-    pub const fn new(name: &'static CStr, raw: fn() -> *mut c_void) -> Self {
-        Self { name, raw }
+    /// An app named `name` whose `struct doca_dpa_app *` `raw` reads, which carries the RPC
+    /// `consumer_ack`.
+    pub const fn new(
+        name: &'static CStr,
+        raw: fn() -> *mut c_void,
+        consumer_ack: RpcKernel<ConsumerAckFn>,
+    ) -> Self {
+        Self {
+            name,
+            raw,
+            consumer_ack,
+        }
+    }
+
+    /// The RPC every dpakit app carries that posts receives (credits) on a DPA consumer:
+    /// `(consumer handle, count)`. Host code uses it to post a consumer's first credits.
+    pub const fn consumer_ack(&self) -> &RpcKernel<ConsumerAckFn> {
+        &self.consumer_ack
     }
 
     /// The app's symbol name.

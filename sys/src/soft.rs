@@ -1,1 +1,111 @@
-//! The soft device's own controls (`dpakit_soft.h`).
+//! The soft device's own controls (`dpakit_soft.h`), reached at run time.
+//!
+//! They exist only when the DOCA library underneath is the soft device: linked in (the default
+//! configuration) or loaded as `libdoca_*.so` from the soft SDK prefix (feature `doca` pointed at
+//! `cargo xtask soft-sdk`'s output). With DOCA's own libraries [`api`] returns `None`.
+
+use crate::{doca_dpa, doca_error_t};
+use core::ffi::c_char;
+
+/// `DPAKIT_SOFT_SCHED_BUSY_POLL`.
+pub const SCHED_BUSY_POLL: u32 = 0;
+/// `DPAKIT_SOFT_SCHED_SLEEP`.
+pub const SCHED_SLEEP: u32 = 1;
+/// `DPAKIT_SOFT_SCHED_DETERMINISTIC`.
+pub const SCHED_DETERMINISTIC: u32 = 2;
+
+#[cfg(all(feature = "soft", not(feature = "doca")))]
+pub use crate::{dpakit_soft_dpa_stats, dpakit_soft_trace_event};
+
+/// `struct dpakit_soft_trace_event`.
+#[cfg(any(feature = "doca", not(feature = "soft")))]
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct dpakit_soft_trace_event {
+    pub thread: u32,
+    pub ending: u32,
+    pub activation: u64,
+}
+
+/// `struct dpakit_soft_dpa_stats`.
+#[cfg(any(feature = "doca", not(feature = "soft")))]
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct dpakit_soft_dpa_stats {
+    pub activations: u64,
+    pub workers: u32,
+    pub reserved: u32,
+}
+
+/// The `dpakit_soft_*` functions.
+#[allow(missing_docs)]
+#[derive(Debug)]
+pub struct SoftApi {
+    pub dpa_set_sched_mode: unsafe extern "C" fn(*mut doca_dpa, u32, u64) -> doca_error_t,
+    pub dpa_set_num_workers: unsafe extern "C" fn(*mut doca_dpa, u32) -> doca_error_t,
+    pub dpa_set_worker_cpus: unsafe extern "C" fn(*mut doca_dpa, *const u32, u32) -> doca_error_t,
+    pub dpa_step: unsafe extern "C" fn(*mut doca_dpa, *mut u8) -> doca_error_t,
+    pub dpa_get_trace: unsafe extern "C" fn(
+        *mut doca_dpa,
+        *mut dpakit_soft_trace_event,
+        usize,
+        *mut usize,
+    ) -> doca_error_t,
+    pub dpa_get_stats:
+        unsafe extern "C" fn(*mut doca_dpa, *mut dpakit_soft_dpa_stats) -> doca_error_t,
+    pub dpa_get_error: unsafe extern "C" fn(*mut doca_dpa, *mut c_char, usize) -> doca_error_t,
+    pub last_error: unsafe extern "C" fn(*mut c_char, usize) -> doca_error_t,
+    pub pin_current_thread: unsafe extern "C" fn(u32) -> doca_error_t,
+}
+
+/// The soft device's controls, or `None` when the library underneath is not the soft device.
+#[cfg(all(feature = "soft", not(feature = "doca")))]
+pub fn api() -> Option<&'static SoftApi> {
+    static API: SoftApi = SoftApi {
+        dpa_set_sched_mode: crate::dpakit_soft_dpa_set_sched_mode,
+        dpa_set_num_workers: crate::dpakit_soft_dpa_set_num_workers,
+        dpa_set_worker_cpus: crate::dpakit_soft_dpa_set_worker_cpus,
+        dpa_step: crate::dpakit_soft_dpa_step,
+        dpa_get_trace: crate::dpakit_soft_dpa_get_trace,
+        dpa_get_stats: crate::dpakit_soft_dpa_get_stats,
+        dpa_get_error: crate::dpakit_soft_dpa_get_error,
+        last_error: crate::dpakit_soft_last_error,
+        pin_current_thread: crate::dpakit_soft_pin_current_thread,
+    };
+    Some(&API)
+}
+
+/// The soft device's controls, or `None` when the library underneath is not the soft device.
+#[cfg(any(feature = "doca", not(feature = "soft")))]
+pub fn api() -> Option<&'static SoftApi> {
+    use std::sync::OnceLock;
+    static API: OnceLock<Option<SoftApi>> = OnceLock::new();
+    API.get_or_init(|| {
+        macro_rules! find {
+            ($name:literal) => {{
+                // SAFETY: dlsym with a NUL-terminated name; the handle is the global scope.
+                let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, $name.as_ptr()) };
+                if f.is_null() {
+                    return None;
+                }
+                // SAFETY: the soft device defines the symbol with the signature of
+                // dpakit_soft.h, which the field's type spells out.
+                unsafe { std::mem::transmute::<*mut libc::c_void, _>(f) }
+            }};
+        }
+        Some(SoftApi {
+            dpa_set_sched_mode: find!(c"dpakit_soft_dpa_set_sched_mode"),
+            dpa_set_num_workers: find!(c"dpakit_soft_dpa_set_num_workers"),
+            dpa_set_worker_cpus: find!(c"dpakit_soft_dpa_set_worker_cpus"),
+            dpa_step: find!(c"dpakit_soft_dpa_step"),
+            dpa_get_trace: find!(c"dpakit_soft_dpa_get_trace"),
+            dpa_get_stats: find!(c"dpakit_soft_dpa_get_stats"),
+            dpa_get_error: find!(c"dpakit_soft_dpa_get_error"),
+            last_error: find!(c"dpakit_soft_last_error"),
+            pin_current_thread: find!(c"dpakit_soft_pin_current_thread"),
+        })
+    })
+    .as_ref()
+}

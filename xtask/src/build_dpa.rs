@@ -406,7 +406,7 @@ mod tests {
             report
                 .kernels
                 .iter()
-                .any(|k| k.symbol == "prepost_credits" && k.kind == "rpc")
+                .any(|k| k.symbol == "dpakit_consumer_ack" && k.kind == "rpc")
         );
         for needed in [
             "doca_dpa_dev_comch_consumer_get_completion",

@@ -45,6 +45,17 @@ impl CtxCore {
     /// borrowed across this call: the callback may call back into it.
     pub(crate) fn transition(&self, next: CtxState) {
         let prev = self.state.replace(next);
+        if prev != next && (prev == CtxState::Stopping || next == CtxState::Stopping) {
+            // The PE finishes stopping contexts; it only looks while some are.
+            if let Ok(pe) = super::pe::pe(self.pe.get().cast(), "pe") {
+                let n = pe.stopping.get();
+                pe.stopping.set(if next == CtxState::Stopping {
+                    n + 1
+                } else {
+                    n.saturating_sub(1)
+                });
+            }
+        }
         if prev != next {
             if let Some(cb) = self.state_cb.get() {
                 // SAFETY: a callback the program registered with this signature; the handle is

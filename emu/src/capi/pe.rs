@@ -19,6 +19,8 @@ pub(crate) struct PeObj {
     ctxs: RefCell<Vec<*mut c_void>>,
     /// Inside `doca_pe_progress` (callbacks may not progress the same PE again).
     progressing: Cell<bool>,
+    /// Connected contexts in STOPPING, which progress must finish.
+    pub stopping: Cell<usize>,
 }
 
 impl Object for PeObj {
@@ -37,6 +39,9 @@ impl PeObj {
 
     fn progress(&self) -> usize {
         let mut n = self.pe.progress();
+        if self.stopping.get() == 0 {
+            return n;
+        }
         // Contexts the C layer finishes itself (stops, tasks submitted while stopping). Index
         // loop: a callback may connect or destroy contexts.
         let mut i = 0;
@@ -64,6 +69,7 @@ pub unsafe extern "C" fn doca_pe_create(pe: *mut *mut doca_pe) -> doca_error_t {
             pe: Pe::new()?,
             ctxs: RefCell::new(Vec::new()),
             progressing: Cell::new(false),
+            stopping: Cell::new(0),
         }))?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(pe, "pe", handle.cast()) }

@@ -65,8 +65,9 @@ impl Kind {
     ];
 
     fn from_tag(tag: u64) -> Option<Kind> {
-        let k = (tag & 0xff) as u8;
-        Kind::ALL.into_iter().find(|kind| *kind as u8 == k)
+        let k = (tag & 0xff) as usize;
+        // Kinds are numbered 1..=ALL.len() in order.
+        k.checked_sub(1).and_then(|i| Kind::ALL.get(i).copied())
     }
 
     /// The DOCA type name, for messages.
@@ -125,8 +126,25 @@ struct Alloc {
 
 struct Arena {
     base: usize,
-    committed: AtomicUsize,
     alloc: Mutex<Alloc>,
+}
+
+/// Where the slots start (0 until the arena exists) and how many are committed: read by every
+/// lookup, so plain atomics rather than behind the arena's lazy initialisation.
+static BASE: AtomicUsize = AtomicUsize::new(0);
+static COMMITTED: AtomicUsize = AtomicUsize::new(0);
+
+/// The slot at `ptr`, if it is the address of a committed slot.
+#[inline]
+fn find(ptr: *const c_void) -> Option<&'static Slot> {
+    let offset = (ptr as usize).wrapping_sub(BASE.load(Ordering::Relaxed));
+    let committed = COMMITTED.load(Ordering::Acquire) * size_of::<Slot>();
+    if offset >= committed || offset % size_of::<Slot>() != 0 {
+        return None;
+    }
+    // SAFETY: a committed slot (the arena exists, since `committed` is non-zero): mapped
+    // read-write for the life of the process and zero-initialised, a valid pair of atomics.
+    Some(unsafe { &*(ptr as *const Slot) })
 }
 
 fn arena() -> Option<&'static Arena> {
@@ -144,9 +162,12 @@ fn arena() -> Option<&'static Arena> {
                     0,
                 )
             };
-            (base != libc::MAP_FAILED).then(|| Arena {
+            if base == libc::MAP_FAILED {
+                return None;
+            }
+            BASE.store(base as usize, Ordering::Relaxed);
+            Some(Arena {
                 base: base as usize,
-                committed: AtomicUsize::new(0),
                 alloc: Mutex::new(Alloc {
                     used: 0,
                     free: VecDeque::new(),
@@ -158,17 +179,9 @@ fn arena() -> Option<&'static Arena> {
 
 impl Arena {
     fn slot(&self, index: usize) -> &Slot {
-        // SAFETY: callers pass indices below `committed`, whose memory is mapped read-write for
+        // SAFETY: callers pass indices below COMMITTED, whose memory is mapped read-write for
         // the life of the process and zero-initialised (a valid pair of atomics).
         unsafe { &*((self.base + index * size_of::<Slot>()) as *const Slot) }
-    }
-
-    /// The slot at `ptr`, if it is the address of a committed slot.
-    fn find(&self, ptr: *const c_void) -> Option<&Slot> {
-        let offset = (ptr as usize).checked_sub(self.base)?;
-        let index = offset / size_of::<Slot>();
-        (offset % size_of::<Slot>() == 0 && index < self.committed.load(Ordering::Acquire))
-            .then(|| self.slot(index))
     }
 
     fn take_slot(&self) -> Result<usize> {
@@ -185,7 +198,7 @@ impl Arena {
                 format!("the soft device holds its maximum of {MAX_SLOTS} live objects"),
             ));
         }
-        let committed = self.committed.load(Ordering::Relaxed);
+        let committed = COMMITTED.load(Ordering::Relaxed);
         if index >= committed {
             let at = self.base + committed * size_of::<Slot>();
             // SAFETY: commits the next chunk of our own reservation.
@@ -205,7 +218,7 @@ impl Arena {
                     ),
                 ));
             }
-            self.committed.store(committed + CHUNK, Ordering::Release);
+            COMMITTED.store(committed + CHUNK, Ordering::Release);
         }
         alloc.used += 1;
         Ok(index)
@@ -232,7 +245,7 @@ pub(crate) fn register<T: Object>(obj: Box<T>) -> Result<*mut c_void> {
 /// What a handle turned out to be.
 pub(crate) enum Lookup {
     /// A live object of this kind.
-    Live(Kind, *mut c_void),
+    Live(Kind),
     /// A slot whose object was destroyed.
     Destroyed,
     /// Not a handle of the soft device at all.
@@ -241,12 +254,12 @@ pub(crate) enum Lookup {
 
 /// Classifies `ptr` without dereferencing it.
 pub(crate) fn lookup(ptr: *const c_void) -> Lookup {
-    let Some(slot) = arena().and_then(|a| a.find(ptr)) else {
+    let Some(slot) = find(ptr) else {
         return Lookup::Unknown;
     };
     let tag = slot.tag.load(Ordering::Acquire);
     match Kind::from_tag(tag) {
-        Some(kind) => Lookup::Live(kind, slot.obj.load(Ordering::Relaxed)),
+        Some(kind) => Lookup::Live(kind),
         None if tag != 0 => Lookup::Destroyed,
         None => Lookup::Unknown,
     }
@@ -256,20 +269,39 @@ pub(crate) fn lookup(ptr: *const c_void) -> Lookup {
 ///
 /// The reference is valid until the object is unregistered; C objects are not thread safe
 /// (as in DOCA), so the caller does not destroy an object while another call uses it.
+#[inline]
 pub(crate) fn get<'a, T: Object>(ptr: *const c_void, param: &str) -> Result<&'a T> {
-    let (_, obj) = resolve(ptr, param, &[T::KIND])?;
-    // SAFETY: slots of T::KIND point at a live Box<T> (register stored it, unregister clears
-    // the kind before freeing it).
-    Ok(unsafe { &*obj.cast::<T>() })
+    if let Some(slot) = find(ptr) {
+        if slot.tag.load(Ordering::Acquire) & 0xff == T::KIND as u64 {
+            // SAFETY: slots of T::KIND point at a live Box<T> (register stored it, unregister
+            // clears the kind before freeing it).
+            return Ok(unsafe { &*slot.obj.load(Ordering::Relaxed).cast::<T>() });
+        }
+    }
+    Err(refused(ptr, param, &[T::KIND]))
 }
 
 /// Like [`get`] for parameters that accept several kinds (a `struct doca_ctx *` is any
 /// context, a `struct doca_task *` any task): the kind found and the object pointer.
+#[inline]
 pub(crate) fn resolve(
     ptr: *const c_void,
     param: &str,
     kinds: &[Kind],
 ) -> Result<(Kind, *mut c_void)> {
+    if let Some(slot) = find(ptr) {
+        let tag = slot.tag.load(Ordering::Acquire);
+        if let Some(kind) = Kind::from_tag(tag).filter(|k| kinds.contains(k)) {
+            return Ok((kind, slot.obj.load(Ordering::Relaxed)));
+        }
+    }
+    Err(refused(ptr, param, kinds))
+}
+
+/// Why `ptr` is not a live object of one of `kinds`.
+#[cold]
+#[inline(never)]
+fn refused(ptr: *const c_void, param: &str, kinds: &[Kind]) -> crate::error::Error {
     let expected = || {
         kinds
             .iter()
@@ -278,35 +310,38 @@ pub(crate) fn resolve(
             .join(" or ")
     };
     if ptr.is_null() {
-        return Err(err(
+        return err(
             ErrorCode::InvalidValue,
             format!("{param} is NULL: pass a {}", expected()),
-        ));
+        );
     }
     match lookup(ptr) {
-        Lookup::Live(kind, obj) if kinds.contains(&kind) => Ok((kind, obj)),
-        Lookup::Live(kind, _) => Err(err(
+        Lookup::Live(kind) if kinds.contains(&kind) => err(
+            ErrorCode::Unexpected,
+            format!("{param} ({ptr:p}) changed while it was looked up"),
+        ),
+        Lookup::Live(kind) => err(
             ErrorCode::InvalidValue,
             format!(
                 "{param} ({ptr:p}) is a {}, not a {}",
                 kind.c_name(),
                 expected()
             ),
-        )),
-        Lookup::Destroyed => Err(err(
+        ),
+        Lookup::Destroyed => err(
             ErrorCode::InvalidValue,
             format!(
                 "{param} ({ptr:p}) was destroyed: a {} is invalid after its destroy call",
                 expected()
             ),
-        )),
-        Lookup::Unknown => Err(err(
+        ),
+        Lookup::Unknown => err(
             ErrorCode::InvalidValue,
             format!(
                 "{param} ({ptr:p}) is not a {} the soft device created",
                 expected()
             ),
-        )),
+        ),
     }
 }
 
@@ -314,7 +349,7 @@ pub(crate) fn resolve(
 /// from now on.
 pub(crate) fn unregister<T: Object>(ptr: *const c_void) -> Option<Box<T>> {
     let arena = arena()?;
-    let slot = arena.find(ptr)?;
+    let slot = find(ptr)?;
     let tag = slot.tag.load(Ordering::Acquire);
     if Kind::from_tag(tag) != Some(T::KIND) {
         return None;

@@ -5,12 +5,13 @@
 use dpakit_abi::SubmitFlags;
 use dpakit_abi::args::MsgqPathArgs;
 use dpakit_dev::ThreadKernel;
+use dpakit_dev::runtime::CONSUMER_ACK;
 use dpakit_emu::comch::{CpuConsumer, CpuProducer, DpaConsumer, DpaProducer, RecvCompletion};
 use dpakit_emu::dev::{Dev, Side, Topology};
 use dpakit_emu::dpa::{App, ConsumerCompletion, DevPtr, Dpa, DpaCompletion, DpaThread, SchedMode};
 use dpakit_emu::msgq::Msgq;
 use dpakit_emu::pe::Pe;
-use dpakit_kernels::{ECHO, PREPOST_CREDITS};
+use dpakit_kernels::ECHO;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -28,7 +29,7 @@ pub fn default_dev() -> Dev {
 pub fn echo_app() -> App {
     App::new("dpakit_kernels")
         .thread_kernel(&ECHO)
-        .rpc_kernel(&PREPOST_CREDITS)
+        .rpc_kernel(&CONSUMER_ACK)
 }
 
 pub fn start_dpa(app: App, mode: SchedMode) -> Dpa {
@@ -139,7 +140,7 @@ impl Path {
         thread.run().unwrap();
         if opts.credits > 0 {
             dpa.rpc(
-                &PREPOST_CREDITS,
+                &CONSUMER_ACK,
                 (dpa_consumer.dpa_handle().raw(), u64::from(opts.credits)),
             )
             .unwrap();

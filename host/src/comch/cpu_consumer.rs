@@ -1,0 +1,346 @@
+//! The CPU consumer of a DPA → CPU MsgQ (`doca_comch_consumer` with post-receive tasks).
+
+use super::{HasStateCallback, ctx_of_consumer, state_changed};
+use crate::ctx::{self, CtxState, StateChangedCb};
+use crate::error::{Result, bail, doca};
+use crate::msgq::{Direction, Msgq};
+use crate::pe::Pe;
+use dpakit_abi::{ErrorCode, MAX_IMM_DATA_LEN};
+use dpakit_sys as sys;
+use std::cell::{Cell, RefCell};
+use std::fmt;
+
+/// A completed post-receive task: the immediate a DPA producer sent, or a receive flushed
+/// because the consumer stopped.
+#[derive(Debug)]
+pub struct RecvCompletion<'a> {
+    /// The immediate data (`doca_comch_consumer_task_post_recv_get_imm_data`); valid during the
+    /// callback only. Empty for a failed receive.
+    pub imm: &'a [u8],
+    /// `doca_comch_consumer_task_post_recv_get_producer_id`.
+    pub producer_id: u32,
+    /// The user data given to [`CpuConsumer::post_recv`].
+    pub user_data: u64,
+    /// `Success`, or why the receive failed (a stopping consumer flushes its receives).
+    pub status: ErrorCode,
+}
+
+type RecvCb = Box<dyn FnMut(&RecvCompletion<'_>)>;
+
+/// Configuration of a [`CpuConsumer`].
+pub struct CpuConsumerBuilder<'a> {
+    msgq: &'a Msgq,
+    pe: &'a Pe,
+    num_tasks: u32,
+    imm_data_len: u32,
+    on_recv: Option<RecvCb>,
+    on_state_changed: Option<StateChangedCb>,
+}
+
+impl fmt::Debug for CpuConsumerBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuConsumerBuilder")
+            .field("num_tasks", &self.num_tasks)
+            .field("imm_data_len", &self.imm_data_len)
+            .finish()
+    }
+}
+
+/// What the callbacks reach through the context's user data. Boxed, so its address is stable.
+struct Inner {
+    raw: *mut sys::doca_comch_consumer,
+    ctx: *mut sys::doca_ctx,
+    pe: Pe,
+    id: u32,
+    num_tasks: u32,
+    posted: Cell<u32>,
+    /// Completed tasks kept for the next post (DOCA resubmits a completed receive task rather
+    /// than freeing and allocating one); never more than `num_tasks`, reserved up front.
+    spare: RefCell<Vec<*mut sys::doca_task>>,
+    /// Stopping: completed tasks are freed, not kept, so the context can reach IDLE.
+    stopping: Cell<bool>,
+    on_recv: RefCell<Option<RecvCb>>,
+    on_state_changed: Option<StateChangedCb>,
+    _msgq: Msgq,
+}
+
+impl HasStateCallback for Inner {
+    fn state_callback(&self) -> Option<&StateChangedCb> {
+        self.on_state_changed.as_ref()
+    }
+}
+
+/// `doca_comch_consumer` on the CPU side of a DPA → CPU MsgQ.
+#[doc(alias = "doca_comch_consumer")]
+pub struct CpuConsumer {
+    inner: Box<Inner>,
+}
+
+impl fmt::Debug for CpuConsumer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CpuConsumer")
+            .field("id", &self.inner.id)
+            .field("posted", &self.inner.posted.get())
+            .finish()
+    }
+}
+
+/// The success callback of post-receive tasks.
+unsafe extern "C" fn recv_done(
+    task: *mut sys::doca_comch_consumer_task_post_recv,
+    task_user_data: sys::doca_data,
+    ctx_user_data: sys::doca_data,
+) {
+    // SAFETY: the consumer's user data is its boxed Inner, alive while the context runs.
+    let inner = unsafe { &*ctx_user_data.ptr.cast::<Inner>() };
+    // SAFETY: a completed receive task of ours: its immediate stays valid until it is
+    // resubmitted or freed, which happens after the callback.
+    let (imm, producer_id) = unsafe {
+        let len = sys::doca_comch_consumer_task_post_recv_get_imm_data_len(task) as usize;
+        let data = sys::doca_comch_consumer_task_post_recv_get_imm_data(task);
+        let imm = if data.is_null() {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(data, len.min(MAX_IMM_DATA_LEN))
+        };
+        (
+            imm,
+            sys::doca_comch_consumer_task_post_recv_get_producer_id(task),
+        )
+    };
+    // SAFETY: as above.
+    let task = unsafe { sys::doca_comch_consumer_task_post_recv_as_task(task) };
+    deliver(
+        inner,
+        task,
+        imm,
+        producer_id,
+        crate::data_bits(task_user_data),
+        ErrorCode::Success,
+    );
+}
+
+/// The error callback of post-receive tasks.
+unsafe extern "C" fn recv_failed(
+    task: *mut sys::doca_comch_consumer_task_post_recv,
+    task_user_data: sys::doca_data,
+    ctx_user_data: sys::doca_data,
+) {
+    // SAFETY: as in recv_done.
+    let inner = unsafe { &*ctx_user_data.ptr.cast::<Inner>() };
+    // SAFETY: a completed task of ours.
+    let task = unsafe { sys::doca_comch_consumer_task_post_recv_as_task(task) };
+    // SAFETY: as above.
+    let raw = unsafe { sys::doca_task_get_status(task) };
+    let status = ErrorCode::from_raw(raw as i32).unwrap_or(ErrorCode::Unknown);
+    deliver(
+        inner,
+        task,
+        &[],
+        0,
+        crate::data_bits(task_user_data),
+        status,
+    );
+}
+
+/// Runs the user's callback, then keeps the task for the next post (or frees it when the
+/// consumer stops).
+fn deliver(
+    inner: &Inner,
+    task: *mut sys::doca_task,
+    imm: &[u8],
+    producer_id: u32,
+    user_data: u64,
+    status: ErrorCode,
+) {
+    inner.posted.set(inner.posted.get().saturating_sub(1));
+    inner.pe.catch(|| {
+        if let Some(cb) = inner.on_recv.borrow_mut().as_mut() {
+            cb(&RecvCompletion {
+                imm,
+                producer_id,
+                user_data,
+                status,
+            });
+        }
+    });
+    if status == ErrorCode::Success && !inner.stopping.get() {
+        // Capacity for every task was reserved, so this never allocates.
+        inner.spare.borrow_mut().push(task);
+    } else {
+        // SAFETY: a completed task of ours, not kept anywhere.
+        unsafe { sys::doca_task_free(task) };
+    }
+}
+
+impl<'a> CpuConsumerBuilder<'a> {
+    /// `doca_comch_consumer_task_post_recv_set_conf`: the size of the receive task pool
+    /// (default 64).
+    #[doc(alias = "doca_comch_consumer_task_post_recv_set_conf")]
+    pub fn num_recv_tasks(mut self, n: u32) -> Self {
+        self.num_tasks = n;
+        self
+    }
+
+    /// `doca_comch_consumer_set_imm_data_len` (≤ 32; default 32).
+    #[doc(alias = "doca_comch_consumer_set_imm_data_len")]
+    pub fn imm_data_len(mut self, len: u32) -> Self {
+        self.imm_data_len = len;
+        self
+    }
+
+    /// The post-receive completion callback (success or error), run by [`Pe::progress`].
+    pub fn on_recv(mut self, cb: impl FnMut(&RecvCompletion<'_>) + 'static) -> Self {
+        self.on_recv = Some(Box::new(cb));
+        self
+    }
+
+    /// `doca_ctx_set_state_changed_cb`.
+    #[doc(alias = "doca_ctx_set_state_changed_cb")]
+    pub fn on_state_changed(mut self, cb: impl Fn(CtxState, CtxState) + 'static) -> Self {
+        self.on_state_changed = Some(Box::new(cb));
+        self
+    }
+
+    /// `doca_comch_msgq_consumer_create` + configuration + `doca_pe_connect_ctx` +
+    /// `doca_ctx_start`.
+    pub fn start(self) -> Result<CpuConsumer> {
+        if self.msgq.direction() != Direction::FromDpa {
+            bail!(
+                NotSupported,
+                "CPU consumers belong to DPA -> CPU queues (dpa_producer); this one flows CPU -> DPA"
+            );
+        }
+        let mut raw = std::ptr::null_mut();
+        doca!(doca_comch_msgq_consumer_create(self.msgq.raw(), &mut raw))?;
+        let ctx = ctx_of_consumer(raw);
+        let mut id = 0;
+        let created = doca!(doca_comch_consumer_get_id(raw, &mut id));
+        let consumer = CpuConsumer {
+            inner: Box::new(Inner {
+                raw,
+                ctx,
+                pe: self.pe.clone(),
+                id,
+                num_tasks: self.num_tasks,
+                posted: Cell::new(0),
+                spare: RefCell::new(Vec::with_capacity(self.num_tasks as usize)),
+                stopping: Cell::new(false),
+                on_recv: RefCell::new(self.on_recv),
+                on_state_changed: self.on_state_changed,
+                _msgq: self.msgq.clone(),
+            }),
+        };
+        created?;
+        let user_data = sys::doca_data {
+            ptr: (&*consumer.inner as *const Inner).cast_mut().cast(),
+        };
+        doca!(doca_ctx_set_user_data(ctx, user_data))?;
+        if consumer.inner.on_state_changed.is_some() {
+            doca!(doca_ctx_set_state_changed_cb(
+                ctx,
+                Some(state_changed::<Inner>)
+            ))?;
+        }
+        doca!(doca_comch_consumer_set_imm_data_len(raw, self.imm_data_len))?;
+        doca!(doca_comch_consumer_task_post_recv_set_conf(
+            raw,
+            Some(recv_done),
+            Some(recv_failed),
+            self.num_tasks
+        ))?;
+        doca!(doca_pe_connect_ctx(self.pe.raw(), ctx))?;
+        doca!(doca_ctx_start(ctx))?;
+        Ok(consumer)
+    }
+}
+
+impl CpuConsumer {
+    /// A consumer on `msgq` driven by `pe`.
+    pub fn builder<'a>(msgq: &'a Msgq, pe: &'a Pe) -> CpuConsumerBuilder<'a> {
+        CpuConsumerBuilder {
+            msgq,
+            pe,
+            num_tasks: 64,
+            imm_data_len: MAX_IMM_DATA_LEN as u32,
+            on_recv: None,
+            on_state_changed: None,
+        }
+    }
+
+    /// `doca_comch_consumer_get_id`: what DPA producers address.
+    #[doc(alias = "doca_comch_consumer_get_id")]
+    pub fn id(&self) -> u32 {
+        self.inner.id
+    }
+
+    /// Posts a receive (`doca_comch_consumer_task_post_recv_alloc_init` + `doca_task_submit`;
+    /// a completed task is resubmitted instead of allocating a new one). `NO_MEMORY` when every
+    /// receive task is posted.
+    #[doc(alias = "doca_comch_consumer_task_post_recv_alloc_init")]
+    #[inline]
+    pub fn post_recv(&self, user_data: u64) -> Result<()> {
+        let inner = &*self.inner;
+        let spare = inner.spare.borrow_mut().pop();
+        let task = match spare {
+            Some(task) => task,
+            None => {
+                let mut task = std::ptr::null_mut();
+                doca!(doca_comch_consumer_task_post_recv_alloc_init(
+                    inner.raw,
+                    std::ptr::null_mut(),
+                    &mut task
+                ))?;
+                // SAFETY: a task we just allocated.
+                unsafe { sys::doca_comch_consumer_task_post_recv_as_task(task) }
+            }
+        };
+        // SAFETY: a task we own (allocated or completed).
+        unsafe { sys::doca_task_set_user_data(task, sys::doca_data { u64_: user_data }) };
+        if let Err(e) = doca!(doca_task_submit(task)) {
+            inner.spare.borrow_mut().push(task);
+            return Err(e);
+        }
+        inner.posted.set(inner.posted.get() + 1);
+        Ok(())
+    }
+
+    /// The size of the receive task pool.
+    pub fn num_recv_tasks(&self) -> u32 {
+        self.inner.num_tasks
+    }
+
+    /// Receives posted and not completed yet.
+    pub fn posted(&self) -> u32 {
+        self.inner.posted.get()
+    }
+
+    /// `doca_ctx_get_state`.
+    #[doc(alias = "doca_ctx_get_state")]
+    pub fn state(&self) -> Result<CtxState> {
+        ctx::state(self.inner.ctx)
+    }
+
+    /// `doca_ctx_stop`, progressing until the consumer is idle: posted receives complete with
+    /// an error (after messages already on their way).
+    #[doc(alias = "doca_ctx_stop")]
+    pub fn stop(&self) -> Result<()> {
+        self.inner.stopping.set(true);
+        for task in self.inner.spare.borrow_mut().drain(..) {
+            // SAFETY: completed tasks we kept; nothing refers to them any more.
+            unsafe { sys::doca_task_free(task) };
+        }
+        let stopped = ctx::stop_until_idle(self.inner.ctx, Some(&self.inner.pe));
+        self.inner.stopping.set(false);
+        stopped
+    }
+}
+
+impl Drop for CpuConsumer {
+    #[doc(alias = "doca_comch_consumer_destroy")]
+    fn drop(&mut self) {
+        // Nothing a destructor could act on if teardown fails; the soft device reports it.
+        let _ = self.stop();
+        let _ = doca!(doca_comch_consumer_destroy(self.inner.raw));
+    }
+}

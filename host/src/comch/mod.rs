@@ -1,0 +1,54 @@
+//! Comch MsgQ endpoints: the CPU producer and DPA consumer of a CPU → DPA queue, the DPA
+//! producer and CPU consumer of a DPA → CPU queue (`doca_comch_producer`, `doca_comch_consumer`).
+
+mod cpu_consumer;
+mod cpu_producer;
+mod dpa_endpoints;
+
+pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};
+pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCompletion};
+pub use dpa_endpoints::{DpaConsumer, DpaConsumerBuilder, DpaProducer, DpaProducerBuilder};
+
+use crate::ctx::{CtxState, StateChangedCb};
+use dpakit_sys as sys;
+
+/// `doca_comch_producer_as_ctx`.
+fn ctx_of_producer(p: *mut sys::doca_comch_producer) -> *mut sys::doca_ctx {
+    // SAFETY: a producer this crate just created.
+    unsafe { sys::doca_comch_producer_as_ctx(p) }
+}
+
+/// `doca_comch_consumer_as_ctx`.
+fn ctx_of_consumer(c: *mut sys::doca_comch_consumer) -> *mut sys::doca_ctx {
+    // SAFETY: a consumer this crate just created.
+    unsafe { sys::doca_comch_consumer_as_ctx(c) }
+}
+
+/// An endpoint whose context user data points at it, with a state-changed callback.
+trait HasStateCallback {
+    fn state_callback(&self) -> Option<&StateChangedCb>;
+}
+
+/// The state-changed callback of endpoints: calls the Rust closure of the endpoint the context's
+/// user data points at.
+unsafe extern "C" fn state_changed<T: HasStateCallback>(
+    user_data: sys::doca_data,
+    _ctx: *mut sys::doca_ctx,
+    prev: sys::doca_ctx_states,
+    next: sys::doca_ctx_states,
+) {
+    // SAFETY: endpoints set their context's user data to their boxed inner state, which lives
+    // until the context is destroyed.
+    let owner = unsafe { &*user_data.ptr.cast::<T>() };
+    if let Some(cb) = owner.state_callback() {
+        // A panic must not unwind into C; the transition is reported, the panic printed.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            cb(CtxState::from_raw(prev), CtxState::from_raw(next))
+        }));
+        if outcome.is_err() {
+            eprintln!(
+                "dpakit: a state-changed callback panicked; the panic was stopped at the C boundary"
+            );
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Memory maps (`doca_mmap`): memory registered with the devices that may reach it.
+
+use crate::dev::Dev;
+use crate::error::{Result, bail, check, doca};
+use dpakit_abi::handles::MmapHandle;
+use dpakit_sys as sys;
+use std::alloc::Layout;
+use std::fmt;
+use std::ptr::NonNull;
+
+/// `enum doca_access_flag`: who may read and write an mmap's memory, with DOCA's values. The
+/// local device can always read; the other bits grant more.
+#[doc(alias = "doca_access_flag")]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AccessFlags(u32);
+
+impl AccessFlags {
+    /// `DOCA_ACCESS_FLAG_LOCAL_READ_ONLY` (0).
+    pub const LOCAL_READ_ONLY: AccessFlags = AccessFlags(sys::DOCA_ACCESS_FLAG_LOCAL_READ_ONLY);
+    /// `DOCA_ACCESS_FLAG_LOCAL_READ_WRITE`.
+    pub const LOCAL_READ_WRITE: AccessFlags = AccessFlags(sys::DOCA_ACCESS_FLAG_LOCAL_READ_WRITE);
+    /// `DOCA_ACCESS_FLAG_RDMA_READ`.
+    pub const RDMA_READ: AccessFlags = AccessFlags(sys::DOCA_ACCESS_FLAG_RDMA_READ);
+    /// `DOCA_ACCESS_FLAG_RDMA_WRITE`.
+    pub const RDMA_WRITE: AccessFlags = AccessFlags(sys::DOCA_ACCESS_FLAG_RDMA_WRITE);
+    /// `DOCA_ACCESS_FLAG_RDMA_ATOMIC`.
+    pub const RDMA_ATOMIC: AccessFlags = AccessFlags(sys::DOCA_ACCESS_FLAG_RDMA_ATOMIC);
+    /// `DOCA_ACCESS_FLAG_PCI_READ_ONLY`.
+    pub const PCI_READ_ONLY: AccessFlags = AccessFlags(sys::DOCA_ACCESS_FLAG_PCI_READ_ONLY);
+    /// `DOCA_ACCESS_FLAG_PCI_READ_WRITE`: what Comch fast-path consumers need on their buffers.
+    pub const PCI_READ_WRITE: AccessFlags = AccessFlags(sys::DOCA_ACCESS_FLAG_PCI_READ_WRITE);
+    /// `DOCA_ACCESS_FLAG_PCI_RELAXED_ORDERING`.
+    pub const PCI_RELAXED_ORDERING: AccessFlags =
+        AccessFlags(sys::DOCA_ACCESS_FLAG_PCI_RELAXED_ORDERING);
+
+    /// Flags from a raw `access_mask` (the device checks the bits).
+    pub const fn from_bits(bits: u32) -> Self {
+        Self(bits)
+    }
+
+    /// The raw `access_mask`.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// Whether every bit of `other` is set.
+    pub const fn contains(self, other: AccessFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for AccessFlags {
+    type Output = AccessFlags;
+
+    fn bitor(self, rhs: AccessFlags) -> AccessFlags {
+        AccessFlags(self.0 | rhs.0)
+    }
+}
+
+impl fmt::Debug for AccessFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AccessFlags({:#x})", self.0)
+    }
+}
+
+/// Memory the mmap owns (from [`Mmap::alloc`]), freed after the mmap is destroyed.
+struct Owned {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout by Mmap::alloc, freed once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+/// `doca_mmap`. Configure (memrange, permissions, devices), then [`start`](Mmap::start).
+#[doc(alias = "doca_mmap")]
+pub struct Mmap {
+    raw: *mut sys::doca_mmap,
+    range: (*mut u8, usize),
+    devs: std::cell::RefCell<Vec<Dev>>,
+    /// Memory of [`Mmap::alloc`], dropped after `raw` is destroyed (see Drop).
+    _owned: Option<Owned>,
+}
+
+impl fmt::Debug for Mmap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mmap")
+            .field("addr", &self.range.0)
+            .field("len", &self.range.1)
+            .finish()
+    }
+}
+
+impl Mmap {
+    /// Alignment of [`Mmap::alloc`] memory: one cache line.
+    pub const ALLOC_ALIGN: usize = 64;
+
+    /// `doca_mmap_create` + `doca_mmap_set_memrange` over `len` zeroed bytes the mmap owns.
+    #[doc(alias = "doca_mmap_create")]
+    pub fn alloc(len: usize) -> Result<Mmap> {
+        if len == 0 {
+            bail!(InvalidValue, "an mmap covers at least one byte");
+        }
+        let Ok(layout) = Layout::from_size_align(len, Self::ALLOC_ALIGN) else {
+            bail!(InvalidValue, "cannot lay out {len} bytes aligned to 64");
+        };
+        // SAFETY: `layout` has a non-zero size.
+        let Some(ptr) = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }) else {
+            bail!(NoMemory, "allocating {len} bytes for the mmap failed");
+        };
+        let owned = Owned { ptr, layout };
+        let mut raw = std::ptr::null_mut();
+        doca!(doca_mmap_create(&mut raw))?;
+        let mmap = Mmap {
+            raw,
+            range: (ptr.as_ptr(), len),
+            devs: Default::default(),
+            _owned: Some(owned),
+        };
+        // SAFETY: the memory is owned by the mmap and freed only after doca_mmap_destroy.
+        let rc = unsafe { sys::doca_mmap_set_memrange(raw, ptr.as_ptr().cast(), len) };
+        check("doca_mmap_set_memrange", rc)?;
+        Ok(mmap)
+    }
+
+    /// `doca_mmap_set_permissions`: before start.
+    #[doc(alias = "doca_mmap_set_permissions")]
+    pub fn set_permissions(&self, access: AccessFlags) -> Result<()> {
+        doca!(doca_mmap_set_permissions(self.raw, access.bits()))
+    }
+
+    /// `doca_mmap_add_dev`: a device that may reach the memory (and take DPA handles for it).
+    #[doc(alias = "doca_mmap_add_dev")]
+    pub fn add_dev(&self, dev: &Dev) -> Result<()> {
+        doca!(doca_mmap_add_dev(self.raw, dev.raw()))?;
+        self.devs.borrow_mut().push(dev.clone());
+        Ok(())
+    }
+
+    /// `doca_mmap_start`.
+    #[doc(alias = "doca_mmap_start")]
+    pub fn start(&self) -> Result<()> {
+        doca!(doca_mmap_start(self.raw))
+    }
+
+    /// The registered memory: `(address, length)`.
+    pub fn range(&self) -> (*mut u8, usize) {
+        self.range
+    }
+
+    /// `doca_mmap_dev_get_dpa_handle`: the handle DPA kernels of `dev` use for this mmap.
+    #[doc(alias = "doca_mmap_dev_get_dpa_handle")]
+    pub fn dpa_handle(&self, dev: &Dev) -> Result<MmapHandle> {
+        let mut h = 0;
+        doca!(doca_mmap_dev_get_dpa_handle(self.raw, dev.raw(), &mut h))?;
+        Ok(MmapHandle(h))
+    }
+
+    pub(crate) fn raw(&self) -> *mut sys::doca_mmap {
+        self.raw
+    }
+}
+
+impl Drop for Mmap {
+    #[doc(alias = "doca_mmap_destroy")]
+    fn drop(&mut self) {
+        // Buffers keep the mmap borrowed, so none points into it any more.
+        let _ = doca!(doca_mmap_destroy(self.raw));
+        // `_owned` drops after this, so the memory outlives the mmap.
+    }
+}

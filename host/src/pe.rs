@@ -1,0 +1,172 @@
+//! The progress engine (`doca_pe`): runs the completion callbacks of its contexts, and offers a
+//! pollable handle to sleep on until there is work.
+
+use crate::error::{Result, bail, doca};
+use dpakit_sys as sys;
+use std::any::Any;
+use std::cell::Cell;
+use std::fmt;
+use std::os::fd::RawFd;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+struct PeInner {
+    raw: *mut sys::doca_pe,
+    handle: RawFd,
+    /// A panic of a callback, carried out of the C call and resumed when progress returns.
+    panic: Cell<Option<Box<dyn Any + Send>>>,
+}
+
+impl Drop for PeInner {
+    #[doc(alias = "doca_pe_destroy")]
+    fn drop(&mut self) {
+        // Contexts keep a clone of their PE, so none is connected any more.
+        let _ = doca!(doca_pe_destroy(self.raw));
+    }
+}
+
+/// `doca_pe`. Clones share it. Like DOCA's, a PE and its contexts belong to one thread.
+#[derive(Clone)]
+pub struct Pe {
+    inner: Rc<PeInner>,
+}
+
+impl fmt::Debug for Pe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pe")
+            .field("notification_handle", &self.inner.handle)
+            .finish()
+    }
+}
+
+impl Pe {
+    /// `doca_pe_create`.
+    #[doc(alias = "doca_pe_create")]
+    pub fn new() -> Result<Self> {
+        let mut raw = std::ptr::null_mut();
+        doca!(doca_pe_create(&mut raw))?;
+        let mut handle = -1;
+        if let Err(e) = doca!(doca_pe_get_notification_handle(raw, &mut handle)) {
+            let _ = doca!(doca_pe_destroy(raw));
+            return Err(e);
+        }
+        Ok(Self {
+            inner: Rc::new(PeInner {
+                raw,
+                handle,
+                panic: Cell::new(None),
+            }),
+        })
+    }
+
+    pub(crate) fn raw(&self) -> *mut sys::doca_pe {
+        self.inner.raw
+    }
+
+    /// `doca_pe_progress`: runs the callbacks of what is ready; whether anything ran. A panic
+    /// in a callback resumes here.
+    #[doc(alias = "doca_pe_progress")]
+    #[inline]
+    pub fn progress(&self) -> bool {
+        // SAFETY: a live PE; callbacks run on this thread, inside this call.
+        let ran = unsafe { sys::doca_pe_progress(self.inner.raw) } != 0;
+        if let Some(panic) = self.inner.panic.take() {
+            resume_unwind(panic);
+        }
+        ran
+    }
+
+    /// Runs a callback body on behalf of C: a panic is kept and resumed by [`progress`] instead
+    /// of unwinding into C.
+    ///
+    /// [`progress`]: Self::progress
+    #[inline]
+    pub(crate) fn catch(&self, body: impl FnOnce()) {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(body)) {
+            self.inner.panic.set(Some(panic));
+        }
+    }
+
+    /// `doca_pe_get_notification_handle`: a file descriptor that becomes readable after
+    /// [`request_notification`](Self::request_notification) when work arrives.
+    #[doc(alias = "doca_pe_get_notification_handle")]
+    pub fn notification_handle(&self) -> RawFd {
+        self.inner.handle
+    }
+
+    /// `doca_pe_request_notification`: arms the handle.
+    #[doc(alias = "doca_pe_request_notification")]
+    pub fn request_notification(&self) -> Result<()> {
+        doca!(doca_pe_request_notification(self.inner.raw))
+    }
+
+    /// `doca_pe_clear_notification`: consumes a signal after waking.
+    #[doc(alias = "doca_pe_clear_notification")]
+    pub fn clear_notification(&self) -> Result<()> {
+        doca!(doca_pe_clear_notification(
+            self.inner.raw,
+            self.inner.handle
+        ))
+    }
+
+    /// Sleeps on the notification handle until work arrives or `timeout` passes; whether work
+    /// woke it.
+    pub fn wait(&self, timeout: Duration) -> Result<bool> {
+        self.request_notification()?;
+        let mut pfd = libc::pollfd {
+            fd: self.inner.handle,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd for the duration of the call.
+        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+        self.clear_notification()?;
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(false);
+            }
+            bail!(
+                OperatingSystem,
+                "poll on the PE notification handle failed: {e}"
+            );
+        }
+        Ok(rc > 0)
+    }
+
+    /// Progresses until `done()` holds: spins for a short while, then sleeps on the
+    /// notification handle between bursts. `TIME_OUT` after `timeout`.
+    pub fn progress_until(&self, timeout: Duration, mut done: impl FnMut() -> bool) -> Result<()> {
+        const SPIN: Duration = Duration::from_micros(50);
+        // Reading the clock costs about a progress pass; look at it every so often.
+        const CLOCK_EVERY: u32 = 64;
+        let deadline = Instant::now() + timeout;
+        let mut idle_since = Instant::now();
+        let mut passes = 0u32;
+        loop {
+            let progressed = self.progress();
+            if done() {
+                return Ok(());
+            }
+            passes += 1;
+            if progressed {
+                passes = 0;
+                idle_since = Instant::now();
+            }
+            if passes % CLOCK_EVERY != 0 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                bail!(TimeOut, "condition not met within {timeout:?} of progress");
+            }
+            if now - idle_since > SPIN {
+                self.wait((deadline - now).min(Duration::from_millis(10)))?;
+                idle_since = Instant::now();
+            }
+        }
+    }
+}

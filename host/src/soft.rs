@@ -1,0 +1,240 @@
+//! Controls only the soft device has: how DPA kernels are scheduled, the deterministic trace,
+//! statistics, fatal-error reports. They are the C functions of `dpakit_soft.h`, reached
+//! through `dpakit-sys`; on DOCA's own libraries they answer `NOT_SUPPORTED` (and
+//! [`Dpa::error`] is `None`), so code that uses them still builds for hardware.
+
+use crate::dpa::{Dpa, DpaBuilder, soft_only};
+use crate::error::{Error, Result, bail, check};
+use dpakit_abi::ErrorCode;
+use dpakit_sys as sys;
+use dpakit_sys::soft::SoftApi;
+
+/// How the soft device runs activations of a DPA context's threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedMode {
+    /// Workers spin on their threads' completion contexts: lowest latency, a core each.
+    BusyPoll,
+    /// Workers sleep until a notification wakes them.
+    Sleep,
+    /// No workers: progress runs one ready activation at a time, chosen by a generator seeded
+    /// with `seed`, and the schedule is recorded ([`Dpa::trace`]).
+    Deterministic {
+        /// Seed of the choice among ready threads.
+        seed: u64,
+    },
+}
+
+/// The soft settings a [`DpaBuilder`] collects.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DpaSettings {
+    mode: Option<SchedMode>,
+    workers: Option<u32>,
+    pin: Option<Vec<u32>>,
+}
+
+fn api(what: &str) -> Result<&'static SoftApi> {
+    sys::soft::api().ok_or_else(|| soft_only(what))
+}
+
+impl DpaSettings {
+    /// Applies the settings to a DPA context not started yet.
+    pub(crate) fn apply(&self, dpa: *mut sys::doca_dpa) -> Result<()> {
+        if let Some(mode) = self.mode {
+            let (raw, seed) = match mode {
+                SchedMode::BusyPoll => (sys::soft::SCHED_BUSY_POLL, 0),
+                SchedMode::Sleep => (sys::soft::SCHED_SLEEP, 0),
+                SchedMode::Deterministic { seed } => (sys::soft::SCHED_DETERMINISTIC, seed),
+            };
+            let api = api("the scheduling mode")?;
+            // SAFETY: a live DPA context.
+            check("dpakit_soft_dpa_set_sched_mode", unsafe {
+                (api.dpa_set_sched_mode)(dpa, raw, seed)
+            })?;
+        }
+        if let Some(n) = self.workers {
+            let api = api("the number of workers")?;
+            // SAFETY: a live DPA context.
+            check("dpakit_soft_dpa_set_num_workers", unsafe {
+                (api.dpa_set_num_workers)(dpa, n)
+            })?;
+        }
+        if let Some(cpus) = &self.pin {
+            let api = api("pinning workers")?;
+            // SAFETY: a live DPA context and `cpus.len()` readable values.
+            check("dpakit_soft_dpa_set_worker_cpus", unsafe {
+                (api.dpa_set_worker_cpus)(dpa, cpus.as_ptr(), cpus.len() as u32)
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl DpaBuilder {
+    /// How activations are scheduled (`dpakit_soft_dpa_set_sched_mode`; default
+    /// `DPAKIT_SOFT_SCHED` from the environment, else busy-polling).
+    pub fn sched_mode(mut self, mode: SchedMode) -> Self {
+        self.soft.mode = Some(mode);
+        self
+    }
+
+    /// Number of worker threads (`dpakit_soft_dpa_set_num_workers`; default one less than the
+    /// machine's cores, at least one).
+    pub fn workers(mut self, n: usize) -> Self {
+        self.soft.workers = Some(u32::try_from(n).unwrap_or(u32::MAX));
+        self
+    }
+
+    /// Pins worker `i` to CPU `cpus[i % cpus.len()]` (`dpakit_soft_dpa_set_worker_cpus`).
+    pub fn pin_workers(mut self, cpus: Vec<usize>) -> Self {
+        self.soft.pin = Some(
+            cpus.into_iter()
+                .map(|c| u32::try_from(c).unwrap_or(u32::MAX))
+                .collect(),
+        );
+        self
+    }
+}
+
+/// How an activation ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// `thread_reschedule`: the next trigger runs the kernel again.
+    Reschedule,
+    /// The kernel function returned (like a reschedule).
+    Return,
+    /// `thread_finish`: the thread is never triggered again.
+    Finish,
+    /// A fault; the context holds the error.
+    Fault,
+}
+
+/// One activation, as the deterministic mode records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceEvent {
+    /// Index of the DPA thread.
+    pub thread: usize,
+    /// The thread's activation number, from 1.
+    pub activation: u64,
+    /// How it ended.
+    pub ending: Ending,
+}
+
+/// Scheduler counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedStats {
+    /// Activations run.
+    pub activations: u64,
+    /// Worker threads.
+    pub workers: usize,
+}
+
+impl Dpa {
+    /// The deterministic schedule so far (`dpakit_soft_dpa_get_trace`).
+    pub fn trace(&self) -> Result<Vec<TraceEvent>> {
+        let api = api("the activation trace")?;
+        let mut n = 0usize;
+        // SAFETY: a live context; capacity 0 writes no event.
+        check("dpakit_soft_dpa_get_trace", unsafe {
+            (api.dpa_get_trace)(self.raw(), std::ptr::null_mut(), 0, &mut n)
+        })?;
+        let mut raw = vec![sys::soft::dpakit_soft_trace_event::default(); n];
+        // SAFETY: room for `n` events.
+        check("dpakit_soft_dpa_get_trace", unsafe {
+            (api.dpa_get_trace)(self.raw(), raw.as_mut_ptr(), raw.len(), &mut n)
+        })?;
+        raw.truncate(n);
+        Ok(raw
+            .into_iter()
+            .map(|e| TraceEvent {
+                thread: e.thread as usize,
+                activation: e.activation,
+                ending: match e.ending {
+                    0 => Ending::Reschedule,
+                    1 => Ending::Return,
+                    2 => Ending::Finish,
+                    _ => Ending::Fault,
+                },
+            })
+            .collect())
+    }
+
+    /// Scheduler counters (`dpakit_soft_dpa_get_stats`).
+    pub fn stats(&self) -> Result<SchedStats> {
+        let api = api("scheduler statistics")?;
+        let mut s = sys::soft::dpakit_soft_dpa_stats::default();
+        // SAFETY: a live context and a writable struct.
+        check("dpakit_soft_dpa_get_stats", unsafe {
+            (api.dpa_get_stats)(self.raw(), &mut s)
+        })?;
+        Ok(SchedStats {
+            activations: s.activations,
+            workers: s.workers as usize,
+        })
+    }
+
+    /// Deterministic mode: runs one ready activation (`dpakit_soft_dpa_step`); whether one ran.
+    pub fn step(&self) -> Result<bool> {
+        let api = api("stepping the scheduler")?;
+        let mut ran = 0u8;
+        // SAFETY: a live context and a writable byte.
+        check("dpakit_soft_dpa_step", unsafe {
+            (api.dpa_step)(self.raw(), &mut ran)
+        })?;
+        Ok(ran != 0)
+    }
+
+    /// Deterministic mode: runs activations until none is ready; how many ran.
+    pub fn run_until_idle(&self) -> Result<usize> {
+        let mut n = 0;
+        while self.step()? {
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// The fatal error of DPA context `dpa`, if the soft device reports one.
+pub(crate) fn dpa_error(dpa: *mut sys::doca_dpa) -> Option<Error> {
+    let api = sys::soft::api()?;
+    let mut buf = [0u8; 1024];
+    // SAFETY: a live context and a writable buffer of its length.
+    let code = unsafe { (api.dpa_get_error)(dpa, buf.as_mut_ptr().cast(), buf.len()) };
+    if code == sys::DOCA_SUCCESS {
+        return None;
+    }
+    let text = std::ffi::CStr::from_bytes_until_nul(&buf)
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Some(Error::new(
+        ErrorCode::from_raw(code as i32).unwrap_or(ErrorCode::Unknown),
+        text,
+    ))
+}
+
+/// Pins the calling thread to `cpu` (benchmarks keep the host side and DPA workers on distinct
+/// cores). Works whatever the DOCA library underneath.
+pub fn pin_current_thread(cpu: usize) -> Result<()> {
+    // SAFETY: sysconf has no memory arguments.
+    let configured = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    if cpu >= libc::CPU_SETSIZE as usize || (configured > 0 && cpu >= configured as usize) {
+        bail!(
+            InvalidValue,
+            "CPU {cpu} does not exist (this machine has {configured})"
+        );
+    }
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes inside it (cpu checked above);
+    // sched_setaffinity reads it.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        bail!(
+            OperatingSystem,
+            "sched_setaffinity to CPU {cpu} failed: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
