@@ -3,7 +3,6 @@
 //! `cargo xtask build-dpa --release` puts the soft device's (`target/dpa/release/soft`).
 fn main() {
     println!("cargo::rerun-if-env-changed=DPAKIT_DPA_APP_DIR");
-    println!("cargo::rerun-if-env-changed=DOCA_HOME");
     if std::env::var_os("CARGO_FEATURE_DOCA").is_none() {
         return;
     }
@@ -28,10 +27,8 @@ fn main() {
     println!("cargo::rustc-link-search=native={}", dir.display());
     println!("cargo::rustc-link-lib=dpakit_kernels");
     println!("cargo::rustc-link-arg=-Wl,-rpath,{}", dir.display());
-    if let Some(home) = std::env::var_os("DOCA_HOME") {
-        println!(
-            "cargo::rustc-link-arg=-Wl,-rpath,{}",
-            std::path::Path::new(&home).join("lib").display()
-        );
+    // Where dpakit-sys found DOCA's libraries, so programs find them at run time too.
+    if let Ok(libdir) = std::env::var("DEP_DOCA_SDK_LIBDIR") {
+        println!("cargo::rustc-link-arg=-Wl,-rpath,{libdir}");
     }
 }

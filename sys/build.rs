@@ -114,6 +114,9 @@ fn installed_sdk(out: &Path) -> Result<(), String> {
     for dir in &sdk.lib_dirs {
         println!("cargo::rustc-link-search=native={}", dir.display());
     }
+    if let Some(dir) = sdk.lib_dirs.first() {
+        println!("cargo::metadata=libdir={}", dir.display());
+    }
     for lib in DOCA_LIBS {
         println!("cargo::rustc-link-lib=dylib={lib}");
     }

@@ -1,7 +1,10 @@
 //! Kernels every dpakit app carries, whatever else it holds ([`dpa_app!`](crate::dpa_app) adds
 //! them to each app it declares).
 
+// With feature `doca` the kernel bodies are not compiled, which leaves these unused.
+#[allow(unused_imports)]
 use crate::comch::Consumer;
+#[allow(unused_imports)]
 use dpakit_abi::handles::ComchConsumerHandle;
 
 crate::rpc_kernel! {

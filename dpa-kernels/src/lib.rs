@@ -53,3 +53,12 @@ fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
     );
     dpakit_dev::thread::finish()
 }
+
+/// The soft app library is built with `panic = "abort"` and never unwinds, but the precompiled
+/// `core` it links still names the unwinding personality routine; this one is never called.
+#[cfg(all(
+    feature = "soft-app",
+    not(all(target_arch = "riscv64", target_os = "none"))
+))]
+#[unsafe(no_mangle)]
+extern "C" fn rust_eh_personality() {}

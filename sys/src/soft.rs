@@ -79,6 +79,8 @@ pub fn api() -> Option<&'static SoftApi> {
 
 /// The soft device's controls, or `None` when the library underneath is not the soft device.
 #[cfg(any(feature = "doca", not(feature = "soft")))]
+// Each transmute's target is the type of the field it initialises.
+#[allow(clippy::missing_transmute_annotations)]
 pub fn api() -> Option<&'static SoftApi> {
     use std::sync::OnceLock;
     static API: OnceLock<Option<SoftApi>> = OnceLock::new();

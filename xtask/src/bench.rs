@@ -19,7 +19,7 @@
 //! - `latency.svg` and `latency.png`: the latency distribution as grouped bars on a log axis,
 //!   converted with `rsvg-convert` (Debian `librsvg2-bin`, installed when missing).
 
-use crate::build_dpa::scrub_environment;
+use crate::nested::scrub_environment;
 use crate::{Result, setup, workspace_root};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;

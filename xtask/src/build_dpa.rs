@@ -10,15 +10,13 @@
 //! allocator shim, a libc call — means std, alloc or a C library slipped into a kernel.
 
 use crate::setup::{self, DPA_TARGET};
-use crate::{Result, workspace_root};
+use crate::{Result, nested, workspace_root};
 use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSection, ObjectSymbol};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 /// The section where kernel declarations record `kind:name\0` on device builds.
 const KERNEL_SECTION: &str = ".dpakit.kernels";
@@ -36,6 +34,10 @@ pub struct Options {
     pub out_dir: PathBuf,
     /// The nested cargo's target directory.
     pub cargo_target_dir: PathBuf,
+    /// Also build the soft device's app library: the kernels compiled for the host as a shared
+    /// library with the app symbol (the package needs a `soft-app` feature, as `dpakit-kernels`
+    /// has), the same shape as the host library dpacc makes.
+    pub soft_app: bool,
 }
 
 impl Options {
@@ -48,6 +50,7 @@ impl Options {
             release,
             out_dir: dpa.join(profile_dir(release)),
             cargo_target_dir: dpa.join("cargo"),
+            soft_app: true,
         }
     }
 }
@@ -78,6 +81,8 @@ pub struct Report {
     pub kernels: Vec<Kernel>,
     /// Undefined symbols of the archive (all DOCA device functions), sorted.
     pub imports: Vec<String>,
+    /// The soft device's app library, when built.
+    pub soft_app: Option<PathBuf>,
 }
 
 impl Report {
@@ -93,6 +98,7 @@ impl Report {
                 "size": k.size,
             })).collect::<Vec<_>>(),
             "imports": self.imports,
+            "soft_app": self.soft_app.as_ref().map(|p| p.display().to_string()),
         })
     }
 
@@ -132,6 +138,9 @@ impl Report {
         for import in &self.imports {
             let _ = writeln!(out, "    {import}");
         }
+        if let Some(lib) = &self.soft_app {
+            let _ = writeln!(out, "soft device app library: {}", lib.display());
+        }
         out
     }
 }
@@ -162,11 +171,17 @@ pub fn build(opts: &Options) -> Result<Report> {
             archive.display()
         )
     })?;
+    let soft_app = if opts.soft_app {
+        Some(build_soft_app(opts)?)
+    } else {
+        None
+    };
     let report = Report {
         archive,
         profile: profile_dir(opts.release),
         kernels: analysis.kernels,
         imports: analysis.imports.into_iter().collect(),
+        soft_app,
     };
     let json = serde_json::to_string_pretty(&report.to_json()).expect("JSON values serialize");
     let report_path = opts.out_dir.join("report.json");
@@ -175,109 +190,45 @@ pub fn build(opts: &Options) -> Result<Report> {
     Ok(report)
 }
 
-/// Runs the nested cargo and returns the staticlib it produced.
+/// Runs the nested cargo and returns the staticlib it produced. One LTO'd object per archive:
+/// the kernels, the wrappers they call and `core` merge into one unit, so the symbol sizes are
+/// the real code sizes and dead code is gone. Device code never unwinds.
 fn cargo_build(opts: &Options) -> Result<PathBuf> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(&cargo);
-    cmd.args([
-        "rustc",
-        "--package",
-        &opts.package,
-        "--lib",
-        "--target",
-        DPA_TARGET,
-    ])
-    .args([
-        "--crate-type",
-        "staticlib",
-        "--message-format=json-render-diagnostics",
-    ])
-    .arg("--target-dir")
-    .arg(&opts.cargo_target_dir)
-    .current_dir(workspace_root())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit());
-    if opts.release {
-        cmd.arg("--release");
+    nested::Build {
+        package: &opts.package,
+        lib_name: &opts.lib_name,
+        crate_type: "staticlib",
+        target: Some(DPA_TARGET),
+        release: opts.release,
+        features: &[],
+        target_dir: &opts.cargo_target_dir,
+        profile: &[("LTO", "fat"), ("CODEGEN_UNITS", "1"), ("PANIC", "abort")],
     }
-    scrub_environment(&mut cmd);
-    // One LTO'd object per archive: the kernels, the wrappers they call and `core` merge into
-    // one unit, so the symbol sizes are the real code sizes and dead code is gone. Device code
-    // never unwinds.
-    let profile = if opts.release { "RELEASE" } else { "DEV" };
-    cmd.env(format!("CARGO_PROFILE_{profile}_LTO"), "fat")
-        .env(format!("CARGO_PROFILE_{profile}_CODEGEN_UNITS"), "1")
-        .env(format!("CARGO_PROFILE_{profile}_PANIC"), "abort");
-
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
-    let stdout = child.stdout.take().expect("stdout is piped");
-    let mut archive = None;
-    for line in BufReader::new(stdout).lines() {
-        let line = line.map_err(|e| format!("reading cargo output: {e}"))?;
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        if message["reason"] == "compiler-artifact" && message["target"]["name"] == opts.lib_name {
-            let files = message["filenames"].as_array().into_iter().flatten();
-            for file in files
-                .filter_map(Value::as_str)
-                .filter(|f| f.ends_with(".a"))
-            {
-                archive = Some(PathBuf::from(file));
-            }
-        }
-    }
-    let status = child
-        .wait()
-        .map_err(|e| format!("waiting for cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!(
-            "the DPA build of {} failed ({status}); see the errors above",
-            opts.package
-        ));
-    }
-    archive.ok_or_else(|| format!("cargo built {} but reported no staticlib", opts.package))
+    .run()
 }
 
-/// Keeps only what cargo and rustup need to find the toolchain and the registry; drops build
-/// settings of the outer invocation (RUSTFLAGS, CARGO_TARGET_DIR, CARGO_BUILD_*, RUSTC_WRAPPER,
-/// the CARGO_* variables cargo sets for the running xtask, …).
-pub(crate) fn scrub_environment(cmd: &mut Command) {
-    const KEEP: &[&str] = &[
-        "PATH",
-        "HOME",
-        "USER",
-        "TMPDIR",
-        "TERM",
-        "LANG",
-        "LC_ALL",
-        "CARGO_HOME",
-        "RUSTUP_HOME",
-        "RUSTUP_TOOLCHAIN",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "NO_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "no_proxy",
-        "SSL_CERT_FILE",
-        "SSL_CERT_DIR",
-    ];
-    const KEEP_PREFIXES: &[&str] = &[
-        "CARGO_REGISTRIES_",
-        "CARGO_REGISTRY_",
-        "CARGO_HTTP_",
-        "CARGO_NET_",
-    ];
-    cmd.env_clear();
-    for (key, value) in std::env::vars_os() {
-        let Some(name) = key.to_str() else { continue };
-        if KEEP.contains(&name) || KEEP_PREFIXES.iter().any(|p| name.starts_with(p)) {
-            cmd.env(&key, value);
-        }
+/// Builds the soft device's app library into `<out_dir>/soft/lib<lib_name>.so`: the kernels
+/// compiled for the host without std (as on the device, a panic finishes the thread), exporting
+/// each kernel under its own name and the app symbol, and importing the DOCA device functions,
+/// which the soft device's `libdoca_dpa.so` provides.
+fn build_soft_app(opts: &Options) -> Result<PathBuf> {
+    let built = nested::Build {
+        package: &opts.package,
+        lib_name: &opts.lib_name,
+        crate_type: "cdylib",
+        target: None,
+        release: opts.release,
+        features: &["soft-app"],
+        target_dir: &opts.cargo_target_dir.with_file_name("soft-cargo"),
+        profile: &[("PANIC", "abort")],
     }
+    .run()?;
+    let lib = opts
+        .out_dir
+        .join("soft")
+        .join(format!("lib{}.so", opts.lib_name));
+    nested::copy(&built, &lib)?;
+    Ok(lib)
 }
 
 /// What an archive defines, needs and declares.
@@ -430,6 +381,10 @@ mod tests {
         );
         assert!(opts.out_dir.join("libdpakit_kernels.a").is_file());
         assert!(report.table().contains("echo"));
+        assert!(
+            report.soft_app.as_ref().is_some_and(|lib| lib.is_file()),
+            "the soft device's app library is built beside the device archive"
+        );
     }
 
     #[test]
@@ -440,6 +395,7 @@ mod tests {
             release: true,
             out_dir: test_dir("bad-kernel"),
             cargo_target_dir: test_dir("bad-kernel-cargo"),
+            soft_app: false,
         };
         let err = build(&opts).expect_err("malloc is not part of the DOCA device API");
         assert!(err.contains("outside the known DOCA device API"), "{err}");

@@ -2,7 +2,9 @@
 
 mod bench;
 mod build_dpa;
+mod nested;
 mod setup;
+mod soft_sdk;
 mod test;
 
 use std::path::{Path, PathBuf};
@@ -14,7 +16,10 @@ usage: cargo xtask <command> [options]
 commands:
   build-dpa [--release]   cross-compile dpa-kernels for the DPA (riscv64imac-unknown-none-elf),
                           write target/dpa/<profile>/libdpakit_kernels.a and report.json,
-                          and print each kernel's code size and the device symbols it imports
+                          print each kernel's code size and the device symbols it imports,
+                          and build the soft device's app library (soft/libdpakit_kernels.so)
+  soft-sdk [--prefix DIR] lay the soft device out like a DOCA SDK (default target/soft-doca):
+                          include/, lib/libdoca_{common,comch,dpa}.so and .a, lib/pkgconfig/
   test                    install what this machine lacks, then run fmt, clippy, build-dpa
                           and the whole test suite (what CI runs)
   bench [--quick]         compile, then run the criterion benches (rtt, throughput, dma,
@@ -33,6 +38,17 @@ fn main() -> ExitCode {
         Some("build-dpa") => parse_build_dpa(&args[1..]).and_then(|opts| {
             let report = build_dpa::build(&opts)?;
             print!("{}", report.table());
+            Ok(())
+        }),
+        Some("soft-sdk") => parse_soft_sdk(&args[1..]).and_then(|prefix| {
+            let prefix = soft_sdk::run(&prefix)?;
+            println!(
+                "soft DOCA SDK in {}
+  build a DOCA program with: PKG_CONFIG_PATH={}/lib/pkgconfig \\
+    cc prog.c $(pkg-config --cflags --libs doca-comch doca-dpa doca-common)",
+                prefix.display(),
+                prefix.display()
+            );
             Ok(())
         }),
         Some("test") => no_options(&args[1..]).and_then(|()| test::run()),
@@ -62,6 +78,14 @@ fn parse_build_dpa(args: &[String]) -> Result<build_dpa::Options> {
         }
     }
     Ok(opts)
+}
+
+fn parse_soft_sdk(args: &[String]) -> Result<PathBuf> {
+    match args {
+        [] => Ok(soft_sdk::default_prefix()),
+        [flag, dir] if flag == "--prefix" => Ok(PathBuf::from(dir)),
+        _ => Err(format!("soft-sdk: expected [--prefix DIR]\n\n{USAGE}")),
+    }
 }
 
 fn parse_bench(args: &[String]) -> Result<bench::Options> {

@@ -1,0 +1,186 @@
+//! `cargo xtask soft-sdk [--prefix DIR]`: the soft device laid out like a DOCA installation.
+//!
+//! ```text
+//! <prefix>/include/         doca_*.h and dpakit_soft.h
+//! <prefix>/lib/libdpakit_soft.so           the soft device, exporting doca_* and dpakit_soft_*
+//! <prefix>/lib/libdoca_{common,comch,dpa}.so -> libdpakit_soft.so
+//! <prefix>/lib/libdoca_common.a            the soft device as a static archive
+//! <prefix>/lib/libdoca_{comch,dpa}.a       empty: everything is in libdoca_common.a
+//! <prefix>/lib/pkgconfig/doca-{common,comch,dpa}.pc
+//! ```
+//!
+//! One library under three names, so a program linking all three gets one soft device. A DOCA
+//! program then builds with `cc prog.c $(pkg-config --cflags --libs doca-comch doca-dpa
+//! doca-common)` (PKG_CONFIG_PATH=<prefix>/lib/pkgconfig) and runs unchanged.
+
+use crate::{Result, nested, workspace_root};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What the soft device's static archive needs from the C library (Rust's std on Linux).
+const NATIVE_LIBS: &[&str] = &[
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
+];
+
+/// DOCA's library names, each with its pkg-config package and what it requires.
+const LIBS: &[(&str, &str, &str, &str)] = &[
+    ("doca_common", "doca-common", "", "DOCA Core"),
+    ("doca_comch", "doca-comch", "doca-common", "DOCA Comch"),
+    ("doca_dpa", "doca-dpa", "doca-common", "DOCA DPA"),
+];
+
+/// The version the headers follow (DOCA 3.x names and signatures).
+const VERSION: &str = "3.0.0";
+
+/// The default prefix, `target/soft-doca`.
+pub fn default_prefix() -> PathBuf {
+    workspace_root().join("target").join("soft-doca")
+}
+
+/// Builds the soft device and lays out the prefix; returns it.
+pub fn run(prefix: &Path) -> Result<PathBuf> {
+    let prefix = absolute(prefix)?;
+    let archive = nested::Build {
+        package: "dpakit-emu",
+        lib_name: "dpakit_emu",
+        crate_type: "staticlib",
+        target: None,
+        release: true,
+        features: &[],
+        target_dir: &workspace_root().join("target").join("soft-sdk-cargo"),
+        profile: &[],
+    }
+    .run()?;
+    let include = prefix.join("include");
+    let lib = prefix.join("lib");
+    let pkgconfig = lib.join("pkgconfig");
+    for dir in [&include, &lib, &pkgconfig] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let headers = workspace_root().join("emu").join("include");
+    for entry in std::fs::read_dir(&headers)
+        .map_err(|e| format!("cannot read {}: {e}", headers.display()))?
+    {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|e| e == "h") {
+            nested::copy(&path, &include.join(path.file_name().expect("a file")))?;
+        }
+    }
+    link_shared(&archive, &lib)?;
+    nested::copy(&archive, &lib.join("libdoca_common.a"))?;
+    for (name, ..) in &LIBS[1..] {
+        empty_archive(&lib.join(format!("lib{name}.a")))?;
+    }
+    for (name, package, requires, description) in LIBS {
+        let so = lib.join(format!("lib{name}.so"));
+        let _ = std::fs::remove_file(&so);
+        std::os::unix::fs::symlink("libdpakit_soft.so", &so)
+            .map_err(|e| format!("cannot link {}: {e}", so.display()))?;
+        std::fs::write(
+            pkgconfig.join(format!("{package}.pc")),
+            pc_file(&prefix, name, package, requires, description),
+        )
+        .map_err(|e| format!("cannot write {package}.pc: {e}"))?;
+    }
+    Ok(prefix)
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .map_err(|e| format!("cannot resolve {}: {e}", path.display()))
+}
+
+/// Links the static archive into `libdpakit_soft.so`, exporting DOCA's API and the soft
+/// device's own functions only (std and everything else stays inside).
+fn link_shared(archive: &Path, lib: &Path) -> Result {
+    let script = lib.join("dpakit_soft.map");
+    std::fs::write(
+        &script,
+        "{\n  global:\n    doca_*;\n    dpakit_soft_*;\n  local:\n    *;\n};\n",
+    )
+    .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+    let out = lib.join("libdpakit_soft.so");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let status = Command::new(&cc)
+        .args(["-shared", "-o"])
+        .arg(&out)
+        .arg("-Wl,--whole-archive")
+        .arg(archive)
+        .arg("-Wl,--no-whole-archive")
+        .arg(format!("-Wl,--version-script={}", script.display()))
+        .arg("-Wl,-soname,libdpakit_soft.so")
+        .args(NATIVE_LIBS)
+        .status()
+        .map_err(|e| format!("cannot run {cc}: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "linking {} failed ({status}); see the errors above",
+            out.display()
+        ));
+    }
+    std::fs::remove_file(&script).map_err(|e| e.to_string())
+}
+
+fn empty_archive(path: &Path) -> Result {
+    // An archive with no member is just its magic line.
+    std::fs::write(path, b"!<arch>\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The pkg-config file of one library.
+pub fn pc_file(prefix: &Path, name: &str, package: &str, requires: &str, what: &str) -> String {
+    let mut pc = format!(
+        "prefix={prefix}\nincludedir=${{prefix}}/include\nlibdir=${{prefix}}/lib\n\n\
+         Name: {package}\nDescription: {what} (dpakit soft device)\nVersion: {VERSION}\n",
+        prefix = prefix.display()
+    );
+    if !requires.is_empty() {
+        pc.push_str(&format!("Requires: {requires}\n"));
+    }
+    pc.push_str(&format!(
+        "Cflags: -I${{includedir}}\nLibs: -L${{libdir}} -l{name} -Wl,-rpath,${{libdir}}\n"
+    ));
+    if name == "doca_common" {
+        pc.push_str(&format!("Libs.private: {}\n", NATIVE_LIBS.join(" ")));
+    }
+    pc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pc_files_name_the_library_and_what_it_needs() {
+        let pc = pc_file(
+            Path::new("/opt/soft"),
+            "doca_comch",
+            "doca-comch",
+            "doca-common",
+            "DOCA Comch",
+        );
+        assert!(pc.contains("prefix=/opt/soft\n"), "{pc}");
+        assert!(pc.contains("Requires: doca-common\n"), "{pc}");
+        assert!(pc.contains("Libs: -L${libdir} -ldoca_comch"), "{pc}");
+        assert!(pc.contains("Cflags: -I${includedir}\n"), "{pc}");
+        let common = pc_file(
+            Path::new("/p"),
+            "doca_common",
+            "doca-common",
+            "",
+            "DOCA Core",
+        );
+        assert!(!common.contains("Requires"), "{common}");
+        assert!(common.contains("Libs.private: -lgcc_s"), "{common}");
+    }
+}
