@@ -3,6 +3,7 @@
 mod bench;
 mod build_dpa;
 mod nested;
+mod sdk_checks;
 mod setup;
 mod soft_sdk;
 mod test;
@@ -20,8 +21,9 @@ commands:
                           and build the soft device's app library (soft/libdpakit_kernels.so)
   soft-sdk [--prefix DIR] lay the soft device out like a DOCA SDK (default target/soft-doca):
                           include/, lib/libdoca_{common,comch,dpa}.so and .a, lib/pkgconfig/
-  test                    install what this machine lacks, then run fmt, clippy, build-dpa
-                          and the whole test suite (what CI runs)
+  test                    install what this machine lacks, then run fmt, clippy, build-dpa,
+                          the whole test suite, the C programs against the soft SDK and the
+                          kit with feature doca against it (what CI runs)
   bench [--quick]         compile, then run the criterion benches (rtt, throughput, dma,
                           threads) and the latency example; write target/bench/report.json,
                           report.md and latency.svg/.png: every dpakit figure beside its

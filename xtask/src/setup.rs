@@ -61,6 +61,21 @@ pub fn ensure_debian_packages(packages: &[(&str, &str)]) -> Result {
     install_debian_packages(&missing)
 }
 
+/// Makes sure each Debian package is installed (for libraries, which no command stands for).
+pub fn ensure_debian_libraries(packages: &[&str]) -> Result {
+    let missing: Vec<&str> = packages
+        .iter()
+        .filter(|p| {
+            !Command::new("dpkg-query")
+                .args(["-W", "-f=${Status}", p])
+                .output()
+                .is_ok_and(|o| o.stdout.ends_with(b"install ok installed"))
+        })
+        .copied()
+        .collect();
+    install_debian_packages(&missing)
+}
+
 /// Makes sure each `(file, debian package)` pair has its file (a font, a data file: something
 /// no command on PATH stands for), installing the package with apt-get when it does not.
 pub fn ensure_debian_files(files: &[(&str, &str)]) -> Result {

@@ -11,7 +11,7 @@
 //!
 //! One library under three names, so a program linking all three gets one soft device. A DOCA
 //! program then builds with `cc prog.c $(pkg-config --cflags --libs doca-comch doca-dpa
-//! doca-common)` (PKG_CONFIG_PATH=<prefix>/lib/pkgconfig) and runs unchanged.
+//! doca-common)` (`PKG_CONFIG_PATH=<prefix>/lib/pkgconfig`) and runs unchanged.
 
 use crate::{Result, nested, workspace_root};
 use std::path::{Path, PathBuf};

@@ -1,15 +1,20 @@
 //! `cargo xtask test`: everything CI checks, in the order that fails fastest.
 
-use crate::{Result, build_dpa, setup, workspace_root};
+use crate::{Result, build_dpa, sdk_checks, setup, soft_sdk, workspace_root};
 use std::process::Command;
 
-/// Debian packages the test suite needs, as (command, package).
-const DEBIAN_PACKAGES: &[(&str, &str)] = &[("clang", "clang")];
+/// Debian packages the test suite needs, as (command, package): clang for the C header checks
+/// and C kernels, pkg-config for building C programs against the soft SDK.
+const DEBIAN_PACKAGES: &[(&str, &str)] = &[("clang", "clang"), ("pkg-config", "pkg-config")];
+
+/// Debian packages with no command to look for: libclang, which bindgen loads.
+const DEBIAN_LIBRARIES: &[&str] = &["libclang-dev"];
 
 pub fn run() -> Result {
     setup::ensure_dpa_target()?;
     setup::ensure_components(&["rustfmt", "clippy"])?;
     setup::ensure_debian_packages(DEBIAN_PACKAGES)?;
+    setup::ensure_debian_libraries(DEBIAN_LIBRARIES)?;
 
     cargo(&["fmt", "--all", "--check"], &[])?;
     cargo(
@@ -25,11 +30,20 @@ pub fn run() -> Result {
     )?;
     let report = build_dpa::build(&build_dpa::Options::shipped_kernels(true))?;
     print!("{}", report.table());
+    // The checked-in bindings (for machines without libclang) are what bindgen generates.
+    cargo(
+        &["build", "-p", "dpakit-sys"],
+        &[("DPAKIT_SYS_CHECK_FALLBACK", "1")],
+    )?;
     cargo(&["test", "--workspace"], &[])?;
     cargo(
         &["doc", "--no-deps", "--workspace"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
+    let prefix = soft_sdk::run(&soft_sdk::default_prefix())?;
+    eprintln!("soft DOCA SDK in {}", prefix.display());
+    sdk_checks::c_programs(&prefix)?;
+    sdk_checks::doca_feature(&prefix, cargo)?;
     loom()?;
     miri();
     Ok(())

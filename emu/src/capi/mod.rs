@@ -3,8 +3,8 @@
 //! Every function here is an `extern "C"` symbol under DOCA's name and signature (`dpakit-sys`
 //! checks the signatures against the headers at compile time). Each one validates what a C
 //! caller can get wrong — NULL, a handle destroyed or of another kind (through the
-//! [`registry`]), values out of range, calls in the wrong state — and answers with DOCA's error
-//! code; the reason is kept for [`dpakit_soft_last_error`](soft::dpakit_soft_last_error) and,
+//! `registry`), values out of range, calls in the wrong state — and answers with DOCA's error
+//! code; the reason is kept for [`dpakit_soft_last_error`] and,
 //! with `DPAKIT_SOFT_LOG=1`, printed. No panic crosses the boundary: one becomes
 //! `DOCA_ERROR_UNEXPECTED`.
 //!
