@@ -174,3 +174,54 @@ fn the_sink_consumes_every_message_one_way() {
     );
     assert_eq!(path.try_recv().unwrap(), None, "the sink never answers");
 }
+
+/// Any mix of sends and receives that keeps at most `depth` messages unanswered works: the
+/// path re-posts the receives of replies it handed out before a reply could need them. Every
+/// reply comes back once, in order.
+#[test]
+fn any_window_of_sends_and_receives_up_to_the_depth() {
+    for mode in [SchedMode::BusyPoll, SchedMode::Deterministic { seed: 3 }] {
+        let dpa = Dpa::builder(&open_dpa_dev().unwrap())
+            .app(kit_app())
+            .sched_mode(mode)
+            .workers(1)
+            .start()
+            .unwrap();
+        let pe = Pe::new().unwrap();
+        let depth = 4u32;
+        let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
+            .depth(depth)
+            .start()
+            .unwrap();
+        let (mut sent, mut received) = (0u32, 0u32);
+        let mut lcg = 0x2545_f491_u32;
+        while received < 50_000 {
+            lcg = lcg.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let unanswered = sent - received;
+            // Half the time fill the window completely, else a random number of sends.
+            let room = depth - unanswered;
+            let sends = if lcg & 1 == 0 {
+                room
+            } else {
+                (lcg >> 8) % (room + 1)
+            };
+            for _ in 0..sends {
+                path.send_msg(&ImmMessage::new(sent, &dpakit::abi::Echo::default()))
+                    .unwrap();
+                sent += 1;
+            }
+            // Half the time take every reply, which leaves all their receives owed.
+            let receives = match sent - received {
+                0 => 0,
+                n if lcg & 2 == 0 => n,
+                n => 1 + (lcg >> 16) % n,
+            };
+            for _ in 0..receives {
+                let reply = path.recv(T).unwrap();
+                assert_eq!(reply.msg.header.seq, received, "{mode:?}");
+                received += 1;
+            }
+        }
+        dpa.check().unwrap();
+    }
+}

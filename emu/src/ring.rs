@@ -28,6 +28,22 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 use dpakit_abi::MAX_IMM_DATA_LEN;
 
+/// `imm` (at most 32 bytes) zero-filled to 32. Full 32-byte immediates, the common case, are
+/// copied as one block instead of through a variable-length `memcpy` call.
+///
+/// # Panics
+///
+/// If `imm` is longer than 32 bytes.
+#[inline]
+pub(crate) fn padded_imm(imm: &[u8]) -> [u8; MAX_IMM_DATA_LEN] {
+    if let Ok(full) = <[u8; MAX_IMM_DATA_LEN]>::try_from(imm) {
+        return full;
+    }
+    let mut bytes = [0; MAX_IMM_DATA_LEN];
+    bytes[..imm.len()].copy_from_slice(imm);
+    bytes
+}
+
 /// One message, padded to a cache line so that producers writing neighbouring slots never
 /// share a line.
 #[repr(C, align(64))]
@@ -310,8 +326,7 @@ impl CompletionRing {
             "immediate of {} bytes",
             imm.len()
         );
-        let mut data = ImmData([0; MAX_IMM_DATA_LEN]);
-        data.0[..imm.len()].copy_from_slice(imm);
+        let data = ImmData(padded_imm(imm));
         let meta = SlotMeta {
             len: imm.len() as u32,
             producer_id,

@@ -7,7 +7,7 @@ use crate::msgq::Msgq;
 use crate::pe::Pe;
 use dpakit_abi::args::{MsgqPathArgs, ServeState};
 use dpakit_abi::{ErrorCode, ImmMessage, Pod, SubmitFlags, ThreadKernel};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::fmt;
 use std::rc::Rc;
@@ -42,6 +42,9 @@ const ARGS_BLOCK: usize = 256;
 /// Empty polls between two looks at the DPA's fatal error.
 const CHECK_EVERY: u32 = 64;
 
+/// Polls [`MsgqPath::recv`] makes before it starts its clock for the timeout.
+const POLLS_BEFORE_CLOCK: u32 = 256;
+
 /// A received message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Received {
@@ -72,7 +75,12 @@ pub struct MsgqPath {
     pe: Pe,
     dpa: Dpa,
     depth: u32,
-    empty_polls: std::cell::Cell<u32>,
+    empty_polls: Cell<u32>,
+    /// Replies handed out whose receive is not re-posted yet (see [`MsgqPath::repost`]).
+    owed_receives: Cell<u32>,
+    /// Messages sent and replies handed out, for [`MsgqPath::send`]'s receive window.
+    sent: Cell<u64>,
+    taken: Cell<u64>,
 }
 
 impl fmt::Debug for MsgqPath {
@@ -144,6 +152,11 @@ impl<'a> MsgqPathBuilder<'a> {
             .dev_num_send(depth)
             .start()?;
 
+        // The producer connects to the PE first: progress looks at contexts in connection
+        // order, so a reply, seen by the consumer, ends the pass that delivers it.
+        let cpu_producer = CpuProducer::builder(&to_dpa, pe)
+            .num_send_tasks(depth)
+            .start()?;
         let received = Rc::new(RefCell::new(VecDeque::with_capacity(depth as usize)));
         let sink = received.clone();
         let cpu_consumer = CpuConsumer::builder(&from_dpa, pe)
@@ -161,9 +174,6 @@ impl<'a> MsgqPathBuilder<'a> {
                     producer_id: c.producer_id,
                 });
             })
-            .start()?;
-        let cpu_producer = CpuProducer::builder(&to_dpa, pe)
-            .num_send_tasks(depth)
             .start()?;
 
         let block = MsgqPathArgs {
@@ -206,7 +216,10 @@ impl<'a> MsgqPathBuilder<'a> {
             pe: pe.clone(),
             dpa: dpa.clone(),
             depth,
-            empty_polls: std::cell::Cell::new(0),
+            empty_polls: Cell::new(0),
+            owed_receives: Cell::new(0),
+            sent: Cell::new(0),
+            taken: Cell::new(0),
         })
     }
 }
@@ -226,14 +239,39 @@ impl MsgqPath {
     }
 
     /// Sends an immediate to the kernel. Waits (progressing) while every send task is in flight;
-    /// a message never jumps the queue or gets lost.
+    /// a message never jumps the queue or gets lost. A receive is kept posted for every message
+    /// not answered yet: the path's kernels answer each message at most once.
     #[inline]
     pub fn send(&self, imm: &[u8]) -> Result<()> {
         while self.cpu_producer.in_flight() >= self.depth {
             self.pe.progress();
             self.dpa.check()?;
         }
-        self.cpu_producer.send(imm, self.dpa_consumer.id(), 0)
+        // Every message may be answered, and an answer needs a posted receive: if the ones
+        // still owed are needed for the replies that may come, post them before sending.
+        let awaited = self.sent.get().saturating_sub(self.taken.get()) + 1;
+        if awaited + u64::from(self.owed_receives.get()) > u64::from(self.depth) {
+            self.repost()?;
+        }
+        self.cpu_producer.send(imm, self.dpa_consumer.id(), 0)?;
+        self.sent.set(self.sent.get() + 1);
+        // The message is on its way: re-post receives while the DPA works on it. A failure
+        // here is not the send's; the next receive reports it.
+        let _ = self.repost();
+        Ok(())
+    }
+
+    /// Re-posts the receives of replies handed out so far. Done after a send or before a poll
+    /// rather than when a reply is taken, to keep it off the round trip's critical path. Replies
+    /// only arrive in a poll, and every poll comes after a repost, so none waits for a receive
+    /// that was owed.
+    #[inline]
+    fn repost(&self) -> Result<()> {
+        while self.owed_receives.get() > 0 {
+            self.cpu_consumer.post_recv(0)?;
+            self.owed_receives.set(self.owed_receives.get() - 1);
+        }
+        Ok(())
     }
 
     /// Sends a typed message.
@@ -242,18 +280,21 @@ impl MsgqPath {
         self.send(msg.as_bytes())
     }
 
-    /// Progresses once and returns the oldest reply, if one arrived. Its receive is re-posted.
+    /// Progresses once and returns the oldest reply, if one arrived. Its receive is re-posted by
+    /// the next send or poll.
     /// Fails with the DPA's fatal error if the kernel faulted (looked at every few empty polls:
     /// asking costs a call into the device).
     #[inline]
     pub fn try_recv(&self) -> Result<Option<Received>> {
         if self.received.borrow().is_empty() {
+            self.repost()?;
             self.pe.progress();
         }
         let next = self.received.borrow_mut().pop_front();
         match next {
             Some(r) => {
-                self.cpu_consumer.post_recv(0)?;
+                self.owed_receives.set(self.owed_receives.get() + 1);
+                self.taken.set(self.taken.get() + 1);
                 Ok(Some(r))
             }
             None => {
@@ -277,8 +318,13 @@ impl MsgqPath {
     /// Waits for the next reply: spins on progress, then sleeps on the PE's notification handle.
     /// Fails with the DPA's fatal error if the kernel faults, or TIME_OUT.
     pub fn recv(&self, timeout: Duration) -> Result<Received> {
-        if let Some(r) = self.try_recv()? {
-            return Ok(r);
+        // A reply usually comes within a few polls: poll before reading the clock, which costs
+        // as much as several polls.
+        for _ in 0..POLLS_BEFORE_CLOCK {
+            if let Some(r) = self.try_recv()? {
+                return Ok(r);
+            }
+            std::hint::spin_loop();
         }
         let received = &self.received;
         let mut fault = None;

@@ -201,10 +201,8 @@ impl ConsumerObj {
         else {
             return;
         };
-        let mut imm = [0u8; MAX_IMM_DATA_LEN];
         let len = c.imm.len().min(MAX_IMM_DATA_LEN);
-        imm[..len].copy_from_slice(&c.imm[..len]);
-        task.imm.set(imm);
+        task.imm.set(crate::ring::padded_imm(&c.imm[..len]));
         task.imm_len.set(len as u32);
         task.producer_id.set(c.producer_id);
         let cb = if status == 0 {

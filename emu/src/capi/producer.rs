@@ -496,14 +496,13 @@ pub unsafe extern "C" fn doca_comch_producer_task_send_alloc_init(
             );
         };
         let t = pool.alloc()?;
-        let mut bytes = [0u8; MAX_IMM_DATA_LEN];
-        if imm_data_len > 0 {
+        let imm: &[u8] = if imm_data_len == 0 {
+            &[]
+        } else {
             // SAFETY: `imm_data` holds `imm_data_len` (<= 32) readable bytes by the C contract.
-            bytes[..imm_data_len as usize].copy_from_slice(unsafe {
-                std::slice::from_raw_parts(imm_data, imm_data_len as usize)
-            });
-        }
-        t.imm.set(bytes);
+            unsafe { std::slice::from_raw_parts(imm_data, imm_data_len as usize) }
+        };
+        t.imm.set(crate::ring::padded_imm(imm));
         t.imm_len.set(imm_data_len);
         t.consumer_id.set(consumer_id);
         // SAFETY: checked non-null; writable by the C contract.

@@ -235,10 +235,8 @@ impl CpuProducer {
             if pending.is_empty() {
                 inner.msgq.credit_waiters.set_waiting(&inner.waiter, true);
             }
-            let mut copy = [0u8; limits::MAX_IMM_DATA_LEN];
-            copy[..imm.len()].copy_from_slice(imm);
             pending.push_back(PendingSend {
-                imm: copy,
+                imm: crate::ring::padded_imm(imm),
                 len: imm.len() as u8,
                 consumer: index,
                 user_data,

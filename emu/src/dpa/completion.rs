@@ -21,6 +21,11 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering, fence};
 use std::sync::{Arc, Weak};
 
 /// Arming and triggering the attached thread.
+///
+/// Aligned to its own pair of cache lines: the DPA re-arms it on every activation, and it sits
+/// beside fields the CPU side reads on every send (`imm_data_len`, the ring's geometry), which
+/// would otherwise miss in the sender's cache each time.
+#[repr(align(128))]
 pub(crate) struct Notifier {
     armed: AtomicBool,
     thread: Option<Arc<ThreadShared>>,
