@@ -280,7 +280,11 @@ impl DpaConsumerShared {
 }
 
 /// A DPA producer as the device functions see it.
+///
+/// On cache lines of its own: the DPA writes `unreported` on every send, and a neighbouring
+/// allocation the CPU side writes per message would bounce with it.
 #[derive(Debug)]
+#[repr(align(128))]
 pub(crate) struct DpaProducerShared {
     pub id: u32,
     /// `doca_comch_producer_set_dev_num_send`: sends in flight without a reported completion.

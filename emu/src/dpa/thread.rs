@@ -45,6 +45,10 @@ struct Source {
 }
 
 /// What the scheduler and workers know about a thread.
+///
+/// On cache lines of its own: a worker writes `state` and `activations` on every activation,
+/// and a neighbouring allocation the CPU side writes per message would bounce with them.
+#[repr(align(128))]
 pub(crate) struct ThreadShared {
     pub index: usize,
     pub name: &'static str,
