@@ -16,9 +16,9 @@ fn main() {
     if !found {
         println!(
             "cargo::error=feature `doca` links the kit's DPA app library, and {} has none: run \
-             `cargo xtask build-dpa --release` (the soft device's app library) or `cargo xtask \
-             build-dpa --release --dpacc` (dpacc's, on a machine with a DOCA SDK), or point \
-             DPAKIT_DPA_APP_DIR at the directory holding libdpakit_kernels",
+             `cargo xtask build-dpa --release` (the soft device's app library), or point \
+             DPAKIT_DPA_APP_DIR at the directory holding libdpakit_kernels (on a BlueField, the \
+             DPA program dpacc made from the kit's device objects; see docs/bluefield.md)",
             dir.display()
         );
         return;

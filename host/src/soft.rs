@@ -37,8 +37,13 @@ fn api(what: &str) -> Result<&'static SoftApi> {
 }
 
 impl DpaSettings {
-    /// Applies the settings to a DPA context not started yet.
+    /// Applies the settings to a DPA context not started yet. They describe how the soft device
+    /// emulates the DPA; on DOCA's own libraries, where the DPA schedules its threads itself,
+    /// they are ignored, so a program that sets them runs on hardware unchanged.
     pub(crate) fn apply(&self, dpa: *mut sys::doca_dpa) -> Result<()> {
+        if sys::soft::api().is_none() {
+            return Ok(());
+        }
         if let Some(mode) = self.mode {
             let (raw, seed) = match mode {
                 SchedMode::BusyPoll => (sys::soft::SCHED_BUSY_POLL, 0),
@@ -71,7 +76,8 @@ impl DpaSettings {
 
 impl DpaBuilder {
     /// How activations are scheduled (`dpakit_soft_dpa_set_sched_mode`; default
-    /// `DPAKIT_SOFT_SCHED` from the environment, else busy-polling).
+    /// `DPAKIT_SOFT_SCHED` from the environment, else busy-polling). Like every soft setting of
+    /// the builder, ignored on DOCA's own libraries.
     pub fn sched_mode(mut self, mode: SchedMode) -> Self {
         self.soft.mode = Some(mode);
         self

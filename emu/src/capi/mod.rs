@@ -80,6 +80,8 @@ pub(crate) fn last_error() -> Option<(ErrorCode, String)> {
     LAST_ERROR.with(|last| last.borrow().clone())
 }
 
+#[cold]
+#[inline(never)]
 fn panic_error(api: &str, payload: Box<dyn std::any::Any + Send>) -> Error {
     let what = payload
         .downcast_ref::<&str>()
@@ -97,15 +99,8 @@ fn panic_error(api: &str, payload: Box<dyn std::any::Any + Send>) -> Error {
 pub(crate) fn call(api: &'static str, body: impl FnOnce() -> Result<()>) -> doca_error_t {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => 0,
-        Ok(Err(e)) => {
-            record(api, &e);
-            e.code().raw() as doca_error_t
-        }
-        Err(payload) => {
-            let e = panic_error(api, payload);
-            record(api, &e);
-            e.code().raw() as doca_error_t
-        }
+        Ok(Err(e)) => failed(api, e),
+        Err(payload) => failed(api, panic_error(api, payload)),
     }
 }
 
@@ -116,14 +111,23 @@ pub(crate) fn call_value<T>(api: &'static str, fallback: T, body: impl FnOnce() 
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(value)) => value,
         Ok(Err(e)) => {
-            record(api, &e);
+            failed(api, e);
             fallback
         }
         Err(payload) => {
-            record(api, &panic_error(api, payload));
+            failed(api, panic_error(api, payload));
             fallback
         }
     }
+}
+
+/// Records a failure of `api`; returns its code. Out of line: the success path of every API
+/// function stays short.
+#[cold]
+#[inline(never)]
+fn failed(api: &str, e: Error) -> doca_error_t {
+    record(api, &e);
+    e.code().raw() as doca_error_t
 }
 
 /// Writes `value` through the out-parameter `ptr` named `param`; `INVALID_VALUE` if it is NULL.
