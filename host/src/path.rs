@@ -319,12 +319,12 @@ impl MsgqPath {
     /// Fails with the DPA's fatal error if the kernel faults, or TIME_OUT.
     pub fn recv(&self, timeout: Duration) -> Result<Received> {
         // A reply usually comes within a few polls: poll before reading the clock, which costs
-        // as much as several polls.
+        // as much as several polls, and without a pause between polls, which delays seeing the
+        // reply by about as much as the kernel takes to answer.
         for _ in 0..POLLS_BEFORE_CLOCK {
             if let Some(r) = self.try_recv()? {
                 return Ok(r);
             }
-            std::hint::spin_loop();
         }
         let received = &self.received;
         let mut fault = None;
