@@ -56,7 +56,7 @@ struct Inner {
     posted: Cell<u32>,
     /// Completed tasks kept for the next post (DOCA resubmits a completed receive task rather
     /// than freeing and allocating one); never more than `num_tasks`, reserved up front.
-    spare: RefCell<Vec<*mut sys::doca_task>>,
+    spare: RefCell<Vec<*mut sys::doca_comch_consumer_task_post_recv>>,
     /// Stopping: completed tasks are freed, not kept, so the context can reach IDLE.
     stopping: Cell<bool>,
     on_recv: RefCell<Option<RecvCb>>,
@@ -108,8 +108,6 @@ unsafe extern "C" fn recv_done(
             sys::doca_comch_consumer_task_post_recv_get_producer_id(task),
         )
     };
-    // SAFETY: as above.
-    let task = unsafe { sys::doca_comch_consumer_task_post_recv_as_task(task) };
     deliver(
         inner,
         task,
@@ -129,9 +127,8 @@ unsafe extern "C" fn recv_failed(
     // SAFETY: as in recv_done.
     let inner = unsafe { &*ctx_user_data.ptr.cast::<Inner>() };
     // SAFETY: a completed task of ours.
-    let task = unsafe { sys::doca_comch_consumer_task_post_recv_as_task(task) };
-    // SAFETY: as above.
-    let raw = unsafe { sys::doca_task_get_status(task) };
+    let raw =
+        unsafe { sys::doca_task_get_status(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
     let status = ErrorCode::from_raw(raw as i32).unwrap_or(ErrorCode::Unknown);
     deliver(
         inner,
@@ -147,7 +144,7 @@ unsafe extern "C" fn recv_failed(
 /// consumer stops).
 fn deliver(
     inner: &Inner,
-    task: *mut sys::doca_task,
+    task: *mut sys::doca_comch_consumer_task_post_recv,
     imm: &[u8],
     producer_id: u32,
     user_data: u64,
@@ -169,7 +166,7 @@ fn deliver(
         inner.spare.borrow_mut().push(task);
     } else {
         // SAFETY: a completed task of ours, not kept anywhere.
-        unsafe { sys::doca_task_free(task) };
+        unsafe { sys::doca_task_free(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
     }
 }
 
@@ -282,7 +279,7 @@ impl CpuConsumer {
     pub fn post_recv(&self, user_data: u64) -> Result<()> {
         let inner = &*self.inner;
         let spare = inner.spare.borrow_mut().pop();
-        let task = match spare {
+        let recv = match spare {
             Some(task) => task,
             None => {
                 let mut task = std::ptr::null_mut();
@@ -291,14 +288,16 @@ impl CpuConsumer {
                     std::ptr::null_mut(),
                     &mut task
                 ))?;
-                // SAFETY: a task we just allocated.
-                unsafe { sys::doca_comch_consumer_task_post_recv_as_task(task) }
+                task
             }
         };
-        // SAFETY: a task we own (allocated or completed).
+        // SAFETY: a task we own (allocated, or completed and kept). Its generic view is taken
+        // here rather than in the completion callback, which is on the reply's critical path.
+        let task = unsafe { sys::doca_comch_consumer_task_post_recv_as_task(recv) };
+        // SAFETY: as above.
         unsafe { sys::doca_task_set_user_data(task, sys::doca_data { u64_: user_data }) };
         if let Err(e) = doca!(doca_task_submit(task)) {
-            inner.spare.borrow_mut().push(task);
+            inner.spare.borrow_mut().push(recv);
             return Err(e);
         }
         inner.posted.set(inner.posted.get() + 1);
@@ -328,7 +327,7 @@ impl CpuConsumer {
         self.inner.stopping.set(true);
         for task in self.inner.spare.borrow_mut().drain(..) {
             // SAFETY: completed tasks we kept; nothing refers to them any more.
-            unsafe { sys::doca_task_free(task) };
+            unsafe { sys::doca_task_free(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
         }
         let stopped = ctx::stop_until_idle(self.inner.ctx, Some(&self.inner.pe));
         self.inner.stopping.set(false);
