@@ -245,7 +245,7 @@ impl MsgqPath {
     pub fn send(&self, imm: &[u8]) -> Result<()> {
         while self.cpu_producer.in_flight() >= self.depth {
             self.pe.progress();
-            self.dpa.check()?;
+            self.check_now_and_then()?;
         }
         // Every message may be answered, and an answer needs a posted receive: if the ones
         // still owed are needed for the replies that may come, post them before sending.

@@ -202,12 +202,14 @@ impl Dpa {
 /// The fatal error of DPA context `dpa`, if the soft device reports one.
 pub(crate) fn dpa_error(dpa: *mut sys::doca_dpa) -> Option<Error> {
     let api = sys::soft::api()?;
+    // The code alone first: a healthy context, the common case, needs no message buffer.
+    // SAFETY: a live context; a NULL message asks for the code only.
+    if unsafe { (api.dpa_get_error)(dpa, std::ptr::null_mut(), 0) } == sys::DOCA_SUCCESS {
+        return None;
+    }
     let mut buf = [0u8; 1024];
     // SAFETY: a live context and a writable buffer of its length.
     let code = unsafe { (api.dpa_get_error)(dpa, buf.as_mut_ptr().cast(), buf.len()) };
-    if code == sys::DOCA_SUCCESS {
-        return None;
-    }
     let text = std::ffi::CStr::from_bytes_until_nul(&buf)
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
