@@ -13,7 +13,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering, compiler_fence, fence};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A context the PE drives.
 pub(crate) trait PeClient {
@@ -252,40 +252,6 @@ impl Pe {
         }
         Ok(rc > 0)
     }
-
-    /// Progresses until `done()` holds, spinning for a short while and then sleeping on the
-    /// notification handle between bursts. Fails with TIME_OUT after `timeout`.
-    pub fn progress_until(&self, timeout: Duration, mut done: impl FnMut() -> bool) -> Result<()> {
-        const SPIN: Duration = Duration::from_micros(50);
-        // Reading the clock costs about as much as a progress pass; look at it every so often.
-        const CLOCK_EVERY: u32 = 64;
-        let deadline = Instant::now() + timeout;
-        let mut idle_since = Instant::now();
-        let mut passes = 0u32;
-        loop {
-            let progressed = self.progress() > 0;
-            if done() {
-                return Ok(());
-            }
-            passes += 1;
-            if progressed {
-                passes = 0;
-                idle_since = Instant::now();
-            }
-            if passes % CLOCK_EVERY != 0 {
-                std::hint::spin_loop();
-                continue;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                bail!(TimeOut, "condition not met within {timeout:?} of progress");
-            }
-            if now - idle_since > SPIN {
-                self.wait((deadline - now).min(Duration::from_millis(10)))?;
-                idle_since = Instant::now();
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -345,14 +311,5 @@ mod tests {
             !pe.wait(Duration::from_millis(1)).unwrap(),
             "a signal is consumed once"
         );
-    }
-
-    #[test]
-    fn progress_until_times_out_with_time_out() {
-        let pe = Pe::new().unwrap();
-        let e = pe
-            .progress_until(Duration::from_millis(5), || false)
-            .unwrap_err();
-        assert_eq!(e.code(), dpakit_abi::ErrorCode::TimeOut);
     }
 }

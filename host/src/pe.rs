@@ -170,3 +170,30 @@ impl Pe {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dpakit_abi::ErrorCode;
+
+    #[test]
+    fn progress_until_times_out_with_time_out() {
+        let pe = Pe::new().unwrap();
+        let e = pe
+            .progress_until(Duration::from_millis(5), || false)
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::TimeOut);
+    }
+
+    #[test]
+    fn progress_until_returns_once_the_condition_holds() {
+        let pe = Pe::new().unwrap();
+        let mut polls = 0;
+        pe.progress_until(Duration::from_secs(5), || {
+            polls += 1;
+            polls == 3
+        })
+        .unwrap();
+        assert_eq!(polls, 3);
+    }
+}
