@@ -4,12 +4,12 @@ use super::consumer_completion::ConsumerCompletionObj;
 use super::ctx::{Context, CtxCore};
 use super::msgq::{self, MsgqObj};
 use super::registry::{self, Kind, Object};
-use super::task::{Task, TaskCore, TaskPool};
+use super::task::{Task, TaskCore, TaskNames, Tasks};
 use super::types::*;
 use super::{call, call_value, out};
 use crate::comch::{CpuConsumer, DpaConsumer, RecvCompletion};
 use crate::ctx::CtxState;
-use crate::error::{ErrorCode, Result, bail, err};
+use crate::error::{Result, bail};
 use crate::limits::{CONSUMER_MAX_NUM_RECV, CPU_MAX_NUM_TASKS, MAX_IMM_DATA_LEN};
 use crate::msgq::Direction;
 use std::cell::{Cell, RefCell};
@@ -40,7 +40,7 @@ pub(crate) struct ConsumerObj {
     /// The consumer completion and the user data given with it.
     completion: Cell<Option<(*mut c_void, u32)>>,
     running: RefCell<Option<Running>>,
-    pool: RefCell<Option<TaskPool<RecvTask>>>,
+    tasks: Tasks<RecvTask>,
 }
 
 impl Object for ConsumerObj {
@@ -92,7 +92,10 @@ impl ConsumerObj {
             dev_max_num_recv: Cell::new(0),
             completion: Cell::new(None),
             running: RefCell::new(None),
-            pool: RefCell::new(None),
+            tasks: Tasks::new(TaskNames {
+                ctx: "consumer",
+                tasks: "post-receive",
+            }),
         }))?;
         registry::get::<ConsumerObj>(handle, "consumer")?
             .core
@@ -119,12 +122,7 @@ impl ConsumerObj {
                 "configure post-receive tasks first (doca_comch_consumer_task_post_recv_set_conf)"
             );
         };
-        let pe = super::pe::pe(self.core.pe.get().cast(), "the consumer's PE").map_err(|_| {
-            err(
-                ErrorCode::BadState,
-                "connect the consumer to a progress engine first (doca_pe_connect_ctx)",
-            )
-        })?;
+        let pe = self.core.connected_pe("consumer")?;
         let me: *const ConsumerObj = self;
         let model = CpuConsumer::builder(&*q.model()?, &pe.pe)
             .num_recv_tasks(conf.num_tasks)
@@ -132,25 +130,21 @@ impl ConsumerObj {
             .id(self.id)
             .on_recv(move |c: &RecvCompletion<'_>| {
                 // SAFETY: the consumer object outlives its model object (see the producer).
-                unsafe { &*me }.completed(c)
+                unsafe { &*me }.completed(
+                    c.user_data as u32,
+                    c.status.raw() as doca_error_t,
+                    c.imm,
+                    c.producer_id,
+                )
             })
             .start()?;
-        let mut pool = self.pool.borrow_mut();
-        if pool
-            .as_ref()
-            .is_none_or(|p| p.len() != conf.num_tasks as usize)
-        {
-            if let Some(old) = pool.take() {
-                old.destroy();
-            }
-            *pool = Some(TaskPool::new(conf.num_tasks, |index| RecvTask {
-                core: TaskCore::new(index),
-                consumer: me,
-                imm: Cell::new([0; MAX_IMM_DATA_LEN]),
-                imm_len: Cell::new(0),
-                producer_id: Cell::new(0),
-            })?);
-        }
+        self.tasks.ensure(conf.num_tasks, |index| RecvTask {
+            core: TaskCore::new(index),
+            consumer: me,
+            imm: Cell::new([0; MAX_IMM_DATA_LEN]),
+            imm_len: Cell::new(0),
+            producer_id: Cell::new(0),
+        })?;
         Ok(Running::Cpu(model))
     }
 
@@ -190,28 +184,23 @@ impl ConsumerObj {
         Ok(Running::Dpa(model))
     }
 
-    /// A receive finished: its task gets the immediate and its callback runs.
-    fn completed(&self, c: &RecvCompletion<'_>) {
+    /// The receive of task `index` finished with `status`: the task gets the immediate and
+    /// the producer's id, and its callback runs.
+    fn completed(&self, index: u32, status: doca_error_t, imm: &[u8], producer_id: u32) {
         let Some(conf) = self.conf.get() else { return };
-        let status = c.status.raw() as doca_error_t;
-        let pool = self.pool.borrow();
-        let Some(task) = pool
-            .as_ref()
-            .and_then(|p| p.completed(c.user_data as u32, status))
-        else {
+        let Some((handle, task_data)) = self.tasks.complete(index, status, |task| {
+            let len = imm.len().min(MAX_IMM_DATA_LEN);
+            task.imm.set(crate::ring::padded_imm(&imm[..len]));
+            task.imm_len.set(len as u32);
+            task.producer_id.set(producer_id);
+        }) else {
             return;
         };
-        let len = c.imm.len().min(MAX_IMM_DATA_LEN);
-        task.imm.set(crate::ring::padded_imm(&c.imm[..len]));
-        task.imm_len.set(len as u32);
-        task.producer_id.set(c.producer_id);
         let cb = if status == 0 {
             conf.on_success
         } else {
             conf.on_error
         };
-        let (handle, task_data) = (task.core.handle.get(), task.core.user_data.get());
-        drop(pool);
         if let Some(cb) = cb {
             // SAFETY: the program's callback with the declared signature; the task is live.
             unsafe { cb(handle.cast(), task_data, self.core.user_data.get()) };
@@ -223,31 +212,14 @@ impl ConsumerObj {
         self.core.transition(CtxState::Idle);
     }
 
-    fn outstanding(&self) -> usize {
-        self.pool.borrow().as_ref().map_or(0, TaskPool::outstanding)
-    }
-
     fn submit(&self, task: &RecvTask) -> Result<()> {
-        let pool = self.pool.borrow();
-        let pool = pool
-            .as_ref()
-            .ok_or_else(|| err(ErrorCode::BadState, "the consumer has no receive tasks"))?;
-        task.core.require_owned("submit the task")?;
-        match self.core.state() {
-            CtxState::Running => {}
-            CtxState::Stopping => {
-                pool.flush_later(task);
-                return Ok(());
-            }
-            s => bail!(BadState, "the consumer is {s}: submit tasks while it runs"),
-        }
-        let running = self.running.borrow();
-        let Some(Running::Cpu(model)) = running.as_ref() else {
-            bail!(BadState, "the consumer is not running on the CPU");
-        };
-        model.post_recv(u64::from(task.core.index))?;
-        pool.submitted(task);
-        Ok(())
+        self.tasks.submit(self.core.state(), task, || {
+            let running = self.running.borrow();
+            let Some(Running::Cpu(model)) = running.as_ref() else {
+                bail!(BadState, "the consumer is not running on the CPU");
+            };
+            model.post_recv(u64::from(task.core.index))
+        })
     }
 }
 
@@ -275,49 +247,19 @@ impl Context for ConsumerObj {
         if let Some(Running::Cpu(model)) = self.running.borrow().as_ref() {
             model.flush();
         }
-        if self.outstanding() == 0 {
-            self.finish_stop();
-            return Ok(true);
-        }
-        self.core.transition(CtxState::Stopping);
-        Ok(false)
+        Ok(self.tasks.stop(&self.core, || self.finish_stop()))
     }
 
     fn inflight(&self) -> usize {
-        self.pool.borrow().as_ref().map_or(0, TaskPool::inflight)
+        self.tasks.inflight()
     }
 
     fn after_progress(&self) -> usize {
-        if self.core.state() != CtxState::Stopping {
-            return 0;
-        }
-        let flushed = crate::comch::FLUSHED.raw() as doca_error_t;
-        let mut n = 0;
-        loop {
-            let next = self.pool.borrow().as_ref().and_then(TaskPool::next_flushed);
-            let Some(index) = next else { break };
-            let c = RecvCompletion {
-                imm: &[],
-                producer_id: 0,
-                user_data: u64::from(index),
-                status: crate::comch::FLUSHED,
-            };
-            debug_assert_eq!(c.status.raw() as doca_error_t, flushed);
-            self.completed(&c);
-            n += 1;
-        }
-        if self.core.state() == CtxState::Stopping && self.outstanding() == 0 {
-            self.finish_stop();
-        }
-        n
-    }
-}
-
-impl Drop for ConsumerObj {
-    fn drop(&mut self) {
-        if let Some(pool) = self.pool.get_mut().take() {
-            pool.destroy();
-        }
+        self.tasks.after_progress(
+            &self.core,
+            |index, status| self.completed(index, status, &[], 0),
+            || self.finish_stop(),
+        )
     }
 }
 
@@ -332,11 +274,7 @@ impl RecvTask {
     }
 
     pub(crate) fn free(&self) -> Result<()> {
-        let consumer = self.consumer();
-        let pool = consumer.pool.borrow();
-        pool.as_ref()
-            .ok_or_else(|| err(ErrorCode::BadState, "the task's pool is gone"))?
-            .free(self)
+        self.consumer().tasks.free(self)
     }
 }
 
@@ -494,22 +432,13 @@ pub unsafe extern "C" fn doca_comch_consumer_task_post_recv_alloc_init(
                  consumers on a Comch connection)"
             );
         }
-        match c.core.state() {
-            CtxState::Running | CtxState::Stopping => {}
-            s => bail!(BadState, "the consumer is {s}: allocate tasks once it runs"),
-        }
-        let pool = c.pool.borrow();
-        let Some(pool) = pool.as_ref() else {
-            bail!(
-                NotSupported,
-                "this consumer's datapath is on the DPA: it has no post-receive tasks"
-            );
-        };
-        let t = pool.alloc()?;
-        t.imm_len.set(0);
-        t.producer_id.set(0);
+        let handle = c.tasks.alloc(c.core.state(), |t| {
+            t.imm_len.set(0);
+            t.producer_id.set(0);
+            t.core.handle.get()
+        })?;
         // SAFETY: checked non-null; writable by the C contract.
-        unsafe { out(task, "task", t.core.handle.get().cast()) }
+        unsafe { out(task, "task", handle.cast()) }
     })
 }
 

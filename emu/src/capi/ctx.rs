@@ -72,6 +72,17 @@ impl CtxCore {
         }
     }
 
+    /// The PE the context is connected to, which a datapath on the CPU needs; BAD_STATE if
+    /// there is none. `ctx` names the context in the message.
+    pub(crate) fn connected_pe<'a>(&self, ctx: &str) -> Result<&'a super::pe::PeObj> {
+        super::pe::pe(self.pe.get().cast(), "pe").map_err(|_| {
+            crate::error::err(
+                crate::error::ErrorCode::BadState,
+                format!("connect the {ctx} to a progress engine first (doca_pe_connect_ctx)"),
+            )
+        })
+    }
+
     /// `BAD_STATE` unless idle.
     pub(crate) fn require_idle(&self, what: &str) -> Result<()> {
         match self.state() {

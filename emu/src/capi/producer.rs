@@ -4,7 +4,7 @@ use super::ctx::{Context, CtxCore};
 use super::dpa_completion::DpaCompletionObj;
 use super::msgq::{self, MsgqObj};
 use super::registry::{self, Kind, Object};
-use super::task::{Task, TaskCore, TaskPool};
+use super::task::{Task, TaskCore, TaskNames, Tasks};
 use super::types::*;
 use super::{call, call_value, out};
 use crate::comch::{CpuProducer, DpaProducer, SendCompletion};
@@ -38,7 +38,7 @@ pub(crate) struct ProducerObj {
     dev_max_num_send: Cell<u32>,
     dpa_completion: Cell<*mut c_void>,
     running: RefCell<Option<Running>>,
-    pool: RefCell<Option<TaskPool<SendTask>>>,
+    tasks: Tasks<SendTask>,
 }
 
 impl Object for ProducerObj {
@@ -82,7 +82,10 @@ impl ProducerObj {
             dev_max_num_send: Cell::new(0),
             dpa_completion: Cell::new(std::ptr::null_mut()),
             running: RefCell::new(None),
-            pool: RefCell::new(None),
+            tasks: Tasks::new(TaskNames {
+                ctx: "producer",
+                tasks: "send",
+            }),
         }))?;
         registry::get::<ProducerObj>(handle, "producer")?
             .core
@@ -113,12 +116,7 @@ impl ProducerObj {
                 "configure send tasks first (doca_comch_producer_task_send_set_conf)"
             );
         };
-        let pe = super::pe::pe(self.core.pe.get().cast(), "the producer's PE").map_err(|_| {
-            crate::error::err(
-                ErrorCode::BadState,
-                "connect the producer to a progress engine first (doca_pe_connect_ctx)",
-            )
-        })?;
+        let pe = self.core.connected_pe("producer")?;
         let me: *const ProducerObj = self;
         let model = CpuProducer::builder(&*q.model()?, &pe.pe)
             .num_send_tasks(conf.num_tasks)
@@ -129,22 +127,13 @@ impl ProducerObj {
                 unsafe { &*me }.completed(c.user_data as u32, c.status.raw() as doca_error_t)
             })
             .start()?;
-        let mut pool = self.pool.borrow_mut();
-        if pool
-            .as_ref()
-            .is_none_or(|p| p.len() != conf.num_tasks as usize)
-        {
-            if let Some(old) = pool.take() {
-                old.destroy();
-            }
-            *pool = Some(TaskPool::new(conf.num_tasks, |index| SendTask {
-                core: TaskCore::new(index),
-                producer: me,
-                imm: Cell::new([0; MAX_IMM_DATA_LEN]),
-                imm_len: Cell::new(0),
-                consumer_id: Cell::new(0),
-            })?);
-        }
+        self.tasks.ensure(conf.num_tasks, |index| SendTask {
+            core: TaskCore::new(index),
+            producer: me,
+            imm: Cell::new([0; MAX_IMM_DATA_LEN]),
+            imm_len: Cell::new(0),
+            consumer_id: Cell::new(0),
+        })?;
         Ok(Running::Cpu(model))
     }
 
@@ -190,8 +179,7 @@ impl ProducerObj {
     /// A send of task `index` finished with `status`: its callback runs.
     fn completed(&self, index: u32, status: doca_error_t) {
         let Some(conf) = self.conf.get() else { return };
-        let pool = self.pool.borrow();
-        let Some(task) = pool.as_ref().and_then(|p| p.completed(index, status)) else {
+        let Some((handle, task_data)) = self.tasks.complete(index, status, |_| {}) else {
             return;
         };
         let cb = if status == 0 {
@@ -199,8 +187,6 @@ impl ProducerObj {
         } else {
             conf.on_error
         };
-        let (handle, task_data) = (task.core.handle.get(), task.core.user_data.get());
-        drop(pool);
         if let Some(cb) = cb {
             // SAFETY: the program's callback with the declared signature; the task handle is live.
             unsafe { cb(handle.cast(), task_data, self.core.user_data.get()) };
@@ -213,36 +199,19 @@ impl ProducerObj {
         self.core.transition(CtxState::Idle);
     }
 
-    fn outstanding(&self) -> usize {
-        self.pool.borrow().as_ref().map_or(0, TaskPool::outstanding)
-    }
-
     fn submit(&self, task: &SendTask) -> Result<()> {
-        let pool = self.pool.borrow();
-        let pool = pool.as_ref().ok_or_else(|| {
-            crate::error::err(ErrorCode::BadState, "the producer has no send tasks")
-        })?;
-        task.core.require_owned("submit the task")?;
-        match self.core.state() {
-            CtxState::Running => {}
-            CtxState::Stopping => {
-                pool.flush_later(task);
-                return Ok(());
-            }
-            s => bail!(BadState, "the producer is {s}: submit tasks while it runs"),
-        }
-        let running = self.running.borrow();
-        let Some(Running::Cpu(model)) = running.as_ref() else {
-            bail!(BadState, "the producer is not running on the CPU");
-        };
-        let imm = task.imm.get();
-        model.send(
-            &imm[..task.imm_len.get() as usize],
-            task.consumer_id.get(),
-            u64::from(task.core.index),
-        )?;
-        pool.submitted(task);
-        Ok(())
+        self.tasks.submit(self.core.state(), task, || {
+            let running = self.running.borrow();
+            let Some(Running::Cpu(model)) = running.as_ref() else {
+                bail!(BadState, "the producer is not running on the CPU");
+            };
+            let imm = task.imm.get();
+            model.send(
+                &imm[..task.imm_len.get() as usize],
+                task.consumer_id.get(),
+                u64::from(task.core.index),
+            )
+        })
     }
 }
 
@@ -270,41 +239,19 @@ impl Context for ProducerObj {
         if let Some(Running::Cpu(model)) = self.running.borrow().as_ref() {
             model.flush();
         }
-        if self.outstanding() == 0 {
-            self.finish_stop();
-            return Ok(true);
-        }
-        self.core.transition(CtxState::Stopping);
-        Ok(false)
+        Ok(self.tasks.stop(&self.core, || self.finish_stop()))
     }
 
     fn inflight(&self) -> usize {
-        self.pool.borrow().as_ref().map_or(0, TaskPool::inflight)
+        self.tasks.inflight()
     }
 
     fn after_progress(&self) -> usize {
-        if self.core.state() != CtxState::Stopping {
-            return 0;
-        }
-        let mut n = 0;
-        loop {
-            let next = self.pool.borrow().as_ref().and_then(TaskPool::next_flushed);
-            let Some(index) = next else { break };
-            self.completed(index, crate::comch::FLUSHED.raw() as doca_error_t);
-            n += 1;
-        }
-        if self.core.state() == CtxState::Stopping && self.outstanding() == 0 {
-            self.finish_stop();
-        }
-        n
-    }
-}
-
-impl Drop for ProducerObj {
-    fn drop(&mut self) {
-        if let Some(pool) = self.pool.get_mut().take() {
-            pool.destroy();
-        }
+        self.tasks.after_progress(
+            &self.core,
+            |index, status| self.completed(index, status),
+            || self.finish_stop(),
+        )
     }
 }
 
@@ -328,11 +275,7 @@ impl SendTask {
     }
 
     pub(crate) fn free(&self) -> Result<()> {
-        let producer = self.producer();
-        let pool = producer.pool.borrow();
-        pool.as_ref()
-            .ok_or_else(|| crate::error::err(ErrorCode::BadState, "the task's pool is gone"))?
-            .free(self)
+        self.producer().tasks.free(self)
     }
 }
 
@@ -484,29 +427,20 @@ pub unsafe extern "C" fn doca_comch_producer_task_send_alloc_init(
                 "imm_data is NULL with imm_data_len {imm_data_len}"
             );
         }
-        match p.core.state() {
-            CtxState::Running | CtxState::Stopping => {}
-            s => bail!(BadState, "the producer is {s}: allocate tasks once it runs"),
-        }
-        let pool = p.pool.borrow();
-        let Some(pool) = pool.as_ref() else {
-            bail!(
-                NotSupported,
-                "this producer's datapath is on the DPA: it has no send tasks"
-            );
-        };
-        let t = pool.alloc()?;
         let imm: &[u8] = if imm_data_len == 0 {
             &[]
         } else {
             // SAFETY: `imm_data` holds `imm_data_len` (<= 32) readable bytes by the C contract.
             unsafe { std::slice::from_raw_parts(imm_data, imm_data_len as usize) }
         };
-        t.imm.set(crate::ring::padded_imm(imm));
-        t.imm_len.set(imm_data_len);
-        t.consumer_id.set(consumer_id);
+        let handle = p.tasks.alloc(p.core.state(), |t| {
+            t.imm.set(crate::ring::padded_imm(imm));
+            t.imm_len.set(imm_data_len);
+            t.consumer_id.set(consumer_id);
+            t.core.handle.get()
+        })?;
         // SAFETY: checked non-null; writable by the C contract.
-        unsafe { out(task, "task", t.core.handle.get().cast()) }
+        unsafe { out(task, "task", handle.cast()) }
     })
 }
 

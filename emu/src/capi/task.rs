@@ -1,8 +1,10 @@
 //! Tasks (`struct doca_task`): fixed pools per context, allocated and freed on the datapath
 //! without allocating memory or taking a lock.
 
+use super::ctx::CtxCore;
 use super::registry::{self, Object};
 use super::types::*;
+use crate::ctx::CtxState;
 use crate::error::{ErrorCode, Result, bail, err};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -189,6 +191,171 @@ impl<T: Task> TaskPool<T> {
             // SAFETY: live until unregistered here.
             let handle = unsafe { (*t).core().handle.get() };
             drop(registry::unregister::<T>(handle));
+        }
+    }
+}
+
+/// Names a context's tasks in diagnostics: the context ("producer") and its tasks ("send").
+#[derive(Clone, Copy)]
+pub(crate) struct TaskNames {
+    pub ctx: &'static str,
+    pub tasks: &'static str,
+}
+
+/// The task pool of a context whose datapath may run on the CPU: none until the first start
+/// on the CPU (a context on the DPA has no tasks), remade when a start finds another size,
+/// destroyed with the context. What every such context does with its tasks is here: allocate,
+/// submit (or keep for the flush of a stopping context), complete, free, stop.
+pub(crate) struct Tasks<T: Task> {
+    pool: RefCell<Option<TaskPool<T>>>,
+    names: TaskNames,
+}
+
+impl<T: Task> Tasks<T> {
+    pub(crate) fn new(names: TaskNames) -> Self {
+        Self {
+            pool: RefCell::new(None),
+            names,
+        }
+    }
+
+    /// At a start on the CPU: a pool of `n` tasks made by `make`, unless there is one of that
+    /// size already.
+    pub(crate) fn ensure(&self, n: u32, make: impl Fn(u32) -> T) -> Result<()> {
+        let mut pool = self.pool.borrow_mut();
+        if pool.as_ref().is_some_and(|p| p.len() == n as usize) {
+            return Ok(());
+        }
+        if let Some(old) = pool.take() {
+            old.destroy();
+        }
+        *pool = Some(TaskPool::new(n, make)?);
+        Ok(())
+    }
+
+    /// `*_alloc_init`: takes a free task of a context in `state` and lets `init` fill it.
+    #[inline]
+    pub(crate) fn alloc<R>(&self, state: CtxState, init: impl FnOnce(&T) -> R) -> Result<R> {
+        let TaskNames { ctx, tasks } = self.names;
+        match state {
+            CtxState::Running | CtxState::Stopping => {}
+            s => bail!(BadState, "the {ctx} is {s}: allocate tasks once it runs"),
+        }
+        let pool = self.pool.borrow();
+        let Some(pool) = pool.as_ref() else {
+            bail!(
+                NotSupported,
+                "this {ctx}'s datapath is on the DPA: it has no {tasks} tasks"
+            );
+        };
+        Ok(init(pool.alloc()?))
+    }
+
+    /// `doca_task_submit` on a context in `state`: `run` hands the task to the datapath while
+    /// the context runs; a stopping context keeps it for the next progress to flush.
+    #[inline]
+    pub(crate) fn submit(
+        &self,
+        state: CtxState,
+        task: &T,
+        run: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        let TaskNames { ctx, tasks } = self.names;
+        let pool = self.pool.borrow();
+        let Some(pool) = pool.as_ref() else {
+            bail!(BadState, "the {ctx} has no {tasks} tasks");
+        };
+        task.core().require_owned("submit the task")?;
+        match state {
+            CtxState::Running => {}
+            CtxState::Stopping => {
+                pool.flush_later(task);
+                return Ok(());
+            }
+            s => bail!(BadState, "the {ctx} is {s}: submit tasks while it runs"),
+        }
+        run()?;
+        pool.submitted(task);
+        Ok(())
+    }
+
+    /// Task `index` finished with `status`: `fill` records its results, and the task's handle
+    /// and user data are returned for its callback (None for a task not submitted).
+    #[inline]
+    pub(crate) fn complete(
+        &self,
+        index: u32,
+        status: doca_error_t,
+        fill: impl FnOnce(&T),
+    ) -> Option<(*mut c_void, doca_data)> {
+        let pool = self.pool.borrow();
+        let task = pool.as_ref()?.completed(index, status)?;
+        fill(task);
+        Some((task.core().handle.get(), task.core().user_data.get()))
+    }
+
+    /// `doca_task_free`.
+    #[inline]
+    pub(crate) fn free(&self, task: &T) -> Result<()> {
+        self.pool
+            .borrow()
+            .as_ref()
+            .ok_or_else(|| err(ErrorCode::BadState, "the task's pool is gone"))?
+            .free(task)
+    }
+
+    /// Tasks not in the pool: allocated, submitted, or completed and not freed.
+    pub(crate) fn outstanding(&self) -> usize {
+        self.pool.borrow().as_ref().map_or(0, TaskPool::outstanding)
+    }
+
+    /// Tasks submitted and not completed.
+    pub(crate) fn inflight(&self) -> usize {
+        self.pool.borrow().as_ref().map_or(0, TaskPool::inflight)
+    }
+
+    /// `doca_ctx_stop`, once the datapath flushed what it held: true if the context could go
+    /// IDLE at once (`finish` did), else it is STOPPING until its tasks are back.
+    pub(crate) fn stop(&self, core: &CtxCore, finish: impl FnOnce()) -> bool {
+        if self.outstanding() == 0 {
+            finish();
+            return true;
+        }
+        core.transition(CtxState::Stopping);
+        false
+    }
+
+    /// After a progress of a stopping context: the tasks submitted while it stopped complete
+    /// with the flush status through `complete`, and once every task is back `finish` makes
+    /// it IDLE. Returns the tasks completed.
+    pub(crate) fn after_progress(
+        &self,
+        core: &CtxCore,
+        mut complete: impl FnMut(u32, doca_error_t),
+        finish: impl FnOnce(),
+    ) -> usize {
+        if core.state() != CtxState::Stopping {
+            return 0;
+        }
+        let flushed = crate::comch::FLUSHED.raw() as doca_error_t;
+        let mut n = 0;
+        loop {
+            let next = self.pool.borrow().as_ref().and_then(TaskPool::next_flushed);
+            let Some(index) = next else { break };
+            complete(index, flushed);
+            n += 1;
+        }
+        if core.state() == CtxState::Stopping && self.outstanding() == 0 {
+            finish();
+        }
+        n
+    }
+}
+
+impl<T: Task> Drop for Tasks<T> {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.get_mut().take() {
+            pool.destroy();
         }
     }
 }
