@@ -1,6 +1,6 @@
 //! The CPU consumer of a DPA → CPU MsgQ (`doca_comch_consumer` with post-receive tasks).
 
-use super::{HasStateCallback, ctx_of_consumer, state_changed};
+use super::{HasStateCallback, ctx_of_consumer, start_on_pe};
 use crate::ctx::{self, CtxState, StateChangedCb};
 use crate::error::{Result, bail, doca};
 use crate::msgq::{Direction, Msgq};
@@ -229,16 +229,6 @@ impl<'a> CpuConsumerBuilder<'a> {
             }),
         };
         created?;
-        let user_data = sys::doca_data {
-            ptr: (&*consumer.inner as *const Inner).cast_mut().cast(),
-        };
-        doca!(doca_ctx_set_user_data(ctx, user_data))?;
-        if consumer.inner.on_state_changed.is_some() {
-            doca!(doca_ctx_set_state_changed_cb(
-                ctx,
-                Some(state_changed::<Inner>)
-            ))?;
-        }
         doca!(doca_comch_consumer_set_imm_data_len(raw, self.imm_data_len))?;
         doca!(doca_comch_consumer_task_post_recv_set_conf(
             raw,
@@ -246,8 +236,7 @@ impl<'a> CpuConsumerBuilder<'a> {
             Some(recv_failed),
             self.num_tasks
         ))?;
-        doca!(doca_pe_connect_ctx(self.pe.raw(), ctx))?;
-        doca!(doca_ctx_start(ctx))?;
+        start_on_pe(ctx, &*consumer.inner, self.pe)?;
         Ok(consumer)
     }
 }

@@ -1,6 +1,6 @@
 //! The CPU producer of a CPU → DPA MsgQ (`doca_comch_producer` with send tasks).
 
-use super::{ctx_of_producer, state_changed};
+use super::{ctx_of_producer, start_on_pe};
 use crate::ctx::{self, CtxState, StateChangedCb};
 use crate::error::{Result, bail, doca};
 use crate::msgq::{Direction, Msgq};
@@ -171,24 +171,13 @@ impl<'a> CpuProducerBuilder<'a> {
             }),
         };
         created?;
-        let user_data = sys::doca_data {
-            ptr: (&*producer.inner as *const Inner).cast_mut().cast(),
-        };
-        doca!(doca_ctx_set_user_data(ctx, user_data))?;
-        if producer.inner.on_state_changed.is_some() {
-            doca!(doca_ctx_set_state_changed_cb(
-                ctx,
-                Some(state_changed::<Inner>)
-            ))?;
-        }
         doca!(doca_comch_producer_task_send_set_conf(
             raw,
             Some(send_done),
             Some(send_failed),
             self.num_tasks
         ))?;
-        doca!(doca_pe_connect_ctx(self.pe.raw(), ctx))?;
-        doca!(doca_ctx_start(ctx))?;
+        start_on_pe(ctx, &*producer.inner, self.pe)?;
         Ok(producer)
     }
 }

@@ -10,6 +10,8 @@ pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCompletion};
 pub use dpa_endpoints::{DpaConsumer, DpaConsumerBuilder, DpaProducer, DpaProducerBuilder};
 
 use crate::ctx::{CtxState, StateChangedCb};
+use crate::error::{Result, doca};
+use crate::pe::Pe;
 use dpakit_sys as sys;
 
 /// `doca_comch_producer_as_ctx`.
@@ -27,6 +29,22 @@ fn ctx_of_consumer(c: *mut sys::doca_comch_consumer) -> *mut sys::doca_ctx {
 /// An endpoint whose context user data points at it, with a state-changed callback.
 trait HasStateCallback {
     fn state_callback(&self) -> Option<&StateChangedCb>;
+}
+
+/// The last steps of starting a CPU endpoint, once its tasks are configured: the context's user
+/// data points at `inner` (where the callbacks find the endpoint; boxed, so it does not move),
+/// the state-changed callback is set if the endpoint has one, and the context is connected to
+/// `pe` and started.
+fn start_on_pe<T: HasStateCallback>(ctx: *mut sys::doca_ctx, inner: &T, pe: &Pe) -> Result<()> {
+    let user_data = sys::doca_data {
+        ptr: (inner as *const T).cast_mut().cast(),
+    };
+    doca!(doca_ctx_set_user_data(ctx, user_data))?;
+    if inner.state_callback().is_some() {
+        doca!(doca_ctx_set_state_changed_cb(ctx, Some(state_changed::<T>)))?;
+    }
+    doca!(doca_pe_connect_ctx(pe.raw(), ctx))?;
+    doca!(doca_ctx_start(ctx))
 }
 
 /// The state-changed callback of endpoints: calls the Rust closure of the endpoint the context's
