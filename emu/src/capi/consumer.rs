@@ -329,7 +329,7 @@ pub unsafe extern "C" fn doca_comch_consumer_destroy(
         }
         if let Some((comp, _)) = c.completion.get() {
             if let Ok(comp) = registry::get::<ConsumerCompletionObj>(comp, "completion") {
-                comp.release();
+                comp.users.release();
             }
         }
         c.msgq()?.release_consumer_id(c.id);
@@ -548,10 +548,10 @@ pub unsafe extern "C" fn doca_comch_consumer_set_completion(
         c.core.require_idle("set the consumer completion")?;
         if let Some((old, _)) = c.completion.get() {
             if let Ok(old) = registry::get::<ConsumerCompletionObj>(old, "old") {
-                old.release();
+                old.users.release();
             }
         }
-        comp.hold();
+        comp.users.hold();
         c.completion.set(Some((consumer_comp.cast(), user_data)));
         Ok(())
     })

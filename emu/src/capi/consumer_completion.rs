@@ -20,7 +20,7 @@ pub(crate) struct ConsumerCompletionObj {
     thread: Cell<*mut c_void>,
     model: RefCell<Option<ConsumerCompletion>>,
     /// Consumers attached to it that still exist.
-    users: Cell<u32>,
+    pub(crate) users: super::Users,
 }
 
 impl Object for ConsumerCompletionObj {
@@ -37,14 +37,6 @@ impl ConsumerCompletionObj {
                  doca_comch_consumer_completion_start first",
             )
         })
-    }
-
-    pub(crate) fn hold(&self) {
-        self.users.set(self.users.get() + 1);
-    }
-
-    pub(crate) fn release(&self) {
-        self.users.set(self.users.get().saturating_sub(1));
     }
 
     fn require_idle(&self, what: &str) -> Result<()> {
@@ -75,7 +67,7 @@ pub unsafe extern "C" fn doca_comch_consumer_completion_create(
             imm_data_len: Cell::new(MAX_IMM_DATA_LEN as u32),
             thread: Cell::new(std::ptr::null_mut()),
             model: RefCell::new(None),
-            users: Cell::new(0),
+            users: super::Users::default(),
         }))?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(consumer_comp, "consumer_comp", handle.cast()) }
@@ -89,18 +81,12 @@ pub unsafe extern "C" fn doca_comch_consumer_completion_destroy(
 ) -> doca_error_t {
     call("doca_comch_consumer_completion_destroy", || {
         let c = completion(consumer_comp)?;
-        if c.users.get() > 0 {
-            bail!(
-                InUse,
-                "{} consumer(s) set to this completion still exist: destroy them first",
-                c.users.get()
-            );
-        }
+        c.users.require_none("consumer(s) set to this completion")?;
         drop(c.model.borrow_mut().take());
         if let Ok(t) = dpa_thread::thread(c.thread.get().cast(), "thread") {
-            t.release();
+            t.users.release();
             if let Ok(d) = t.dpa() {
-                d.release();
+                d.users.release();
             }
         }
         drop(registry::unregister::<ConsumerCompletionObj>(
@@ -189,13 +175,13 @@ pub unsafe extern "C" fn doca_comch_consumer_completion_set_dpa_thread(
         let t = dpa_thread::thread(dpa_thread, "dpa_thread")?;
         c.require_idle("setting its thread")?;
         if let Ok(old) = dpa_thread::thread(c.thread.get().cast(), "old") {
-            old.release();
+            old.users.release();
             if let Ok(d) = old.dpa() {
-                d.release();
+                d.users.release();
             }
         }
-        t.hold();
-        t.dpa()?.hold();
+        t.users.hold();
+        t.dpa()?.users.hold();
         c.thread.set(dpa_thread.cast());
         Ok(())
     })
@@ -244,13 +230,7 @@ pub unsafe extern "C" fn doca_comch_consumer_completion_stop(
     call("doca_comch_consumer_completion_stop", || {
         let c = completion(consumer_comp)?;
         c.model()?;
-        if c.users.get() > 0 {
-            bail!(
-                InUse,
-                "{} consumer(s) set to this completion still exist: destroy them first",
-                c.users.get()
-            );
-        }
+        c.users.require_none("consumer(s) set to this completion")?;
         drop(c.model.borrow_mut().take());
         Ok(())
     })

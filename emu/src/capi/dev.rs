@@ -5,7 +5,6 @@ use super::types::*;
 use super::{c_str, call, call_value, copy_c_string, out};
 use crate::dev::{self as model, RepFilter, Side};
 use crate::error::{ErrorCode, Result, bail, err};
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Mutex, OnceLock};
@@ -31,7 +30,7 @@ impl Object for DevinfoRepObj {
 pub(crate) struct DevObj {
     pub dev: model::Dev,
     devinfo: *mut c_void,
-    pub users: Cell<u32>,
+    pub(crate) users: super::Users,
 }
 impl Object for DevObj {
     const KIND: Kind = Kind::Dev;
@@ -42,7 +41,7 @@ pub(crate) struct DevRepObj {
     /// What Comch servers are created on.
     #[allow(dead_code)]
     pub rep: model::DevRep,
-    pub users: Cell<u32>,
+    pub(crate) users: super::Users,
 }
 impl Object for DevRepObj {
     const KIND: Kind = Kind::DevRep;
@@ -56,18 +55,6 @@ pub(crate) fn devinfo<'a>(ptr: *const doca_devinfo, param: &str) -> Result<&'a m
 /// The open device behind a `struct doca_dev *` parameter.
 pub(crate) fn dev<'a>(ptr: *const doca_dev, param: &str) -> Result<&'a DevObj> {
     registry::get::<DevObj>(ptr.cast(), param)
-}
-
-impl DevObj {
-    /// One more object depends on the device.
-    pub(crate) fn hold(&self) {
-        self.users.set(self.users.get() + 1);
-    }
-
-    /// An object that depended on the device is gone.
-    pub(crate) fn release(&self) {
-        self.users.set(self.users.get().saturating_sub(1));
-    }
 }
 
 /// Which kind of list an array handed to C is.
@@ -252,7 +239,7 @@ pub unsafe extern "C" fn doca_dev_open(
         let handle = registry::register(Box::new(DevObj {
             dev: opened,
             devinfo: own_info,
-            users: Cell::new(0),
+            users: super::Users::default(),
         }))
         .inspect_err(|_| drop(registry::unregister::<DevinfoObj>(own_info)))?;
         // SAFETY: checked non-null; writable by the C contract.
@@ -265,14 +252,8 @@ pub unsafe extern "C" fn doca_dev_open(
 pub unsafe extern "C" fn doca_dev_close(dev: *mut doca_dev) -> doca_error_t {
     call("doca_dev_close", || {
         let d = self::dev(dev, "dev")?;
-        if d.users.get() > 0 {
-            bail!(
-                InUse,
-                "{} object(s) created on this device (DPA contexts, MsgQs, mmaps) still exist: \
-                 destroy them first",
-                d.users.get()
-            );
-        }
+        d.users
+            .require_none("object(s) created on this device (DPA contexts, MsgQs, mmaps)")?;
         let devinfo = d.devinfo;
         drop(registry::unregister::<DevObj>(dev.cast()));
         drop(registry::unregister::<DevinfoObj>(devinfo));
@@ -292,7 +273,7 @@ pub unsafe extern "C" fn doca_dev_rep_open(
         let rep = model::DevRep::open(&info.rep)?;
         let handle = registry::register(Box::new(DevRepObj {
             rep,
-            users: Cell::new(0),
+            users: super::Users::default(),
         }))?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(dev_rep, "dev_rep", handle.cast()) }
@@ -304,13 +285,8 @@ pub unsafe extern "C" fn doca_dev_rep_open(
 pub unsafe extern "C" fn doca_dev_rep_close(dev: *mut doca_dev_rep) -> doca_error_t {
     call("doca_dev_rep_close", || {
         let rep = registry::get::<DevRepObj>(dev.cast(), "dev")?;
-        if rep.users.get() > 0 {
-            bail!(
-                InUse,
-                "{} object(s) created on this representor still exist: destroy them first",
-                rep.users.get()
-            );
-        }
+        rep.users
+            .require_none("object(s) created on this representor")?;
         drop(registry::unregister::<DevRepObj>(dev.cast()));
         Ok(())
     })

@@ -19,7 +19,7 @@ pub(crate) struct DpaObj {
     pub soft: RefCell<SoftConfig>,
     model: RefCell<Option<Dpa>>,
     /// Objects created on the context that still exist.
-    users: Cell<u32>,
+    pub(crate) users: super::Users,
 }
 
 impl Object for DpaObj {
@@ -45,16 +45,6 @@ impl DpaObj {
         self.model.borrow().is_some()
     }
 
-    /// One more object depends on the context.
-    pub(crate) fn hold(&self) {
-        self.users.set(self.users.get() + 1);
-    }
-
-    /// An object that depended on the context is gone.
-    pub(crate) fn release(&self) {
-        self.users.set(self.users.get().saturating_sub(1));
-    }
-
     pub(crate) fn require_idle(&self, what: &str) -> Result<()> {
         if self.is_started() {
             return Err(not_idle(what, "stop the DPA first (doca_dpa_stop)"));
@@ -63,12 +53,12 @@ impl DpaObj {
     }
 
     fn require_unused(&self, what: &str) -> Result<()> {
-        if self.users.get() > 0 {
+        if self.users.count() > 0 {
             bail!(
                 InUse,
                 "cannot {what} the DPA context: {} object(s) created on it (threads, \
                  completions, MsgQs, affinities) still exist; destroy them first",
-                self.users.get()
+                self.users.count()
             );
         }
         Ok(())
@@ -102,9 +92,9 @@ pub unsafe extern "C" fn doca_dpa_create(
             app: RefCell::new(None),
             soft: RefCell::new(SoftConfig::from_env()),
             model: RefCell::new(None),
-            users: Cell::new(0),
+            users: super::Users::default(),
         }))?;
-        d.hold();
+        d.users.hold();
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(dpa, "dpa", handle.cast()) }
     })
@@ -117,7 +107,7 @@ pub unsafe extern "C" fn doca_dpa_destroy(dpa: *mut doca_dpa) -> doca_error_t {
         let d = self::dpa(dpa, "dpa")?;
         d.require_unused("destroy")?;
         drop(d.model.borrow_mut().take());
-        d.dev()?.release();
+        d.dev()?.users.release();
         drop(registry::unregister::<DpaObj>(dpa.cast()));
         Ok(())
     })
@@ -359,7 +349,7 @@ pub unsafe extern "C" fn doca_dpa_eu_affinity_create(
             dpa: dpa.cast(),
             eu: Cell::new(None),
         }))?;
-        d.hold();
+        d.users.hold();
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(affinity, "affinity", handle.cast()) }
     })
@@ -373,7 +363,7 @@ pub unsafe extern "C" fn doca_dpa_eu_affinity_destroy(
     call("doca_dpa_eu_affinity_destroy", || {
         let a = registry::get::<EuAffinityObj>(affinity.cast(), "affinity")?;
         if let Ok(d) = self::dpa(a.dpa.cast(), "the affinity's DPA") {
-            d.release();
+            d.users.release();
         }
         drop(registry::unregister::<EuAffinityObj>(affinity.cast()));
         Ok(())

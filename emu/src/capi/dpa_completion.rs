@@ -19,7 +19,7 @@ pub(crate) struct DpaCompletionObj {
     thread: Cell<*mut c_void>,
     model: RefCell<Option<DpaCompletion>>,
     /// Producers attached to it that still exist.
-    users: Cell<u32>,
+    pub(crate) users: super::Users,
 }
 
 impl Object for DpaCompletionObj {
@@ -35,14 +35,6 @@ impl DpaCompletionObj {
                 "the DPA completion is not started: call doca_dpa_completion_start first",
             )
         })
-    }
-
-    pub(crate) fn hold(&self) {
-        self.users.set(self.users.get() + 1);
-    }
-
-    pub(crate) fn release(&self) {
-        self.users.set(self.users.get().saturating_sub(1));
     }
 
     fn dpa(&self) -> Result<&DpaObj> {
@@ -68,9 +60,9 @@ fn attach_thread(
         );
     }
     if let Ok(old) = dpa_thread::thread(slot.get().cast(), "old") {
-        old.release();
+        old.users.release();
     }
-    t.hold();
+    t.users.hold();
     slot.set(thread.cast());
     Ok(())
 }
@@ -96,9 +88,9 @@ pub unsafe extern "C" fn doca_dpa_completion_create(
             queue_size,
             thread: Cell::new(std::ptr::null_mut()),
             model: RefCell::new(None),
-            users: Cell::new(0),
+            users: super::Users::default(),
         }))?;
-        d.hold();
+        d.users.hold();
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(dpa_comp, "dpa_comp", handle.cast()) }
     })
@@ -111,18 +103,13 @@ pub unsafe extern "C" fn doca_dpa_completion_destroy(
 ) -> doca_error_t {
     call("doca_dpa_completion_destroy", || {
         let c = completion(dpa_comp)?;
-        if c.users.get() > 0 {
-            bail!(
-                InUse,
-                "{} producer(s) attached to this DPA completion still exist: destroy them first",
-                c.users.get()
-            );
-        }
+        c.users
+            .require_none("producer(s) attached to this DPA completion")?;
         drop(c.model.borrow_mut().take());
         if let Ok(t) = dpa_thread::thread(c.thread.get().cast(), "thread") {
-            t.release();
+            t.users.release();
         }
-        c.dpa()?.release();
+        c.dpa()?.users.release();
         drop(registry::unregister::<DpaCompletionObj>(dpa_comp.cast()));
         Ok(())
     })
@@ -180,13 +167,8 @@ pub unsafe extern "C" fn doca_dpa_completion_stop(
     call("doca_dpa_completion_stop", || {
         let c = completion(dpa_comp)?;
         c.model()?;
-        if c.users.get() > 0 {
-            bail!(
-                InUse,
-                "{} producer(s) attached to this DPA completion still exist: destroy them first",
-                c.users.get()
-            );
-        }
+        c.users
+            .require_none("producer(s) attached to this DPA completion")?;
         drop(c.model.borrow_mut().take());
         Ok(())
     })
@@ -242,8 +224,8 @@ pub unsafe extern "C" fn doca_dpa_notification_completion_create(
             thread: dpa_thread.cast(),
             model: RefCell::new(None),
         }))?;
-        d.hold();
-        t.hold();
+        d.users.hold();
+        t.users.hold();
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(notify_comp, "notify_comp", handle.cast()) }
     })
@@ -258,10 +240,10 @@ pub unsafe extern "C" fn doca_dpa_notification_completion_destroy(
         let n = notification(notify_comp)?;
         drop(n.model.borrow_mut().take());
         if let Ok(t) = dpa_thread::thread(n.thread.cast(), "thread") {
-            t.release();
+            t.users.release();
         }
         if let Ok(d) = dpa::dpa(n.dpa.cast(), "dpa") {
-            d.release();
+            d.users.release();
         }
         drop(registry::unregister::<NotificationObj>(notify_comp.cast()));
         Ok(())

@@ -19,7 +19,7 @@ pub(crate) struct DpaThreadObj {
     model: RefCell<Option<DpaThread>>,
     running: Cell<bool>,
     /// Completion contexts attached to it that still exist.
-    users: Cell<u32>,
+    pub(crate) users: super::Users,
 }
 
 impl Object for DpaThreadObj {
@@ -43,14 +43,6 @@ impl DpaThreadObj {
                 "the DPA thread is not started: call doca_dpa_thread_start first",
             )
         })
-    }
-
-    pub(crate) fn hold(&self) {
-        self.users.set(self.users.get() + 1);
-    }
-
-    pub(crate) fn release(&self) {
-        self.users.set(self.users.get().saturating_sub(1));
     }
 
     fn require_idle(&self, what: &str) -> Result<()> {
@@ -80,9 +72,9 @@ pub unsafe extern "C" fn doca_dpa_thread_create(
             affinity: Cell::new(None),
             model: RefCell::new(None),
             running: Cell::new(false),
-            users: Cell::new(0),
+            users: super::Users::default(),
         }))?;
-        d.hold();
+        d.users.hold();
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(dpa_thread, "dpa_thread", handle.cast()) }
     })
@@ -94,18 +86,12 @@ pub unsafe extern "C" fn doca_dpa_thread_create(
 pub unsafe extern "C" fn doca_dpa_thread_destroy(dpa_thread: *mut doca_dpa_thread) -> doca_error_t {
     call("doca_dpa_thread_destroy", || {
         let t = self::thread(dpa_thread, "dpa_thread")?;
-        if t.users.get() > 0 {
-            bail!(
-                InUse,
-                "{} completion context(s) attached to this thread still exist: destroy them \
-                 first",
-                t.users.get()
-            );
-        }
+        t.users
+            .require_none("completion context(s) attached to this thread")?;
         if let Some(model) = t.model.borrow_mut().take() {
             model.stop()?;
         }
-        t.dpa()?.release();
+        t.dpa()?.users.release();
         drop(registry::unregister::<DpaThreadObj>(dpa_thread.cast()));
         Ok(())
     })

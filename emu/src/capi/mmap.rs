@@ -59,7 +59,7 @@ pub unsafe extern "C" fn doca_mmap_destroy(mmap: *mut doca_mmap) -> doca_error_t
         }
         for dev in m.devs.borrow_mut().drain(..) {
             if let Ok(d) = dev::dev(dev.cast(), "dev") {
-                d.release();
+                d.users.release();
             }
         }
         drop(registry::unregister::<MmapObj>(mmap.cast()));
@@ -122,7 +122,7 @@ pub unsafe extern "C" fn doca_mmap_add_dev(
         let m = self::mmap(mmap, "mmap")?;
         let d: &DevObj = dev::dev(dev, "dev")?;
         m.mmap.add_dev(&d.dev)?;
-        d.hold();
+        d.users.hold();
         m.devs.borrow_mut().push(dev.cast());
         Ok(())
     })

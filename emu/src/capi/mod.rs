@@ -198,6 +198,38 @@ pub(crate) unsafe fn copy_c_string(
     Ok(())
 }
 
+/// How many objects depend on an object: DOCA refuses to destroy (or stop) it while any do.
+#[derive(Default)]
+pub(crate) struct Users(std::cell::Cell<u32>);
+
+impl Users {
+    /// One more object depends on it.
+    pub(crate) fn hold(&self) {
+        self.0.set(self.0.get() + 1);
+    }
+
+    /// An object that depended on it is gone.
+    pub(crate) fn release(&self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
+
+    pub(crate) fn count(&self) -> u32 {
+        self.0.get()
+    }
+
+    /// `IN_USE` while any dependent exists; `which` names them ("producer(s) attached to this
+    /// DPA completion").
+    pub(crate) fn require_none(&self, which: &str) -> Result<()> {
+        match self.count() {
+            0 => Ok(()),
+            n => Err(err(
+                ErrorCode::InUse,
+                format!("{n} {which} still exist: destroy them first"),
+            )),
+        }
+    }
+}
+
 /// `BAD_STATE` for configuring an object that is no longer idle.
 pub(crate) fn not_idle(what: &str, fix: &str) -> Error {
     err(

@@ -129,7 +129,7 @@ pub unsafe extern "C" fn doca_comch_msgq_create(
             next_producer_id: Cell::new(1),
             producers: Cell::new(0),
         }))?;
-        d.hold();
+        d.users.hold();
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(msgq, "msgq", handle.cast()) }
     })
@@ -151,10 +151,10 @@ pub unsafe extern "C" fn doca_comch_msgq_destroy(msgq: *mut doca_comch_msgq) -> 
         q.require_idle("destroying it")?;
         if let Some((_, dpa)) = q.target.get() {
             if let Ok(d) = dpa::dpa(dpa.cast(), "the MsgQ's DPA") {
-                d.release();
+                d.users.release();
             }
         }
-        q.dev()?.release();
+        q.dev()?.users.release();
         drop(registry::unregister::<MsgqObj>(msgq.cast()));
         Ok(())
     })
@@ -229,10 +229,10 @@ fn set_target(
         }
         if let Some((_, old)) = q.target.get() {
             if let Ok(old) = dpa::dpa(old.cast(), "the previous DPA") {
-                old.release();
+                old.users.release();
             }
         }
-        d.hold();
+        d.users.hold();
         q.target.set(Some((direction, dpa_handle.cast())));
         Ok(())
     })

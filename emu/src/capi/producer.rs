@@ -329,7 +329,7 @@ pub unsafe extern "C" fn doca_comch_producer_destroy(
             pe.disconnect(p.core.handle.get());
         }
         if let Ok(comp) = registry::get::<DpaCompletionObj>(p.dpa_completion.get(), "completion") {
-            comp.release();
+            comp.users.release();
         }
         p.msgq()?.release_producer();
         drop(registry::unregister::<ProducerObj>(producer.cast()));
@@ -505,9 +505,9 @@ pub unsafe extern "C" fn doca_comch_producer_dpa_completion_attach(
         let comp = registry::get::<DpaCompletionObj>(dpa_comp.cast(), "dpa_comp")?;
         p.core.require_idle("attach a DPA completion")?;
         if let Ok(old) = registry::get::<DpaCompletionObj>(p.dpa_completion.get(), "old") {
-            old.release();
+            old.users.release();
         }
-        comp.hold();
+        comp.users.hold();
         p.dpa_completion.set(dpa_comp.cast());
         Ok(())
     })
