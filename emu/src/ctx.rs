@@ -5,40 +5,11 @@ use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// `doca_ctx_states`.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CtxState {
-    /// Configurable; not started (`DOCA_CTX_STATE_IDLE`).
-    Idle = 0,
-    /// Started, waiting for progress to finish starting (`DOCA_CTX_STATE_STARTING`).
-    Starting = 1,
-    /// Running: tasks may be allocated and submitted (`DOCA_CTX_STATE_RUNNING`).
-    Running = 2,
-    /// Stopping: in-flight work drains, then the context returns to idle (`DOCA_CTX_STATE_STOPPING`).
-    Stopping = 3,
-}
+pub use dpakit_abi::CtxState;
 
-impl CtxState {
-    fn from_u8(v: u8) -> Self {
-        match v {
-            0 => CtxState::Idle,
-            1 => CtxState::Starting,
-            2 => CtxState::Running,
-            _ => CtxState::Stopping,
-        }
-    }
-}
-
-impl fmt::Display for CtxState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            CtxState::Idle => "IDLE",
-            CtxState::Starting => "STARTING",
-            CtxState::Running => "RUNNING",
-            CtxState::Stopping => "STOPPING",
-        })
-    }
+/// The state stored as `v` (always one this module stored).
+fn state_of(v: u8) -> CtxState {
+    CtxState::from_raw(u32::from(v)).unwrap_or(CtxState::Stopping)
 }
 
 /// `doca_ctx_state_changed_callback_t`: (previous state, next state).
@@ -73,7 +44,7 @@ impl StateMachine {
 
     /// The current state.
     pub fn get(&self) -> CtxState {
-        CtxState::from_u8(self.state.load(Ordering::Acquire))
+        state_of(self.state.load(Ordering::Acquire))
     }
 
     /// `doca_ctx_set_state_changed_cb`: only while IDLE.
@@ -85,7 +56,7 @@ impl StateMachine {
 
     /// Moves to `next`, calling the callback. The caller has checked the transition is legal.
     pub fn transition(&self, next: CtxState) {
-        let prev = CtxState::from_u8(self.state.swap(next as u8, Ordering::AcqRel));
+        let prev = state_of(self.state.swap(next as u8, Ordering::AcqRel));
         if prev != next {
             if let Some(cb) = self
                 .callback

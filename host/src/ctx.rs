@@ -3,54 +3,24 @@
 use crate::error::{Error, Result, bail, doca};
 use crate::pe::Pe;
 use dpakit_sys as sys;
-use std::fmt;
 use std::time::{Duration, Instant};
 
-/// `enum doca_ctx_states`.
-#[doc(alias = "doca_ctx_states")]
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CtxState {
-    /// Configurable; not started (`DOCA_CTX_STATE_IDLE`).
-    Idle = 0,
-    /// Started, finishing through progress (`DOCA_CTX_STATE_STARTING`).
-    Starting = 1,
-    /// Running: tasks may be allocated and submitted (`DOCA_CTX_STATE_RUNNING`).
-    Running = 2,
-    /// Stopping: outstanding tasks complete with errors, then idle (`DOCA_CTX_STATE_STOPPING`).
-    Stopping = 3,
-}
-
-impl CtxState {
-    pub(crate) fn from_raw(raw: u32) -> Self {
-        match raw {
-            0 => CtxState::Idle,
-            1 => CtxState::Starting,
-            2 => CtxState::Running,
-            _ => CtxState::Stopping,
-        }
-    }
-}
-
-impl fmt::Display for CtxState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            CtxState::Idle => "IDLE",
-            CtxState::Starting => "STARTING",
-            CtxState::Running => "RUNNING",
-            CtxState::Stopping => "STOPPING",
-        })
-    }
-}
+pub use dpakit_abi::CtxState;
 
 /// The state-changed callback of a context: `(previous, next)`.
 pub(crate) type StateChangedCb = Box<dyn Fn(CtxState, CtxState)>;
+
+/// The state DOCA reports as `raw`. A number outside the enum is taken as STOPPING, the state
+/// a context only leaves through progress, so callers keep progressing rather than act on it.
+pub(crate) fn state_from_raw(raw: u32) -> CtxState {
+    CtxState::from_raw(raw).unwrap_or(CtxState::Stopping)
+}
 
 /// `doca_ctx_get_state`.
 pub(crate) fn state(ctx: *mut sys::doca_ctx) -> Result<CtxState> {
     let mut raw = 0;
     doca!(doca_ctx_get_state(ctx, &mut raw))?;
-    Ok(CtxState::from_raw(raw))
+    Ok(state_from_raw(raw))
 }
 
 /// How long a context may take to finish stopping before teardown gives up on it.

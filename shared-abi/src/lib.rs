@@ -8,13 +8,15 @@
 //!   with typed views ([`Echo`], [`DmaOffloadDesc`], [`OffloadResult`]).
 //! * [`Pod`] and [`Immediate`]: the unsafe marker traits for types allowed to cross; implement them
 //!   with [`pod_struct!`] and [`impl_immediate!`], which prove the layout rules at compile time.
-//! * Device handles ([`handles`]), submit flags ([`SubmitFlags`]), DOCA error codes ([`ErrorCode`]).
+//! * Device handles ([`handles`]), submit flags ([`SubmitFlags`]), DOCA error codes ([`ErrorCode`])
+//!   and context states ([`CtxState`]).
 //! * Typed references to kernels and apps ([`kernel`]), and the soft device's app descriptor.
 #![cfg_attr(not(test), no_std)]
 #![warn(missing_docs)]
 
 pub mod args;
 mod checksum;
+mod ctx_state;
 mod error;
 mod flags;
 pub mod handles;
@@ -23,6 +25,7 @@ mod message;
 mod pod;
 
 pub use checksum::checksum64;
+pub use ctx_state::CtxState;
 pub use error::{AbiError, ErrorCode};
 pub use flags::SubmitFlags;
 pub use kernel::{DpaApp, RpcKernel, RpcSignature, ThreadEntry, ThreadKernel};

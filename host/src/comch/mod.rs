@@ -9,7 +9,7 @@ pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};
 pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCompletion};
 pub use dpa_endpoints::{DpaConsumer, DpaConsumerBuilder, DpaProducer, DpaProducerBuilder};
 
-use crate::ctx::{CtxState, StateChangedCb};
+use crate::ctx::{self, StateChangedCb};
 use crate::error::{Result, doca};
 use crate::pe::Pe;
 use dpakit_sys as sys;
@@ -61,7 +61,7 @@ unsafe extern "C" fn state_changed<T: HasStateCallback>(
     if let Some(cb) = owner.state_callback() {
         // A panic must not unwind into C; the transition is reported, the panic printed.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            cb(CtxState::from_raw(prev), CtxState::from_raw(next))
+            cb(ctx::state_from_raw(prev), ctx::state_from_raw(next))
         }));
         if outcome.is_err() {
             eprintln!(
