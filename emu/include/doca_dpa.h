@@ -31,18 +31,6 @@ struct doca_dpa_eu_affinity;
 /* A kernel as host code names it: pass its address (a doca_dpa_func_t *). */
 typedef void(doca_dpa_func_t)(void);
 
-#ifndef DOCA_DPA_DEV_LOG_LEVEL_DEFINED
-#define DOCA_DPA_DEV_LOG_LEVEL_DEFINED
-typedef enum doca_dpa_dev_log_level {
-	DOCA_DPA_DEV_LOG_LEVEL_DISABLE = 10,
-	DOCA_DPA_DEV_LOG_LEVEL_CRIT = 20,
-	DOCA_DPA_DEV_LOG_LEVEL_ERROR = 30,
-	DOCA_DPA_DEV_LOG_LEVEL_WARNING = 40,
-	DOCA_DPA_DEV_LOG_LEVEL_INFO = 50,
-	DOCA_DPA_DEV_LOG_LEVEL_DEBUG = 60,
-} doca_dpa_dev_log_level_t;
-#endif
-
 DOCA_EXPERIMENTAL
 doca_error_t doca_dpa_cap_is_supported(const struct doca_devinfo *devinfo);
 

@@ -38,18 +38,6 @@ typedef enum {
 	DOCA_DPA_DEV_COMP_RECV_ERR = 14,
 } doca_dpa_dev_completion_type_t;
 
-#ifndef DOCA_DPA_DEV_LOG_LEVEL_DEFINED
-#define DOCA_DPA_DEV_LOG_LEVEL_DEFINED
-typedef enum doca_dpa_dev_log_level {
-	DOCA_DPA_DEV_LOG_LEVEL_DISABLE = 10,
-	DOCA_DPA_DEV_LOG_LEVEL_CRIT = 20,
-	DOCA_DPA_DEV_LOG_LEVEL_ERROR = 30,
-	DOCA_DPA_DEV_LOG_LEVEL_WARNING = 40,
-	DOCA_DPA_DEV_LOG_LEVEL_INFO = 50,
-	DOCA_DPA_DEV_LOG_LEVEL_DEBUG = 60,
-} doca_dpa_dev_log_level_t;
-#endif
-
 /* printf-style logging to the host. */
 void doca_dpa_dev_log(doca_dpa_dev_log_level_t log_level, const char *format, ...)
 	__attribute__((format(printf, 2, 3)));

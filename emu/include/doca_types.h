@@ -83,6 +83,16 @@ typedef uint32_t doca_dpa_dev_mmap_t;
 typedef uint64_t doca_dpa_dev_buf_t;
 typedef uint64_t doca_dpa_dev_buf_arr_t;
 
+/* Levels of doca_dpa_dev_log (doca_dpa_dev.h), for host and device code alike. */
+typedef enum doca_dpa_dev_log_level {
+	DOCA_DPA_DEV_LOG_LEVEL_DISABLE = 10,
+	DOCA_DPA_DEV_LOG_LEVEL_CRIT = 20,
+	DOCA_DPA_DEV_LOG_LEVEL_ERROR = 30,
+	DOCA_DPA_DEV_LOG_LEVEL_WARNING = 40,
+	DOCA_DPA_DEV_LOG_LEVEL_INFO = 50,
+	DOCA_DPA_DEV_LOG_LEVEL_DEBUG = 60,
+} doca_dpa_dev_log_level_t;
+
 #ifdef __cplusplus
 }
 #endif

@@ -136,6 +136,14 @@ pub type doca_dpa_dev_comch_consumer_completion_element_t = u64;
 pub type doca_dpa_dev_mmap_t = u32;
 pub type doca_dpa_dev_buf_t = u64;
 pub type doca_dpa_dev_buf_arr_t = u64;
+pub const DOCA_DPA_DEV_LOG_LEVEL_DISABLE: doca_dpa_dev_log_level = 10;
+pub const DOCA_DPA_DEV_LOG_LEVEL_CRIT: doca_dpa_dev_log_level = 20;
+pub const DOCA_DPA_DEV_LOG_LEVEL_ERROR: doca_dpa_dev_log_level = 30;
+pub const DOCA_DPA_DEV_LOG_LEVEL_WARNING: doca_dpa_dev_log_level = 40;
+pub const DOCA_DPA_DEV_LOG_LEVEL_INFO: doca_dpa_dev_log_level = 50;
+pub const DOCA_DPA_DEV_LOG_LEVEL_DEBUG: doca_dpa_dev_log_level = 60;
+pub type doca_dpa_dev_log_level = ::core::ffi::c_uint;
+pub use self::doca_dpa_dev_log_level as doca_dpa_dev_log_level_t;
 #[repr(C)]
 #[derive(Debug)]
 pub struct doca_devinfo {
@@ -835,14 +843,6 @@ pub struct doca_dpa_eu_affinity {
     _unused: [u8; 0],
 }
 pub type doca_dpa_func_t = ::core::option::Option<unsafe extern "C" fn()>;
-pub const DOCA_DPA_DEV_LOG_LEVEL_DISABLE: doca_dpa_dev_log_level = 10;
-pub const DOCA_DPA_DEV_LOG_LEVEL_CRIT: doca_dpa_dev_log_level = 20;
-pub const DOCA_DPA_DEV_LOG_LEVEL_ERROR: doca_dpa_dev_log_level = 30;
-pub const DOCA_DPA_DEV_LOG_LEVEL_WARNING: doca_dpa_dev_log_level = 40;
-pub const DOCA_DPA_DEV_LOG_LEVEL_INFO: doca_dpa_dev_log_level = 50;
-pub const DOCA_DPA_DEV_LOG_LEVEL_DEBUG: doca_dpa_dev_log_level = 60;
-pub type doca_dpa_dev_log_level = ::core::ffi::c_uint;
-pub use self::doca_dpa_dev_log_level as doca_dpa_dev_log_level_t;
 unsafe extern "C" {
     pub fn doca_dpa_cap_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
 }
