@@ -195,7 +195,7 @@ fn any_window_of_sends_and_receives_up_to_the_depth() {
             .unwrap();
         let (mut sent, mut received) = (0u32, 0u32);
         let mut lcg = 0x2545_f491_u32;
-        while received < 50_000 {
+        while received < 200_000 {
             lcg = lcg.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
             let unanswered = sent - received;
             // Half the time fill the window completely, else a random number of sends.
