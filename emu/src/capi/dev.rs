@@ -119,6 +119,21 @@ fn free_handles<T: Object>(array: &[*mut c_void]) {
     }
 }
 
+/// Registers each object of a list to hand out; if one cannot be, the ones before it go again.
+fn register_all<T: Object>(objects: impl IntoIterator<Item = T>) -> Result<Vec<*mut c_void>> {
+    let mut handles = Vec::new();
+    for object in objects {
+        match registry::register(Box::new(object)) {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                free_handles::<T>(&handles);
+                return Err(e);
+            }
+        }
+    }
+    Ok(handles)
+}
+
 /// Which sides `doca_devinfo_create_list` lists (`DPAKIT_SOFT_SIDE`).
 pub(crate) fn listed_sides() -> &'static [Side] {
     static SIDES: OnceLock<Vec<Side>> = OnceLock::new();
@@ -145,12 +160,13 @@ pub unsafe extern "C" fn doca_devinfo_create_list(
         super::non_null(dev_list, "dev_list")?;
         super::non_null(nb_devs, "nb_devs")?;
         let sides = listed_sides();
-        let mut handles = Vec::new();
-        for info in model::Topology::global().devinfo_list() {
-            if sides.contains(&info.side()) {
-                handles.push(registry::register(Box::new(DevinfoObj { info }))?);
-            }
-        }
+        let handles = register_all(
+            model::Topology::global()
+                .devinfo_list()
+                .into_iter()
+                .filter(|info| sides.contains(&info.side()))
+                .map(|info| DevinfoObj { info }),
+        )?;
         let n = handles.len() as u32;
         let array = hand_out_list(ListKind::Devinfo, handles);
         // SAFETY: both checked non-null; writable by the C contract.
@@ -195,10 +211,12 @@ pub unsafe extern "C" fn doca_devinfo_rep_create_list(
                 format!("representor filter {filter} is negative"),
             )
         })?)?;
-        let mut handles = Vec::new();
-        for rep in dev.dev.devinfo_rep_list(filter)? {
-            handles.push(registry::register(Box::new(DevinfoRepObj { rep }))?);
-        }
+        let handles = register_all(
+            dev.dev
+                .devinfo_rep_list(filter)?
+                .into_iter()
+                .map(|rep| DevinfoRepObj { rep }),
+        )?;
         let n = handles.len() as u32;
         let array = hand_out_list(ListKind::Rep, handles);
         // SAFETY: both checked non-null; writable by the C contract.
