@@ -76,6 +76,8 @@ pub struct MsgqPath {
     dpa: Dpa,
     depth: u32,
     empty_polls: Cell<u32>,
+    /// Replies handed out whose receive is not re-posted yet (see [`MsgqPath::repost`]).
+    owed_receives: Cell<u32>,
     /// Messages sent and replies handed out, for [`MsgqPath::send`]'s receive window.
     sent: Cell<u64>,
     taken: Cell<u64>,
@@ -215,6 +217,7 @@ impl<'a> MsgqPathBuilder<'a> {
             dpa: dpa.clone(),
             depth,
             empty_polls: Cell::new(0),
+            owed_receives: Cell::new(0),
             sent: Cell::new(0),
             taken: Cell::new(0),
         })
@@ -247,7 +250,7 @@ impl MsgqPath {
         // Every message may be answered, and an answer needs a posted receive: if the ones
         // still owed are needed for the replies that may come, post them before sending.
         let awaited = self.sent.get().saturating_sub(self.taken.get()) + 1;
-        if awaited + u64::from(self.owed_receives()) > u64::from(self.depth) {
+        if awaited + u64::from(self.owed_receives.get()) > u64::from(self.depth) {
             self.repost()?;
         }
         self.cpu_producer.send(imm, self.dpa_consumer.id(), 0)?;
@@ -264,20 +267,11 @@ impl MsgqPath {
     /// that was owed.
     #[inline]
     fn repost(&self) -> Result<()> {
-        for _ in 0..self.owed_receives() {
+        while self.owed_receives.get() > 0 {
             self.cpu_consumer.post_recv(0)?;
+            self.owed_receives.set(self.owed_receives.get() - 1);
         }
         Ok(())
-    }
-
-    /// Receives of replies handed out and not re-posted yet: of the `depth` receives, the rest
-    /// are posted or hold a reply waiting in the queue.
-    #[inline]
-    fn owed_receives(&self) -> u32 {
-        let queued = self.received.borrow().len() as u32;
-        self.depth
-            .saturating_sub(self.cpu_consumer.posted())
-            .saturating_sub(queued)
     }
 
     /// Sends a typed message.
@@ -299,6 +293,7 @@ impl MsgqPath {
         let next = self.received.borrow_mut().pop_front();
         match next {
             Some(r) => {
+                self.owed_receives.set(self.owed_receives.get() + 1);
                 self.taken.set(self.taken.get() + 1);
                 Ok(Some(r))
             }
