@@ -26,6 +26,7 @@ pub mod ring;
 mod sync;
 mod sync_hint;
 mod table;
+mod wire;
 
 pub use error::{Error, ErrorCode, Result};
 

@@ -49,6 +49,27 @@ pub const MMAP_MAX_LEN: usize = 1 << 30;
 /// preallocated, so this also bounds the inventory's memory.
 pub const BUF_INVENTORY_MAX_ELEMENTS: usize = 1 << 20;
 
+/// Longest Comch server name, in bytes including the terminating NUL
+/// (`doca_comch_cap_get_max_name_len`); a name has at least one character.
+pub const COMCH_MAX_NAME_LEN: usize = 120;
+
+/// Largest control-path message, in bytes (`doca_comch_cap_get_max_msg_size`); also the
+/// default a server and a client use, so both agree unless one is configured otherwise.
+pub const COMCH_MAX_MSG_SIZE: usize = 4080;
+
+/// Deepest control-path receive queue (`doca_comch_cap_get_max_recv_queue_size`): the most
+/// messages one connection delivers per progress.
+pub const COMCH_MAX_RECV_QUEUE_SIZE: usize = 8192;
+
+/// Receive queue depth of a server or client that sets none.
+pub const COMCH_DEFAULT_RECV_QUEUE_SIZE: usize = 128;
+
+/// Most clients connected to one server at a time (`doca_comch_cap_get_max_clients`).
+pub const COMCH_MAX_CLIENTS: usize = 512;
+
+/// Largest send-task pool of a server or client (`doca_comch_cap_get_max_send_tasks`).
+pub const COMCH_MAX_SEND_TASKS: usize = 8192;
+
 /// Smallest maximal message size of a legacy Comm Channel endpoint, in bytes; smaller requests
 /// are raised to it.
 pub const COMM_CHANNEL_MIN_MSG_SIZE: usize = 256;

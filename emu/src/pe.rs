@@ -7,6 +7,7 @@
 //! the PE asked for a notification, so a busy-polling PE costs the producer no system call.
 
 use crate::error::{Result, bail};
+use crate::wire::Poller;
 use std::cell::RefCell;
 use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -137,6 +138,9 @@ mod barrier {
 struct PeInner {
     clients: RefCell<Vec<Weak<dyn PeClient>>>,
     waker: Arc<PeWaker>,
+    /// The notification handle: the waker's eventfd and the sockets of Comch contexts, so one
+    /// readable descriptor says "progress me" whatever the work is.
+    poller: Poller,
 }
 
 /// `doca_pe`.
@@ -156,12 +160,35 @@ impl fmt::Debug for Pe {
 impl Pe {
     /// `doca_pe_create`.
     pub fn new() -> Result<Self> {
+        let waker = Arc::new(PeWaker::new()?);
+        let poller = Poller::new()?;
+        poller.add(waker.fd.as_raw_fd(), 0)?;
         Ok(Self {
             inner: Rc::new(PeInner {
                 clients: RefCell::new(Vec::new()),
-                waker: Arc::new(PeWaker::new()?),
+                waker,
+                poller,
             }),
         })
+    }
+
+    /// Makes the notification handle readable whenever `fd` is (a context's socket or epoll
+    /// set).
+    pub(crate) fn watch_fd(&self, fd: RawFd) -> Result<()> {
+        self.inner.poller.add(fd, fd as u64)
+    }
+
+    /// Undoes [`watch_fd`](Self::watch_fd).
+    pub(crate) fn unwatch_fd(&self, fd: RawFd) {
+        self.inner.poller.remove(fd);
+    }
+
+    /// Signals the notification handle now if it is armed: for work the PE's clients do not
+    /// report through [`PeClient::has_pending`].
+    pub(crate) fn signal_if_armed(&self) {
+        if self.inner.waker.armed.swap(false, Ordering::AcqRel) {
+            self.inner.waker.signal();
+        }
     }
 
     /// `doca_pe_connect_ctx`: the PE will progress `client`.
@@ -199,7 +226,7 @@ impl Pe {
     /// [`request_notification`](Self::request_notification) when work arrives. Use it with
     /// poll/epoll.
     pub fn notification_handle(&self) -> RawFd {
-        self.inner.waker.fd.as_raw_fd()
+        self.inner.poller.fd()
     }
 
     /// `doca_pe_request_notification`: arms the handle. If work is already pending the handle is

@@ -251,3 +251,81 @@ pub fn open_dpa_dev() -> Result<Dev> {
         )
     })
 }
+
+struct DevRepInner {
+    raw: *mut sys::doca_dev_rep,
+    _dev: Dev,
+}
+
+impl Drop for DevRepInner {
+    #[doc(alias = "doca_dev_rep_close")]
+    fn drop(&mut self) {
+        // Everything created on the representor holds a clone of it, so it closes last.
+        let _ = doca!(doca_dev_rep_close(self.raw));
+    }
+}
+
+/// `doca_dev_rep`: an open representor of a host-side PCI function, seen from the BlueField
+/// Arm side (Comch servers are created on one). Clones share it; it keeps its device open.
+#[derive(Clone)]
+pub struct DevRep {
+    inner: Rc<DevRepInner>,
+}
+
+impl fmt::Debug for DevRep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("DevRep").field(&self.inner.raw).finish()
+    }
+}
+
+impl DevRep {
+    /// Opens the representor of `dev` at `pci_addr` (`doca_devinfo_rep_create_list`, compare,
+    /// `doca_dev_rep_open`): what DOCA programs do with their `-r` argument. `NOT_FOUND` when
+    /// `dev` has no representor there.
+    #[doc(alias = "doca_dev_rep_open")]
+    pub fn open_by_pci(dev: &Dev, pci_addr: &str) -> Result<DevRep> {
+        let c_addr = CString::new(pci_addr)
+            .map_err(|_| Error::new(ErrorCode::InvalidValue, "a PCI address with a NUL byte"))?;
+        let mut list = std::ptr::null_mut();
+        let mut len = 0;
+        doca!(doca_devinfo_rep_create_list(
+            dev.raw(),
+            sys::DOCA_DEVINFO_REP_FILTER_NET as i32,
+            &mut list,
+            &mut len
+        ))?;
+        let mut found = Err(Error::new(
+            ErrorCode::NotFound,
+            format!("the device has no representor at PCI address `{pci_addr}`"),
+        ));
+        for i in 0..len as usize {
+            // SAFETY: `list` holds `len` representor pointers until it is destroyed below.
+            let rep = unsafe { *list.add(i) };
+            let mut equal = 0u8;
+            if let Err(e) = doca!(doca_devinfo_rep_is_equal_pci_addr(
+                rep,
+                c_addr.as_ptr(),
+                &mut equal
+            )) {
+                found = Err(e);
+                break;
+            }
+            if equal != 0 {
+                let mut raw = std::ptr::null_mut();
+                found = doca!(doca_dev_rep_open(rep, &mut raw)).map(|()| DevRep {
+                    inner: Rc::new(DevRepInner {
+                        raw,
+                        _dev: dev.clone(),
+                    }),
+                });
+                break;
+            }
+        }
+        let _ = doca!(doca_devinfo_rep_destroy_list(list));
+        found
+    }
+
+    pub(crate) fn raw(&self) -> *mut sys::doca_dev_rep {
+        self.inner.raw
+    }
+}

@@ -514,6 +514,314 @@ pub struct doca_comch_connection {
 }
 #[repr(C)]
 #[derive(Debug)]
+pub struct doca_comch_server {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_comch_client {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_comch_task_send {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_comch_event_msg_recv {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_comch_event_connection_status_changed {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_comch_event_consumer {
+    _unused: [u8; 0],
+}
+pub const DOCA_COMCH_COUNTER_SENT_MESSAGES: doca_comch_counter = 1;
+pub const DOCA_COMCH_COUNTER_SENT_BYTES: doca_comch_counter = 2;
+pub const DOCA_COMCH_COUNTER_RECV_MESSAGES: doca_comch_counter = 3;
+pub const DOCA_COMCH_COUNTER_RECV_BYTES: doca_comch_counter = 4;
+pub type doca_comch_counter = ::core::ffi::c_uint;
+pub type doca_comch_task_send_completion_cb_t = ::core::option::Option<
+    unsafe extern "C" fn(
+        task: *mut doca_comch_task_send,
+        task_user_data: doca_data,
+        ctx_user_data: doca_data,
+    ),
+>;
+pub type doca_comch_event_msg_recv_cb_t = ::core::option::Option<
+    unsafe extern "C" fn(
+        event: *mut doca_comch_event_msg_recv,
+        recv_buffer: *mut u8,
+        msg_len: u32,
+        comch_connection: *mut doca_comch_connection,
+    ),
+>;
+pub type doca_comch_event_connection_status_changed_cb_t = ::core::option::Option<
+    unsafe extern "C" fn(
+        event: *mut doca_comch_event_connection_status_changed,
+        comch_connection: *mut doca_comch_connection,
+        change_successful: u8,
+    ),
+>;
+pub type doca_comch_event_consumer_cb_t = ::core::option::Option<
+    unsafe extern "C" fn(
+        event: *mut doca_comch_event_consumer,
+        comch_connection: *mut doca_comch_connection,
+        id: u32,
+    ),
+>;
+unsafe extern "C" {
+    pub fn doca_comch_cap_server_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_cap_client_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_cap_get_max_name_len(
+        devinfo: *const doca_devinfo,
+        max_name_len: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_cap_get_max_msg_size(
+        devinfo: *const doca_devinfo,
+        size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_cap_get_max_recv_queue_size(
+        devinfo: *const doca_devinfo,
+        size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_cap_get_max_clients(
+        devinfo: *const doca_devinfo,
+        num_clients: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_cap_get_max_send_tasks(
+        devinfo: *const doca_devinfo,
+        max_send_tasks: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_create(
+        dev: *mut doca_dev,
+        repr: *mut doca_dev_rep,
+        name: *const ::core::ffi::c_char,
+        comch_server: *mut *mut doca_comch_server,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_destroy(comch_server: *mut doca_comch_server) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_as_ctx(comch_server: *mut doca_comch_server) -> *mut doca_ctx;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_set_max_msg_size(
+        comch_server: *mut doca_comch_server,
+        size: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_get_max_msg_size(
+        comch_server: *const doca_comch_server,
+        size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_set_recv_queue_size(
+        comch_server: *mut doca_comch_server,
+        size: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_get_recv_queue_size(
+        comch_server: *const doca_comch_server,
+        size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_get_device(
+        comch_server: *const doca_comch_server,
+        dev: *mut *mut doca_dev,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_get_device_rep(
+        comch_server: *const doca_comch_server,
+        rep: *mut *mut doca_dev_rep,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_task_send_set_conf(
+        comch_server: *mut doca_comch_server,
+        task_completion_cb: doca_comch_task_send_completion_cb_t,
+        task_error_cb: doca_comch_task_send_completion_cb_t,
+        num_send_tasks: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_task_send_alloc_init(
+        comch_server: *mut doca_comch_server,
+        peer: *mut doca_comch_connection,
+        msg: *const ::core::ffi::c_void,
+        len: u32,
+        task: *mut *mut doca_comch_task_send,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_event_msg_recv_register(
+        comch_server: *mut doca_comch_server,
+        recv_event_cb: doca_comch_event_msg_recv_cb_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_event_connection_status_changed_register(
+        comch_server: *mut doca_comch_server,
+        connect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+        disconnect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_event_consumer_register(
+        comch_server: *mut doca_comch_server,
+        new_consumer_event_cb: doca_comch_event_consumer_cb_t,
+        expired_consumer_event_cb: doca_comch_event_consumer_cb_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_disconnect(
+        comch_server: *mut doca_comch_server,
+        connection: *mut doca_comch_connection,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_create(
+        dev: *mut doca_dev,
+        name: *const ::core::ffi::c_char,
+        comch_client: *mut *mut doca_comch_client,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_destroy(comch_client: *mut doca_comch_client) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_as_ctx(comch_client: *mut doca_comch_client) -> *mut doca_ctx;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_set_max_msg_size(
+        comch_client: *mut doca_comch_client,
+        size: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_get_max_msg_size(
+        comch_client: *const doca_comch_client,
+        size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_set_recv_queue_size(
+        comch_client: *mut doca_comch_client,
+        size: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_get_recv_queue_size(
+        comch_client: *const doca_comch_client,
+        size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_get_device(
+        comch_client: *const doca_comch_client,
+        dev: *mut *mut doca_dev,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_get_connection(
+        comch_client: *const doca_comch_client,
+        connection: *mut *mut doca_comch_connection,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_task_send_set_conf(
+        comch_client: *mut doca_comch_client,
+        task_completion_cb: doca_comch_task_send_completion_cb_t,
+        task_error_cb: doca_comch_task_send_completion_cb_t,
+        num_send_tasks: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_task_send_alloc_init(
+        comch_client: *mut doca_comch_client,
+        peer: *mut doca_comch_connection,
+        msg: *const ::core::ffi::c_void,
+        len: u32,
+        task: *mut *mut doca_comch_task_send,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_event_msg_recv_register(
+        comch_client: *mut doca_comch_client,
+        recv_event_cb: doca_comch_event_msg_recv_cb_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_event_consumer_register(
+        comch_client: *mut doca_comch_client,
+        new_consumer_event_cb: doca_comch_event_consumer_cb_t,
+        expired_consumer_event_cb: doca_comch_event_consumer_cb_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_task_send_as_task(task: *mut doca_comch_task_send) -> *mut doca_task;
+}
+unsafe extern "C" {
+    pub fn doca_comch_connection_set_user_data(
+        connection: *mut doca_comch_connection,
+        user_data: doca_data,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_connection_get_user_data(
+        connection: *const doca_comch_connection,
+    ) -> doca_data;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_get_server_ctx(
+        connection: *const doca_comch_connection,
+    ) -> *mut doca_comch_server;
+}
+unsafe extern "C" {
+    pub fn doca_comch_client_get_client_ctx(
+        connection: *const doca_comch_connection,
+    ) -> *mut doca_comch_client;
+}
+unsafe extern "C" {
+    pub fn doca_comch_connection_update_info(
+        comch_connection: *mut doca_comch_connection,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_connection_get_counter(
+        comch_connection: *const doca_comch_connection,
+        counter_type: doca_comch_counter,
+        counter_value: *mut u64,
+    ) -> doca_error_t;
+}
+#[repr(C)]
+#[derive(Debug)]
 pub struct doca_comch_msgq {
     _unused: [u8; 0],
 }

@@ -228,7 +228,7 @@ impl Context for ConsumerObj {
         &self.core
     }
 
-    fn start(&self) -> Result<()> {
+    fn start(&self) -> Result<bool> {
         let q = self.msgq()?;
         let Some((direction, dpa)) = q.target() else {
             bail!(BadState, "the MsgQ has no direction");
@@ -240,7 +240,7 @@ impl Context for ConsumerObj {
         };
         *self.running.borrow_mut() = Some(running);
         self.core.transition(CtxState::Running);
-        Ok(())
+        Ok(true)
     }
 
     fn stop(&self) -> Result<bool> {

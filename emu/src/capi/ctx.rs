@@ -1,9 +1,11 @@
 //! `doca_ctx.h`: the state machine every context follows, and the calls that work on any
 //! context (`struct doca_ctx *` is the handle of a consumer or producer).
 
+use super::client::ClientObj;
 use super::consumer::ConsumerObj;
 use super::producer::ProducerObj;
 use super::registry::{self, Kind};
+use super::server::ServerObj;
 use super::types::*;
 use super::{call, out};
 use crate::ctx::CtxState;
@@ -99,13 +101,25 @@ impl CtxCore {
 /// What the generic context calls need from a consumer or producer.
 pub(crate) trait Context {
     fn core(&self) -> &CtxCore;
-    /// Starts from IDLE; on success the context is RUNNING.
-    fn start(&self) -> Result<()>;
+    /// Starts from IDLE: `true` if the context is RUNNING now, `false` if it is STARTING and
+    /// finishes through progress (a Comch client connecting).
+    fn start(&self) -> Result<bool>;
     /// Stops a RUNNING context: `true` if it is IDLE now, `false` if it went to STOPPING and
     /// finishes through progress.
     fn stop(&self) -> Result<bool>;
     /// Tasks submitted and not completed.
     fn inflight(&self) -> usize;
+    /// Each progress of its PE while the context asked for polling ([`PeObj::polling`]):
+    /// sockets, timers, deferred completions. Returns how many callbacks it ran.
+    ///
+    /// [`PeObj::polling`]: super::pe::PeObj::polling
+    fn poll(&self) -> usize {
+        0
+    }
+    /// Whether `poll` has callbacks to run right now (for the PE's notification handle).
+    fn has_pending(&self) -> bool {
+        false
+    }
     /// After each progress pass of its PE: delivers completions the C layer queued itself and
     /// finishes a stop once nothing is outstanding. Returns how many callbacks it ran.
     fn after_progress(&self) -> usize;
@@ -113,29 +127,49 @@ pub(crate) trait Context {
 
 /// The context behind a `struct doca_ctx *`.
 pub(crate) fn context<'a>(ptr: *const doca_ctx, param: &str) -> Result<&'a dyn Context> {
-    let (kind, obj) = registry::resolve(ptr.cast(), param, &[Kind::Consumer, Kind::Producer])?;
+    let (kind, obj) = registry::resolve(
+        ptr.cast(),
+        param,
+        &[
+            Kind::Consumer,
+            Kind::Producer,
+            Kind::ComchServer,
+            Kind::ComchClient,
+        ],
+    )?;
     // SAFETY: registry slots of these kinds point at live objects of these types.
     Ok(unsafe {
         match kind {
             Kind::Consumer => &*obj.cast::<ConsumerObj>() as &dyn Context,
-            _ => &*obj.cast::<ProducerObj>() as &dyn Context,
+            Kind::Producer => &*obj.cast::<ProducerObj>() as &dyn Context,
+            Kind::ComchServer => &*obj.cast::<ServerObj>() as &dyn Context,
+            _ => &*obj.cast::<ClientObj>() as &dyn Context,
         }
     })
 }
 
-/// `doca_ctx_start`.
+/// `doca_ctx_start`: `DOCA_ERROR_IN_PROGRESS` for a context that finishes starting through
+/// progress (a Comch client: the state callback reports RUNNING once it is connected).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_ctx_start(ctx: *mut doca_ctx) -> doca_error_t {
-    call("doca_ctx_start", || {
+    let mut running = true;
+    let rc = call("doca_ctx_start", || {
         let c = context(ctx, "ctx")?;
         match c.core().state() {
-            CtxState::Idle => c.start(),
+            CtxState::Idle => {
+                running = c.start()?;
+                Ok(())
+            }
             s => bail!(
                 BadState,
                 "the context is {s}: doca_ctx_start needs an IDLE context (stop it first)"
             ),
         }
-    })
+    });
+    if rc == 0 && !running {
+        return crate::error::ErrorCode::InProgress.raw() as doca_error_t;
+    }
+    rc
 }
 
 /// `doca_ctx_stop`: `DOCA_ERROR_IN_PROGRESS` when tasks are outstanding (the context is
@@ -145,7 +179,7 @@ pub unsafe extern "C" fn doca_ctx_stop(ctx: *mut doca_ctx) -> doca_error_t {
     call("doca_ctx_stop", || {
         let c = context(ctx, "ctx")?;
         match c.core().state() {
-            CtxState::Running => {
+            CtxState::Running | CtxState::Starting => {
                 if c.stop()? {
                     Ok(())
                 } else {
@@ -161,7 +195,10 @@ pub unsafe extern "C" fn doca_ctx_stop(ctx: *mut doca_ctx) -> doca_error_t {
                 InProgress,
                 "the context is already STOPPING: call doca_pe_progress until it is IDLE"
             ),
-            s => bail!(BadState, "the context is {s}: only a RUNNING context stops"),
+            s => bail!(
+                BadState,
+                "the context is {s}: only a RUNNING or STARTING context stops"
+            ),
         }
     })
 }

@@ -15,6 +15,9 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 mod buf;
+mod client;
+mod comch;
+mod connection;
 mod consumer;
 mod consumer_completion;
 mod ctx;
@@ -28,11 +31,15 @@ mod msgq;
 mod pe;
 mod producer;
 pub(crate) mod registry;
+mod server;
 mod soft;
 mod task;
 pub mod types;
 
 pub use buf::*;
+pub use client::*;
+pub use comch::*;
+pub use connection::*;
 pub use consumer::*;
 pub use consumer_completion::*;
 pub use ctx::*;
@@ -45,6 +52,7 @@ pub use mmap::*;
 pub use msgq::*;
 pub use pe::*;
 pub use producer::*;
+pub use server::*;
 pub use soft::*;
 
 use crate::error::{Error, ErrorCode, Result, err};
@@ -73,6 +81,21 @@ fn record(api: &str, e: &Error) {
         let text = format!("{api}: {}", e.message());
         *last = Some((e.code(), text));
     });
+}
+
+/// Records an error found during progress rather than in a call (a protocol error from a
+/// peer, a failed accept): kept as the thread's last error, printed with `DPAKIT_SOFT_LOG=1`.
+pub(crate) fn note(scope: &str, e: &Error) {
+    record(scope, e);
+}
+
+/// Records an error the program must hear of even without logging on (a refused Comch
+/// connection): kept as the last error and printed to stderr.
+pub(crate) fn report(scope: &str, e: &Error) {
+    if !log_failures() {
+        eprintln!("dpakit soft device: {scope}: {e}");
+    }
+    record(scope, e);
 }
 
 /// The last recorded failure of this thread.

@@ -1,5 +1,6 @@
 //! `doca_pe.h`: progress engines and the calls that work on any task.
 
+use super::comch::ComchSendTask;
 use super::consumer::RecvTask;
 use super::ctx::context;
 use super::producer::SendTask;
@@ -21,6 +22,9 @@ pub(crate) struct PeObj {
     progressing: Cell<bool>,
     /// Connected contexts in STOPPING, which progress must finish.
     pub stopping: Cell<usize>,
+    /// Connected contexts that asked to be polled at every progress (Comch servers and clients
+    /// between start and stop).
+    polled: Cell<usize>,
 }
 
 impl Object for PeObj {
@@ -37,9 +41,29 @@ impl PeObj {
         self.ctxs.borrow_mut().retain(|&c| c != ctx);
     }
 
+    /// A context starts (`true`) or stops (`false`) needing [`Context::poll`] at each
+    /// progress.
+    ///
+    /// [`Context::poll`]: super::ctx::Context::poll
+    pub(crate) fn polling(&self, on: bool) {
+        let n = self.polled.get();
+        self.polled
+            .set(if on { n + 1 } else { n.saturating_sub(1) });
+    }
+
+    /// Whether a polled context has callbacks to run now.
+    fn polled_pending(&self) -> bool {
+        self.polled.get() > 0
+            && self
+                .ctxs
+                .borrow()
+                .iter()
+                .any(|&h| context(h.cast(), "ctx").is_ok_and(|c| c.has_pending()))
+    }
+
     fn progress(&self) -> usize {
         let mut n = self.pe.progress();
-        if self.stopping.get() == 0 {
+        if self.stopping.get() == 0 && self.polled.get() == 0 {
             return n;
         }
         // Contexts the C layer finishes itself (stops, tasks submitted while stopping). Index
@@ -50,6 +74,7 @@ impl PeObj {
                 break;
             };
             if let Ok(ctx) = context(handle.cast(), "ctx") {
+                n += ctx.poll();
                 if ctx.core().state() == CtxState::Stopping {
                     n += ctx.after_progress();
                 }
@@ -70,6 +95,7 @@ pub unsafe extern "C" fn doca_pe_create(pe: *mut *mut doca_pe) -> doca_error_t {
             ctxs: RefCell::new(Vec::new()),
             progressing: Cell::new(false),
             stopping: Cell::new(0),
+            polled: Cell::new(0),
         }))?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(pe, "pe", handle.cast()) }
@@ -170,7 +196,11 @@ pub unsafe extern "C" fn doca_pe_get_notification_handle(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_pe_request_notification(pe: *mut doca_pe) -> doca_error_t {
     call("doca_pe_request_notification", || {
-        self::pe(pe, "pe")?.pe.request_notification();
+        let p = self::pe(pe, "pe")?;
+        p.pe.request_notification();
+        if p.polled_pending() {
+            p.pe.signal_if_armed();
+        }
         Ok(())
     })
 }
@@ -195,10 +225,11 @@ pub unsafe extern "C" fn doca_pe_clear_notification(
     })
 }
 
-/// A task of either kind.
+/// A task of any kind.
 enum AnyTask<'a> {
     Send(&'a SendTask),
     Recv(&'a RecvTask),
+    Comch(&'a ComchSendTask),
 }
 
 impl AnyTask<'_> {
@@ -206,17 +237,39 @@ impl AnyTask<'_> {
         match self {
             AnyTask::Send(t) => t.core(),
             AnyTask::Recv(t) => t.core(),
+            AnyTask::Comch(t) => t.core(),
+        }
+    }
+
+    fn submit(&self) -> Result<()> {
+        match self {
+            AnyTask::Send(t) => t.submit(),
+            AnyTask::Recv(t) => t.submit(),
+            AnyTask::Comch(t) => t.submit(),
+        }
+    }
+
+    fn free(&self) -> Result<()> {
+        match self {
+            AnyTask::Send(t) => t.free(),
+            AnyTask::Recv(t) => t.free(),
+            AnyTask::Comch(t) => t.free(),
         }
     }
 }
 
 fn task<'a>(ptr: *const doca_task) -> Result<AnyTask<'a>> {
-    let (kind, obj) = registry::resolve(ptr.cast(), "task", &[Kind::SendTask, Kind::RecvTask])?;
+    let (kind, obj) = registry::resolve(
+        ptr.cast(),
+        "task",
+        &[Kind::SendTask, Kind::RecvTask, Kind::ComchSendTask],
+    )?;
     // SAFETY: registry slots of these kinds point at live objects of these types.
     Ok(unsafe {
         match kind {
             Kind::SendTask => AnyTask::Send(&*obj.cast::<SendTask>()),
-            _ => AnyTask::Recv(&*obj.cast::<RecvTask>()),
+            Kind::RecvTask => AnyTask::Recv(&*obj.cast::<RecvTask>()),
+            _ => AnyTask::Comch(&*obj.cast::<ComchSendTask>()),
         }
     })
 }
@@ -224,10 +277,7 @@ fn task<'a>(ptr: *const doca_task) -> Result<AnyTask<'a>> {
 /// `doca_task_submit`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_task_submit(task: *mut doca_task) -> doca_error_t {
-    call("doca_task_submit", || match self::task(task)? {
-        AnyTask::Send(t) => t.submit(),
-        AnyTask::Recv(t) => t.submit(),
-    })
+    call("doca_task_submit", || self::task(task)?.submit())
 }
 
 /// `doca_task_submit_ex`: the flags are DOCA_TASK_SUBMIT_FLAG_*. On the soft device every
@@ -242,10 +292,7 @@ pub unsafe extern "C" fn doca_task_submit_ex(task: *mut doca_task, flags: u32) -
                  DOCA_TASK_SUBMIT_FLAG_OPTIMIZE_REPORTS"
             );
         }
-        match self::task(task)? {
-            AnyTask::Send(t) => t.submit(),
-            AnyTask::Recv(t) => t.submit(),
-        }
+        self::task(task)?.submit()
     })
 }
 
@@ -253,10 +300,7 @@ pub unsafe extern "C" fn doca_task_submit_ex(task: *mut doca_task, flags: u32) -
 /// with the reason kept for `dpakit_soft_last_error`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_task_free(task: *mut doca_task) {
-    call_value("doca_task_free", (), || match self::task(task)? {
-        AnyTask::Send(t) => t.free(),
-        AnyTask::Recv(t) => t.free(),
-    })
+    call_value("doca_task_free", (), || self::task(task)?.free())
 }
 
 /// `doca_task_get_status`.

@@ -220,7 +220,7 @@ impl Context for ProducerObj {
         &self.core
     }
 
-    fn start(&self) -> Result<()> {
+    fn start(&self) -> Result<bool> {
         let q = self.msgq()?;
         let Some((direction, dpa)) = q.target() else {
             bail!(BadState, "the MsgQ has no direction");
@@ -232,7 +232,7 @@ impl Context for ProducerObj {
         };
         *self.running.borrow_mut() = Some(running);
         self.core.transition(CtxState::Running);
-        Ok(())
+        Ok(true)
     }
 
     fn stop(&self) -> Result<bool> {

@@ -39,10 +39,14 @@ pub(crate) enum Kind {
     EuAffinity,
     SendTask,
     RecvTask,
+    ComchServer,
+    ComchClient,
+    ComchConnection,
+    ComchSendTask,
 }
 
 impl Kind {
-    const ALL: [Kind; 19] = [
+    const ALL: [Kind; 23] = [
         Kind::Devinfo,
         Kind::DevinfoRep,
         Kind::Dev,
@@ -62,6 +66,10 @@ impl Kind {
         Kind::EuAffinity,
         Kind::SendTask,
         Kind::RecvTask,
+        Kind::ComchServer,
+        Kind::ComchClient,
+        Kind::ComchConnection,
+        Kind::ComchSendTask,
     ];
 
     fn from_tag(tag: u64) -> Option<Kind> {
@@ -92,6 +100,10 @@ impl Kind {
             Kind::EuAffinity => "struct doca_dpa_eu_affinity",
             Kind::SendTask => "struct doca_comch_producer_task_send",
             Kind::RecvTask => "struct doca_comch_consumer_task_post_recv",
+            Kind::ComchServer => "struct doca_comch_server",
+            Kind::ComchClient => "struct doca_comch_client",
+            Kind::ComchConnection => "struct doca_comch_connection",
+            Kind::ComchSendTask => "struct doca_comch_task_send",
         }
     }
 }

@@ -304,6 +304,11 @@ impl<T: Task> Tasks<T> {
             .free(task)
     }
 
+    /// Tasks in the pool (0 before the first start).
+    pub(crate) fn len(&self) -> usize {
+        self.pool.borrow().as_ref().map_or(0, TaskPool::len)
+    }
+
     /// Tasks not in the pool: allocated, submitted, or completed and not freed.
     pub(crate) fn outstanding(&self) -> usize {
         self.pool.borrow().as_ref().map_or(0, TaskPool::outstanding)

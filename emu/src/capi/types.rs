@@ -88,6 +88,13 @@ opaque!(
     doca_comch_consumer_task_post_recv,
     doca_comch_consumer_completion,
     doca_comch_producer_task_send,
+    doca_comch_server,
+    doca_comch_client,
+    doca_comch_connection,
+    doca_comch_task_send,
+    doca_comch_event_msg_recv,
+    doca_comch_event_connection_status_changed,
+    doca_comch_event_consumer,
     doca_dpa,
     doca_dpa_thread,
     doca_dpa_completion,
@@ -128,6 +135,41 @@ pub type doca_comch_producer_task_send_completion_cb_t = Option<
         ctx_user_data: doca_data,
     ),
 >;
+
+pub type doca_comch_task_send_completion_cb_t = Option<
+    unsafe extern "C" fn(
+        task: *mut doca_comch_task_send,
+        task_user_data: doca_data,
+        ctx_user_data: doca_data,
+    ),
+>;
+
+pub type doca_comch_event_msg_recv_cb_t = Option<
+    unsafe extern "C" fn(
+        event: *mut doca_comch_event_msg_recv,
+        recv_buffer: *mut u8,
+        msg_len: u32,
+        comch_connection: *mut doca_comch_connection,
+    ),
+>;
+
+pub type doca_comch_event_connection_status_changed_cb_t = Option<
+    unsafe extern "C" fn(
+        event: *mut doca_comch_event_connection_status_changed,
+        comch_connection: *mut doca_comch_connection,
+        change_successful: u8,
+    ),
+>;
+
+pub type doca_comch_event_consumer_cb_t = Option<
+    unsafe extern "C" fn(
+        event: *mut doca_comch_event_consumer,
+        comch_connection: *mut doca_comch_connection,
+        id: u32,
+    ),
+>;
+
+pub type doca_comch_counter = c_uint;
 
 /// `struct dpakit_soft_trace_event`.
 #[repr(C)]

@@ -1,9 +1,18 @@
-//! Comch MsgQ endpoints: the CPU producer and DPA consumer of a CPU → DPA queue, the DPA
-//! producer and CPU consumer of a DPA → CPU queue (`doca_comch_producer`, `doca_comch_consumer`).
+//! DOCA Comch: the control path between the host and the BlueField Arm ([`Server`],
+//! [`Client`], [`Connection`], sending on a [`Channel`]), and the MsgQ endpoints: the CPU
+//! producer and DPA consumer of a CPU → DPA queue, the DPA producer and CPU consumer of a
+//! DPA → CPU queue (`doca_comch_producer`, `doca_comch_consumer`).
 
+mod client;
 mod cpu_consumer;
 mod cpu_producer;
+mod ctrl;
 mod dpa_endpoints;
+mod server;
+
+pub use client::{Client, ClientBuilder};
+pub use ctrl::{Channel, Connection, Counters};
+pub use server::{Server, ServerBuilder};
 
 pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};
 pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCompletion};

@@ -1,0 +1,537 @@
+//! `doca_comch_client`: on the host side, connects to the server of a name on its own PCI
+//! function. `doca_ctx_start` answers `IN_PROGRESS`; progress keeps trying until the server is
+//! there and the handshake is done, and the state callback reports RUNNING.
+
+use super::comch::{Endpoint, Flow, check_name};
+use super::connection::{self, ConnObj, ConnState, connection};
+use super::ctx::{Context, CtxCore};
+use super::registry::{self, Kind, Object};
+use super::types::*;
+use super::{c_str, call, call_value, out};
+use crate::ctx::CtxState;
+use crate::error::{ErrorCode, Result, bail, err};
+use crate::wire::proto::{self, Message};
+use crate::wire::{self, Connect, Recv, SeqPacket};
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_char, c_void};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How often a starting client tries to reach its server.
+const RETRY: Duration = Duration::from_millis(10);
+
+/// Where the client is between start and stop.
+enum Phase {
+    Idle,
+    /// No server answered yet; the timer wakes the PE to try again.
+    Connecting,
+    /// Connected, HELLO sent, waiting for the answer.
+    Handshaking(SeqPacket),
+    /// Established: the connection's handle.
+    Connected(*mut c_void),
+}
+
+/// A `struct doca_comch_client`.
+pub(crate) struct ClientObj {
+    pub ep: Endpoint,
+    /// The client's PCI function: servers for it are the ones it can reach.
+    function: String,
+    path: PathBuf,
+    phase: RefCell<Phase>,
+    /// Periodic timer that wakes a sleeping PE while connecting.
+    timer: RefCell<Option<OwnedFd>>,
+    /// The connection after it closed, until the stop completes.
+    closed: Cell<*mut c_void>,
+}
+
+impl Object for ClientObj {
+    const KIND: Kind = Kind::ComchClient;
+}
+
+pub(crate) fn client<'a>(ptr: *const doca_comch_client, param: &str) -> Result<&'a ClientObj> {
+    registry::get::<ClientObj>(ptr.cast(), param)
+}
+
+fn retry_timer() -> Result<OwnedFd> {
+    // SAFETY: no pointers; the result is checked.
+    let fd = unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        bail!(
+            OperatingSystem,
+            "timerfd_create: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let period = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: RETRY.as_nanos() as libc::c_long,
+    };
+    let spec = libc::itimerspec {
+        it_interval: period,
+        it_value: period,
+    };
+    // SAFETY: a valid itimerspec; NULL for the old value is allowed.
+    if unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) } < 0 {
+        bail!(
+            OperatingSystem,
+            "timerfd_settime: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(fd)
+}
+
+impl ClientObj {
+    fn pe(&self) -> Option<&super::pe::PeObj> {
+        super::pe::pe(self.ep.core.pe.get().cast(), "pe").ok()
+    }
+
+    fn stop_timer(&self) {
+        if let Some(t) = self.timer.borrow_mut().take() {
+            if let Some(pe) = self.pe() {
+                pe.pe.unwatch_fd(t.as_raw_fd());
+            }
+        }
+    }
+
+    /// Consumes the timer's expirations (it stays readable until read).
+    fn drain_timer(&self) -> bool {
+        let timer = self.timer.borrow();
+        let Some(t) = timer.as_ref() else {
+            return false;
+        };
+        let mut ticks = 0u64;
+        // SAFETY: reads 8 bytes into a live u64; EAGAIN means no tick.
+        let n = unsafe { libc::read(t.as_raw_fd(), (&mut ticks as *mut u64).cast(), 8) };
+        n == 8
+    }
+
+    /// One attempt to reach the server.
+    fn try_connect(&self) -> Result<()> {
+        match SeqPacket::connect(&self.path)? {
+            Connect::Connected(sock) => {
+                let hello = proto::hello(self.ep.max_msg_size.get(), &self.function, &self.ep.name);
+                if !sock.send(&[&hello], &[])? {
+                    return Ok(());
+                }
+                if let Some(pe) = self.pe() {
+                    pe.pe.watch_fd(sock.fd())?;
+                }
+                *self.phase.borrow_mut() = Phase::Handshaking(sock);
+            }
+            Connect::Stale => wire::remove_stale(&self.path),
+            Connect::Absent | Connect::Busy => {}
+        }
+        Ok(())
+    }
+
+    /// Reads the server's answer to HELLO.
+    fn answer(&self) -> usize {
+        let mut buf = [0u8; proto::OVERHEAD];
+        let mut fds = Vec::new();
+        let (got, fd) = match &*self.phase.borrow() {
+            Phase::Handshaking(sock) => (sock.recv(&mut buf, &mut fds), sock.fd()),
+            _ => return 0,
+        };
+        let verdict = match got {
+            Ok(Recv::Empty) => return 0,
+            Ok(Recv::Message(len)) => proto::decode(&buf[..len]).map(|m| match m {
+                Message::Welcome => Ok(()),
+                Message::Refuse { code, reason } => Err(err(
+                    ErrorCode::from_raw(code).unwrap_or(ErrorCode::Unknown),
+                    format!("the server refused the connection: {reason}"),
+                )),
+                other => Err(err(
+                    ErrorCode::InvalidValue,
+                    format!("the server answered {other:?} to HELLO"),
+                )),
+            }),
+            // The server went away during the handshake: try again.
+            Ok(Recv::Closed) | Err(_) => Ok(Err(err(ErrorCode::NotConnected, ""))),
+        };
+        if let Some(pe) = self.pe() {
+            pe.pe.unwatch_fd(fd);
+        }
+        let Phase::Handshaking(sock) =
+            std::mem::replace(&mut *self.phase.borrow_mut(), Phase::Connecting)
+        else {
+            return 0;
+        };
+        match verdict.and_then(|v| v) {
+            Ok(()) => self.established(sock),
+            Err(e) if e.code() == ErrorCode::NotConnected => 0,
+            Err(e) => {
+                super::report(&format!("comch client `{}`", self.ep.name), &e);
+                self.stop_timer();
+                *self.phase.borrow_mut() = Phase::Idle;
+                if let Some(pe) = self.pe() {
+                    pe.polling(false);
+                }
+                self.ep.core.transition(CtxState::Idle);
+                1
+            }
+        }
+    }
+
+    fn established(&self, sock: SeqPacket) -> usize {
+        let fd = sock.fd();
+        let max_waiting = self.ep.tasks.len();
+        let handle = match ConnObj::register(self.ep.core.handle.get(), false, sock, max_waiting) {
+            Ok(h) => h,
+            Err(e) => {
+                super::note("comch client", &e);
+                return 0;
+            }
+        };
+        if let Some(pe) = self.pe() {
+            if let Err(e) = pe.pe.watch_fd(fd) {
+                super::note("comch client", &e);
+                connection::unregister(handle);
+                return 0;
+            }
+        }
+        self.stop_timer();
+        *self.phase.borrow_mut() = Phase::Connected(handle);
+        self.ep.core.transition(CtxState::Running);
+        1
+    }
+
+    /// The server disconnected or died: waiting sends fail and the client stops.
+    fn lost(&self, handle: *mut c_void) -> usize {
+        if let Ok(conn) = connection(handle.cast(), "connection") {
+            conn.close();
+            self.ep.fail_pending(conn);
+        }
+        self.closed.set(handle);
+        *self.phase.borrow_mut() = Phase::Idle;
+        if self.ep.core.state() == CtxState::Running {
+            self.ep.core.transition(CtxState::Stopping);
+        }
+        1
+    }
+
+    fn poll_once(&self) -> usize {
+        let mut n = self.ep.run_done();
+        let connected = match &*self.phase.borrow() {
+            Phase::Idle => None,
+            Phase::Connecting => Some(None),
+            Phase::Handshaking(_) => Some(Some(std::ptr::null_mut())),
+            Phase::Connected(h) => Some(Some(*h)),
+        };
+        match connected {
+            None => {}
+            Some(None) => {
+                self.drain_timer();
+                if let Err(e) = self.try_connect() {
+                    super::note("comch client connect", &e);
+                }
+                n += self.answer();
+            }
+            Some(Some(h)) if h.is_null() => {
+                self.drain_timer();
+                n += self.answer();
+            }
+            Some(Some(h)) => {
+                if let Ok(conn) = connection(h.cast(), "connection") {
+                    let (got, flow) = self.ep.receive(h, conn);
+                    n += got;
+                    if flow == Flow::Closed || conn.state.get() != ConnState::Connected {
+                        n += self.lost(h);
+                    } else if conn.has_waiting() {
+                        self.ep.flush(conn);
+                    }
+                }
+            }
+        }
+        n + self.ep.run_done()
+    }
+
+    fn finish_stop(&self) {
+        let closed = self.closed.replace(std::ptr::null_mut());
+        if let Ok(conn) = connection(closed.cast(), "connection") {
+            if let Some(pe) = self.pe() {
+                pe.pe.unwatch_fd(conn.sock.fd());
+            }
+            connection::unregister(closed);
+        }
+        self.stop_timer();
+        *self.phase.borrow_mut() = Phase::Idle;
+        if let Some(pe) = self.pe() {
+            pe.polling(false);
+        }
+        self.ep.core.transition(CtxState::Idle);
+    }
+}
+
+impl Context for ClientObj {
+    fn core(&self) -> &CtxCore {
+        &self.ep.core
+    }
+
+    fn start(&self) -> Result<bool> {
+        let pe = self.ep.prepare_start()?;
+        let timer = retry_timer()?;
+        pe.pe.watch_fd(timer.as_raw_fd())?;
+        *self.timer.borrow_mut() = Some(timer);
+        pe.polling(true);
+        *self.phase.borrow_mut() = Phase::Connecting;
+        self.ep.core.transition(CtxState::Starting);
+        Ok(false)
+    }
+
+    fn stop(&self) -> Result<bool> {
+        let phase = std::mem::replace(&mut *self.phase.borrow_mut(), Phase::Idle);
+        match phase {
+            Phase::Connected(h) => {
+                let conn = connection(h.cast(), "connection")?;
+                if let Err(e) = conn.fast_path.require_none(
+                    "producer(s)/consumer(s) on the client's connection (stop and destroy them \
+                     before stopping the client)",
+                ) {
+                    *self.phase.borrow_mut() = Phase::Connected(h);
+                    return Err(e);
+                }
+                let _ = conn.sock.send(&[&[proto::TAG_BYE]], &[]);
+                conn.close();
+                self.ep.fail_pending(conn);
+                self.closed.set(h);
+            }
+            Phase::Handshaking(sock) => {
+                if let Some(pe) = self.pe() {
+                    pe.pe.unwatch_fd(sock.fd());
+                }
+            }
+            Phase::Connecting | Phase::Idle => {}
+        }
+        if self.ep.tasks.outstanding() == 0 && !self.ep.has_done() {
+            self.finish_stop();
+            return Ok(true);
+        }
+        self.ep.core.transition(CtxState::Stopping);
+        Ok(false)
+    }
+
+    fn inflight(&self) -> usize {
+        self.ep.tasks.inflight()
+    }
+
+    fn poll(&self) -> usize {
+        self.poll_once()
+    }
+
+    fn has_pending(&self) -> bool {
+        self.ep.has_done()
+    }
+
+    fn after_progress(&self) -> usize {
+        let ep = &self.ep;
+        ep.tasks.after_progress(
+            &ep.core,
+            |index, status| ep.complete(index, status),
+            || {
+                if !ep.has_done() {
+                    self.finish_stop()
+                }
+            },
+        )
+    }
+}
+
+/// `doca_comch_client_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_client_create(
+    dev: *mut doca_dev,
+    name: *const c_char,
+    comch_client: *mut *mut doca_comch_client,
+) -> doca_error_t {
+    call("doca_comch_client_create", || {
+        let d = super::dev::dev(dev, "dev")?;
+        // SAFETY: a NUL-terminated string by the C contract (checked non-null).
+        let name = unsafe { c_str(name, "name") }?;
+        super::non_null(comch_client, "comch_client")?;
+        d.dev.as_devinfo().comch_cap_client_is_supported()?;
+        check_name(name)?;
+        let function = d.dev.as_devinfo().get_pci_addr_str();
+        let path = wire::server_path(&function, name)?;
+        let handle = registry::register(Box::new(ClientObj {
+            ep: Endpoint::new("client", dev.cast(), name.to_owned()),
+            function,
+            path,
+            phase: RefCell::new(Phase::Idle),
+            timer: RefCell::new(None),
+            closed: Cell::new(std::ptr::null_mut()),
+        }))?;
+        client(handle.cast(), "client")?.ep.core.handle.set(handle);
+        d.users.hold();
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(comch_client, "comch_client", handle.cast()) }
+    })
+}
+
+/// `doca_comch_client_destroy`: the context must be IDLE.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_client_destroy(
+    comch_client: *mut doca_comch_client,
+) -> doca_error_t {
+    call("doca_comch_client_destroy", || {
+        let c = client(comch_client, "comch_client")?;
+        c.ep.core.require_idle("destroy the client")?;
+        if let Some(pe) = c.pe() {
+            pe.disconnect(c.ep.core.handle.get());
+        }
+        if let Ok(d) = super::dev::dev(c.ep.dev.cast(), "dev") {
+            d.users.release();
+        }
+        drop(registry::unregister::<ClientObj>(comch_client.cast()));
+        Ok(())
+    })
+}
+
+/// `doca_comch_client_as_ctx`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_client_as_ctx(
+    comch_client: *mut doca_comch_client,
+) -> *mut doca_ctx {
+    call_value("doca_comch_client_as_ctx", std::ptr::null_mut(), || {
+        client(comch_client, "comch_client")?;
+        Ok(comch_client.cast())
+    })
+}
+
+macro_rules! client_setter {
+    ($name:ident, $method:ident) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            comch_client: *mut doca_comch_client,
+            size: u32,
+        ) -> doca_error_t {
+            call(stringify!($name), || {
+                client(comch_client, "comch_client")?.ep.$method(size)
+            })
+        }
+    };
+}
+
+macro_rules! client_getter {
+    ($name:ident, $field:ident) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            comch_client: *const doca_comch_client,
+            size: *mut u32,
+        ) -> doca_error_t {
+            call(stringify!($name), || {
+                let v = client(comch_client, "comch_client")?.ep.$field.get();
+                // SAFETY: writable by the C contract (checked non-null).
+                unsafe { out(size, "size", v) }
+            })
+        }
+    };
+}
+
+client_setter!(doca_comch_client_set_max_msg_size, set_max_msg_size);
+client_setter!(doca_comch_client_set_recv_queue_size, set_recv_queue_size);
+client_getter!(doca_comch_client_get_max_msg_size, max_msg_size);
+client_getter!(doca_comch_client_get_recv_queue_size, recv_queue_size);
+
+/// `doca_comch_client_get_device`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_client_get_device(
+    comch_client: *const doca_comch_client,
+    dev: *mut *mut doca_dev,
+) -> doca_error_t {
+    call("doca_comch_client_get_device", || {
+        let d = client(comch_client, "comch_client")?.ep.dev;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(dev, "dev", d.cast()) }
+    })
+}
+
+/// `doca_comch_client_get_connection`: `BAD_STATE` until the client runs.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_client_get_connection(
+    comch_client: *const doca_comch_client,
+    connection: *mut *mut doca_comch_connection,
+) -> doca_error_t {
+    call("doca_comch_client_get_connection", || {
+        let c = client(comch_client, "comch_client")?;
+        let Phase::Connected(h) = *c.phase.borrow() else {
+            bail!(
+                BadState,
+                "the client is {}: it has a connection once RUNNING",
+                c.ep.core.state()
+            );
+        };
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(connection, "connection", h.cast()) }
+    })
+}
+
+/// `doca_comch_client_task_send_set_conf`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_client_task_send_set_conf(
+    comch_client: *mut doca_comch_client,
+    task_completion_cb: doca_comch_task_send_completion_cb_t,
+    task_error_cb: doca_comch_task_send_completion_cb_t,
+    num_send_tasks: u32,
+) -> doca_error_t {
+    call("doca_comch_client_task_send_set_conf", || {
+        client(comch_client, "comch_client")?.ep.set_send_conf(
+            task_completion_cb,
+            task_error_cb,
+            num_send_tasks,
+        )
+    })
+}
+
+/// `doca_comch_client_task_send_alloc_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_client_task_send_alloc_init(
+    comch_client: *mut doca_comch_client,
+    peer: *mut doca_comch_connection,
+    msg: *const c_void,
+    len: u32,
+    task: *mut *mut doca_comch_task_send,
+) -> doca_error_t {
+    call("doca_comch_client_task_send_alloc_init", || {
+        client(comch_client, "comch_client")?
+            .ep
+            .alloc_send(peer, msg, len, task)
+    })
+}
+
+/// `doca_comch_client_event_msg_recv_register`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_client_event_msg_recv_register(
+    comch_client: *mut doca_comch_client,
+    recv_event_cb: doca_comch_event_msg_recv_cb_t,
+) -> doca_error_t {
+    call("doca_comch_client_event_msg_recv_register", || {
+        client(comch_client, "comch_client")?
+            .ep
+            .set_recv_cb(recv_event_cb)
+    })
+}
+
+/// `doca_comch_client_event_consumer_register`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_client_event_consumer_register(
+    comch_client: *mut doca_comch_client,
+    new_consumer_event_cb: doca_comch_event_consumer_cb_t,
+    expired_consumer_event_cb: doca_comch_event_consumer_cb_t,
+) -> doca_error_t {
+    call("doca_comch_client_event_consumer_register", || {
+        client(comch_client, "comch_client")?
+            .ep
+            .set_consumer_cbs(new_consumer_event_cb, expired_consumer_event_cb)
+    })
+}

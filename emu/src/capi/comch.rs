@@ -1,0 +1,549 @@
+//! `doca_comch.h`, the part a server and a client share: capability queries, configuration,
+//! send tasks and delivering what arrives on a connection to the program's callbacks.
+
+use super::connection::{ConnObj, ConnState, connection};
+use super::ctx::CtxCore;
+use super::registry::{self, Kind, Object};
+use super::task::{Task, TaskCore, TaskNames, Tasks};
+use super::types::*;
+use super::{call, call_value, out};
+use crate::error::{ErrorCode, Result, bail, err};
+use crate::limits::{
+    COMCH_DEFAULT_RECV_QUEUE_SIZE, COMCH_MAX_CLIENTS, COMCH_MAX_MSG_SIZE, COMCH_MAX_NAME_LEN,
+    COMCH_MAX_RECV_QUEUE_SIZE, COMCH_MAX_SEND_TASKS,
+};
+use crate::wire::Recv;
+use crate::wire::proto::{self, Message};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::os::fd::OwnedFd;
+
+/// Send-task configuration (`doca_comch_{server,client}_task_send_set_conf`).
+#[derive(Clone, Copy)]
+struct SendConf {
+    on_success: doca_comch_task_send_completion_cb_t,
+    on_error: doca_comch_task_send_completion_cb_t,
+    num_tasks: u32,
+}
+
+/// Consumer-event callbacks (`doca_comch_{server,client}_event_consumer_register`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct ConsumerCbs {
+    pub created: doca_comch_event_consumer_cb_t,
+    pub expired: doca_comch_event_consumer_cb_t,
+}
+
+/// What a server or client has: its context, configuration, send tasks and the completions
+/// and messages waiting for the next progress.
+pub(crate) struct Endpoint {
+    pub core: CtxCore,
+    /// "server" or "client", for messages.
+    pub role: &'static str,
+    /// The `struct doca_dev *` it was created on.
+    pub dev: *mut c_void,
+    pub name: String,
+    pub max_msg_size: Cell<u32>,
+    pub recv_queue_size: Cell<u32>,
+    send_conf: Cell<Option<SendConf>>,
+    recv_cb: Cell<doca_comch_event_msg_recv_cb_t>,
+    pub consumer_cbs: Cell<ConsumerCbs>,
+    pub tasks: Tasks<ComchSendTask>,
+    /// Sends written to the socket (or failed), whose callbacks run at the next progress.
+    done: RefCell<VecDeque<(u32, doca_error_t)>>,
+    recv_buf: RefCell<Box<[u8]>>,
+    fds: RefCell<Vec<OwnedFd>>,
+}
+
+/// A `struct doca_comch_task_send`.
+pub(crate) struct ComchSendTask {
+    core: TaskCore,
+    ep: *const Endpoint,
+    conn: Cell<*mut c_void>,
+    msg: Cell<*const u8>,
+    len: Cell<u32>,
+}
+
+impl Object for ComchSendTask {
+    const KIND: Kind = Kind::ComchSendTask;
+}
+
+impl Task for ComchSendTask {
+    fn core(&self) -> &TaskCore {
+        &self.core
+    }
+}
+
+impl ComchSendTask {
+    fn ep(&self) -> &Endpoint {
+        // SAFETY: a task lives in its endpoint's pool, destroyed with the endpoint.
+        unsafe { &*self.ep }
+    }
+
+    pub(crate) fn submit(&self) -> Result<()> {
+        self.ep().submit(self)
+    }
+
+    pub(crate) fn free(&self) -> Result<()> {
+        self.ep().tasks.free(self)
+    }
+}
+
+/// What draining a connection found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// Still connected.
+    Open,
+    /// The peer disconnected, died or broke the protocol.
+    Closed,
+}
+
+/// `INVALID_VALUE` unless `name` fits Comch's name rule.
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() >= COMCH_MAX_NAME_LEN {
+        bail!(
+            InvalidValue,
+            "a Comch server name has 1 to {} bytes (doca_comch_cap_get_max_name_len counts {} with \
+             the NUL); `{name}` has {}",
+            COMCH_MAX_NAME_LEN - 1,
+            COMCH_MAX_NAME_LEN,
+            name.len()
+        );
+    }
+    Ok(())
+}
+
+impl Endpoint {
+    pub(crate) fn new(role: &'static str, dev: *mut c_void, name: String) -> Self {
+        Self {
+            core: CtxCore::new(),
+            role,
+            dev,
+            name,
+            max_msg_size: Cell::new(COMCH_MAX_MSG_SIZE as u32),
+            recv_queue_size: Cell::new(COMCH_DEFAULT_RECV_QUEUE_SIZE as u32),
+            send_conf: Cell::new(None),
+            recv_cb: Cell::new(None),
+            consumer_cbs: Cell::new(ConsumerCbs::default()),
+            tasks: Tasks::new(TaskNames {
+                ctx: role,
+                tasks: "send",
+            }),
+            done: RefCell::new(VecDeque::new()),
+            recv_buf: RefCell::new(Box::new([])),
+            fds: RefCell::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn set_send_conf(
+        &self,
+        on_success: doca_comch_task_send_completion_cb_t,
+        on_error: doca_comch_task_send_completion_cb_t,
+        num_tasks: u32,
+    ) -> Result<()> {
+        self.core.require_idle("configure send tasks")?;
+        if on_success.is_none() || on_error.is_none() {
+            bail!(
+                InvalidValue,
+                "a send task needs both a completion and an error callback"
+            );
+        }
+        if num_tasks == 0 || num_tasks as usize > COMCH_MAX_SEND_TASKS {
+            bail!(
+                InvalidValue,
+                "num_send_tasks {num_tasks} is outside 1..={COMCH_MAX_SEND_TASKS} \
+                 (doca_comch_cap_get_max_send_tasks)"
+            );
+        }
+        self.send_conf.set(Some(SendConf {
+            on_success,
+            on_error,
+            num_tasks,
+        }));
+        Ok(())
+    }
+
+    pub(crate) fn set_recv_cb(&self, cb: doca_comch_event_msg_recv_cb_t) -> Result<()> {
+        self.core.require_idle("register the receive callback")?;
+        if cb.is_none() {
+            bail!(InvalidValue, "recv_event_cb is NULL");
+        }
+        self.recv_cb.set(cb);
+        Ok(())
+    }
+
+    pub(crate) fn set_consumer_cbs(
+        &self,
+        created: doca_comch_event_consumer_cb_t,
+        expired: doca_comch_event_consumer_cb_t,
+    ) -> Result<()> {
+        self.core.require_idle("register consumer callbacks")?;
+        if created.is_none() || expired.is_none() {
+            bail!(
+                InvalidValue,
+                "both consumer callbacks are needed (new and expired)"
+            );
+        }
+        self.consumer_cbs.set(ConsumerCbs { created, expired });
+        Ok(())
+    }
+
+    pub(crate) fn set_max_msg_size(&self, size: u32) -> Result<()> {
+        self.core.require_idle("set the max message size")?;
+        if size == 0 || size as usize > COMCH_MAX_MSG_SIZE {
+            bail!(
+                InvalidValue,
+                "max message size {size} is outside 1..={COMCH_MAX_MSG_SIZE} \
+                 (doca_comch_cap_get_max_msg_size)"
+            );
+        }
+        self.max_msg_size.set(size);
+        Ok(())
+    }
+
+    pub(crate) fn set_recv_queue_size(&self, size: u32) -> Result<()> {
+        self.core.require_idle("set the receive queue size")?;
+        if size == 0 || size as usize > COMCH_MAX_RECV_QUEUE_SIZE {
+            bail!(
+                InvalidValue,
+                "receive queue size {size} is outside 1..={COMCH_MAX_RECV_QUEUE_SIZE} \
+                 (doca_comch_cap_get_max_recv_queue_size)"
+            );
+        }
+        self.recv_queue_size.set(size);
+        Ok(())
+    }
+
+    /// Checks the configuration a start needs and makes the task pool and buffers; returns the
+    /// PE the endpoint runs on.
+    pub(crate) fn prepare_start<'a>(&self) -> Result<&'a super::pe::PeObj> {
+        let role = self.role;
+        let Some(conf) = self.send_conf.get() else {
+            bail!(
+                BadState,
+                "configure send tasks before start (doca_comch_{role}_task_send_set_conf)"
+            );
+        };
+        if self.recv_cb.get().is_none() {
+            bail!(
+                BadState,
+                "register a receive callback before start (doca_comch_{role}_event_msg_recv_register)"
+            );
+        }
+        let pe = self.core.connected_pe(role)?;
+        let me: *const Endpoint = self;
+        self.tasks.ensure(conf.num_tasks, |index| ComchSendTask {
+            core: TaskCore::new(index),
+            ep: me,
+            conn: Cell::new(std::ptr::null_mut()),
+            msg: Cell::new(std::ptr::null()),
+            len: Cell::new(0),
+        })?;
+        let mut done = self.done.borrow_mut();
+        done.clear();
+        done.reserve(conf.num_tasks as usize);
+        *self.recv_buf.borrow_mut() =
+            vec![0; self.max_msg_size.get() as usize + proto::OVERHEAD].into_boxed_slice();
+        Ok(pe)
+    }
+
+    /// `doca_comch_*_task_send_alloc_init`.
+    pub(crate) fn alloc_send(
+        &self,
+        peer: *mut doca_comch_connection,
+        msg: *const c_void,
+        len: u32,
+        task: *mut *mut doca_comch_task_send,
+    ) -> Result<()> {
+        let conn = connection(peer, "peer")?;
+        if conn.owner != self.core.handle.get() {
+            bail!(
+                InvalidValue,
+                "the connection belongs to another Comch {}: send on the context it came from",
+                self.role
+            );
+        }
+        if conn.state.get() != ConnState::Connected {
+            bail!(NotConnected, "the connection is closed");
+        }
+        if len > self.max_msg_size.get() {
+            bail!(
+                InvalidValue,
+                "a {len}-byte message is larger than the max message size, {} bytes \
+                 (doca_comch_{}_set_max_msg_size)",
+                self.max_msg_size.get(),
+                self.role
+            );
+        }
+        if msg.is_null() && len > 0 {
+            bail!(InvalidValue, "msg is NULL");
+        }
+        super::non_null(task, "task")?;
+        let handle = self.tasks.alloc(self.core.state(), |t| {
+            t.conn.set(peer.cast());
+            t.msg.set(msg.cast());
+            t.len.set(len);
+            t.core.handle.get()
+        })?;
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(task, "task", handle.cast()) }
+    }
+
+    fn submit(&self, task: &ComchSendTask) -> Result<()> {
+        self.tasks.submit(self.core.state(), task, || {
+            let conn = connection(task.conn.get().cast(), "the task's connection")
+                .map_err(|_| err(ErrorCode::NotConnected, "the task's connection is closed"))?;
+            if conn.state.get() != ConnState::Connected {
+                bail!(NotConnected, "the task's connection is closed");
+            }
+            let msg = if task.len.get() == 0 {
+                &[][..]
+            } else {
+                // SAFETY: the program keeps the message valid and unchanged until the task
+                // completes (DOCA's rule for send tasks); checked non-null at alloc.
+                unsafe { std::slice::from_raw_parts(task.msg.get(), task.len.get() as usize) }
+            };
+            conn.send(task.core.index, msg, &mut self.done.borrow_mut());
+            Ok(())
+        })
+    }
+
+    /// Runs the callbacks of finished sends; returns how many.
+    pub(crate) fn run_done(&self) -> usize {
+        let mut n = 0;
+        loop {
+            let Some((index, status)) = self.done.borrow_mut().pop_front() else {
+                return n;
+            };
+            self.complete(index, status);
+            n += 1;
+        }
+    }
+
+    pub(crate) fn has_done(&self) -> bool {
+        !self.done.borrow().is_empty()
+    }
+
+    /// Task `index` finished with `status`: its callback runs.
+    pub(crate) fn complete(&self, index: u32, status: doca_error_t) {
+        let Some(conf) = self.send_conf.get() else {
+            return;
+        };
+        let Some((handle, data)) = self.tasks.complete(index, status, |_| {}) else {
+            return;
+        };
+        let cb = if status == 0 {
+            conf.on_success
+        } else {
+            conf.on_error
+        };
+        if let Some(cb) = cb {
+            // SAFETY: the program's callback with the declared signature; the task is live.
+            unsafe { cb(handle.cast(), data, self.core.user_data.get()) };
+        }
+    }
+
+    /// Writes the sends of `conn` that were waiting for room in its socket.
+    pub(crate) fn flush(&self, conn: &ConnObj) {
+        conn.flush(&mut self.done.borrow_mut());
+    }
+
+    /// Fails the sends of `conn` still waiting: their error callbacks run at the next progress.
+    pub(crate) fn fail_pending(&self, conn: &ConnObj) {
+        conn.fail_pending(&mut self.done.borrow_mut());
+    }
+
+    /// Delivers what arrived on connection `handle`: at most the receive queue size of
+    /// messages per progress, each to the receive callback (its buffer valid during the call).
+    pub(crate) fn receive(&self, handle: *mut c_void, conn: &ConnObj) -> (usize, Flow) {
+        let mut n = 0;
+        for _ in 0..self.recv_queue_size.get() {
+            if conn.state.get() != ConnState::Connected {
+                return (n, Flow::Open);
+            }
+            let (buf, cap) = {
+                let mut b = self.recv_buf.borrow_mut();
+                (b.as_mut_ptr(), b.len())
+            };
+            // SAFETY: the endpoint's receive buffer, not resized while it runs; no RefCell
+            // borrow is held across the callback, which may call back into the endpoint.
+            let slice = unsafe { std::slice::from_raw_parts_mut(buf, cap) };
+            let mut fds = self.fds.borrow_mut();
+            fds.clear();
+            let got = conn.sock.recv(slice, &mut fds);
+            drop(fds);
+            let len = match got {
+                Ok(Recv::Message(len)) => len,
+                Ok(Recv::Empty) => return (n, Flow::Open),
+                Ok(Recv::Closed) => return (n, Flow::Closed),
+                Err(e) => {
+                    super::note(&format!("comch {}", self.role), &e);
+                    return (n, Flow::Closed);
+                }
+            };
+            match proto::decode(&slice[..len]) {
+                Ok(Message::Data(payload)) => {
+                    conn.count_recv(payload.len());
+                    if let Some(cb) = self.recv_cb.get() {
+                        // SAFETY: the program's callback; the payload lies in our buffer and is
+                        // valid for the call, as DOCA documents.
+                        unsafe {
+                            cb(
+                                self.core.handle.get().cast(),
+                                payload.as_ptr() as *mut u8,
+                                payload.len() as u32,
+                                handle.cast(),
+                            )
+                        };
+                    }
+                }
+                Ok(Message::ConsumerNew { id }) => self.consumer_event(handle, id, true),
+                Ok(Message::ConsumerGone { id }) => self.consumer_event(handle, id, false),
+                Ok(Message::Bye) => return (n + 1, Flow::Closed),
+                Ok(other) => {
+                    let e = err(
+                        ErrorCode::InvalidValue,
+                        format!("the peer sent {other:?} on an established connection"),
+                    );
+                    super::note(&format!("comch {}", self.role), &e);
+                    return (n, Flow::Closed);
+                }
+                Err(e) => {
+                    super::note(&format!("comch {}", self.role), &e);
+                    return (n, Flow::Closed);
+                }
+            }
+            n += 1;
+        }
+        (n, Flow::Open)
+    }
+
+    fn consumer_event(&self, conn: *mut c_void, id: u32, created: bool) {
+        let cbs = self.consumer_cbs.get();
+        let cb = if created { cbs.created } else { cbs.expired };
+        if let Some(cb) = cb {
+            // SAFETY: the program's callback; the connection handle is live.
+            unsafe { cb(self.core.handle.get().cast(), conn.cast(), id) };
+        }
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.done.get_mut().clear();
+    }
+}
+
+/// The task behind a `struct doca_comch_task_send *`.
+pub(crate) fn send_task<'a>(
+    ptr: *const doca_comch_task_send,
+    param: &str,
+) -> Result<&'a ComchSendTask> {
+    registry::get::<ComchSendTask>(ptr.cast(), param)
+}
+
+/// `doca_comch_task_send_as_task`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_task_send_as_task(
+    task: *mut doca_comch_task_send,
+) -> *mut doca_task {
+    call_value("doca_comch_task_send_as_task", std::ptr::null_mut(), || {
+        send_task(task, "task")?;
+        Ok(task.cast())
+    })
+}
+
+/// A capability of the control path: `value` if the device hosts a server or a client.
+fn control_cap(
+    devinfo: *const doca_devinfo,
+    value: usize,
+    dst: *mut u32,
+    param: &str,
+) -> Result<()> {
+    let info = super::dev::devinfo(devinfo, "devinfo")?;
+    if !info.caps().comch {
+        info.comch_cap_server_is_supported()?;
+    }
+    // SAFETY: writable by the C contract (checked non-null).
+    unsafe { out(dst, param, value as u32) }
+}
+
+/// `doca_comch_cap_server_is_supported`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_cap_server_is_supported(
+    devinfo: *const doca_devinfo,
+) -> doca_error_t {
+    call("doca_comch_cap_server_is_supported", || {
+        super::dev::devinfo(devinfo, "devinfo")?.comch_cap_server_is_supported()
+    })
+}
+
+/// `doca_comch_cap_client_is_supported`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_cap_client_is_supported(
+    devinfo: *const doca_devinfo,
+) -> doca_error_t {
+    call("doca_comch_cap_client_is_supported", || {
+        super::dev::devinfo(devinfo, "devinfo")?.comch_cap_client_is_supported()
+    })
+}
+
+/// `doca_comch_cap_get_max_name_len` (with the NUL).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_cap_get_max_name_len(
+    devinfo: *const doca_devinfo,
+    max_name_len: *mut u32,
+) -> doca_error_t {
+    call("doca_comch_cap_get_max_name_len", || {
+        control_cap(devinfo, COMCH_MAX_NAME_LEN, max_name_len, "max_name_len")
+    })
+}
+
+/// `doca_comch_cap_get_max_msg_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_cap_get_max_msg_size(
+    devinfo: *const doca_devinfo,
+    size: *mut u32,
+) -> doca_error_t {
+    call("doca_comch_cap_get_max_msg_size", || {
+        control_cap(devinfo, COMCH_MAX_MSG_SIZE, size, "size")
+    })
+}
+
+/// `doca_comch_cap_get_max_recv_queue_size`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_cap_get_max_recv_queue_size(
+    devinfo: *const doca_devinfo,
+    size: *mut u32,
+) -> doca_error_t {
+    call("doca_comch_cap_get_max_recv_queue_size", || {
+        control_cap(devinfo, COMCH_MAX_RECV_QUEUE_SIZE, size, "size")
+    })
+}
+
+/// `doca_comch_cap_get_max_clients`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_cap_get_max_clients(
+    devinfo: *const doca_devinfo,
+    num_clients: *mut u32,
+) -> doca_error_t {
+    call("doca_comch_cap_get_max_clients", || {
+        control_cap(devinfo, COMCH_MAX_CLIENTS, num_clients, "num_clients")
+    })
+}
+
+/// `doca_comch_cap_get_max_send_tasks`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_cap_get_max_send_tasks(
+    devinfo: *const doca_devinfo,
+    max_send_tasks: *mut u32,
+) -> doca_error_t {
+    call("doca_comch_cap_get_max_send_tasks", || {
+        control_cap(
+            devinfo,
+            COMCH_MAX_SEND_TASKS,
+            max_send_tasks,
+            "max_send_tasks",
+        )
+    })
+}

@@ -1,0 +1,649 @@
+//! `doca_comch_server`: listens on the Arm side under a name, for clients on the host function
+//! its representor stands for; accepts, handshakes and serves their connections.
+
+use super::comch::{Endpoint, Flow, check_name};
+use super::connection::{self, ConnObj, ConnState, connection};
+use super::ctx::{Context, CtxCore};
+use super::dev::DevRepObj;
+use super::registry::{self, Kind, Object};
+use super::types::*;
+use super::{c_str, call, call_value, out};
+use crate::ctx::CtxState;
+use crate::error::{ErrorCode, Result, bail, err};
+use crate::limits::COMCH_MAX_CLIENTS;
+use crate::wire::proto::{self, Message};
+use crate::wire::{self, Listener, Poller, Recv, SeqPacket};
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_char, c_void};
+
+/// Poller token of the listening socket.
+const LISTENER: u64 = u64::MAX;
+/// Poller tokens of accepted sockets still in their handshake: this bit and the descriptor.
+const HANDSHAKE: u64 = 1 << 62;
+
+/// Connection-event callbacks.
+#[derive(Clone, Copy, Default)]
+struct ConnCbs {
+    connected: doca_comch_event_connection_status_changed_cb_t,
+    disconnected: doca_comch_event_connection_status_changed_cb_t,
+}
+
+/// A `struct doca_comch_server`.
+pub(crate) struct ServerObj {
+    pub ep: Endpoint,
+    rep: *mut c_void,
+    /// The host function (PCI address) its representor stands for: its clients' function.
+    function: String,
+    listener: Listener,
+    poller: Poller,
+    conn_cbs: Cell<ConnCbs>,
+    /// Established connections (handles).
+    conns: RefCell<Vec<*mut c_void>>,
+    /// Accepted sockets waiting for their HELLO.
+    handshakes: RefCell<Vec<SeqPacket>>,
+    /// Connections closed by this side, whose disconnect callback runs at the next progress.
+    closing: RefCell<Vec<*mut c_void>>,
+}
+
+impl Object for ServerObj {
+    const KIND: Kind = Kind::ComchServer;
+}
+
+pub(crate) fn server<'a>(ptr: *const doca_comch_server, param: &str) -> Result<&'a ServerObj> {
+    registry::get::<ServerObj>(ptr.cast(), param)
+}
+
+impl ServerObj {
+    fn pe(&self) -> Option<&super::pe::PeObj> {
+        super::pe::pe(self.ep.core.pe.get().cast(), "pe").ok()
+    }
+
+    fn accept(&self) -> Result<usize> {
+        // SAFETY: getuid cannot fail.
+        let me = unsafe { libc::getuid() };
+        while let Some(sock) = self.listener.accept()? {
+            match sock.peer_uid() {
+                Ok(uid) if uid == me || wire::any_uid() => {}
+                Ok(uid) => {
+                    let _ = sock.send(
+                        &[&proto::refuse(
+                            ErrorCode::NotPermitted.raw(),
+                            &format!(
+                                "the server runs as uid {me} and accepts clients of that user \
+                                 only (uid {uid} asked; DPAKIT_SOFT_COMCH_ANY_UID=1 lifts this)"
+                            ),
+                        )],
+                        &[],
+                    );
+                    continue;
+                }
+                Err(_) => continue,
+            }
+            self.poller.add(sock.fd(), HANDSHAKE | sock.fd() as u64)?;
+            self.handshakes.borrow_mut().push(sock);
+        }
+        Ok(0)
+    }
+
+    /// Reads the HELLO of handshake socket `fd` and answers it.
+    fn handshake(&self, fd: i32) -> usize {
+        let mut list = self.handshakes.borrow_mut();
+        let Some(at) = list.iter().position(|s| s.fd() == fd) else {
+            return 0;
+        };
+        let mut buf = [0u8; proto::OVERHEAD];
+        let mut fds = Vec::new();
+        let len = match list[at].recv(&mut buf, &mut fds) {
+            Ok(Recv::Empty) => return 0,
+            Ok(Recv::Message(len)) => len,
+            Ok(Recv::Closed) | Err(_) => {
+                self.poller.remove(fd);
+                list.swap_remove(at);
+                return 0;
+            }
+        };
+        self.poller.remove(fd);
+        let sock = list.swap_remove(at);
+        drop(list);
+        let verdict = match proto::decode(&buf[..len]) {
+            Ok(Message::Hello {
+                version,
+                max_msg_size,
+                function,
+                name,
+            }) => self.judge(version, max_msg_size, function, name),
+            Ok(other) => Err(err(
+                ErrorCode::InvalidValue,
+                format!("expected HELLO, got {other:?}"),
+            )),
+            Err(e) => Err(e),
+        };
+        match verdict {
+            Ok(()) => self.establish(sock),
+            Err(e) => {
+                let _ = sock.send(&[&proto::refuse(e.code().raw(), e.message())], &[]);
+                super::report(
+                    &format!("comch server `{}`", self.ep.name),
+                    &err(e.code(), format!("refused a client: {}", e.message())),
+                );
+                // A client that reached the server with a valid HELLO learns of it through a
+                // failed connection event.
+                if let Ok(handle) = ConnObj::register(self.ep.core.handle.get(), true, sock, 0) {
+                    self.connection_event(handle, false, false);
+                    connection::unregister(handle);
+                }
+                1
+            }
+        }
+    }
+
+    /// Whether a client may connect: same version, same name, the function this server's
+    /// representor stands for, the same max message size, and room.
+    fn judge(&self, version: u32, max_msg_size: u32, function: &str, name: &str) -> Result<()> {
+        if version != proto::VERSION {
+            bail!(
+                UnsupportedVersion,
+                "the client speaks Comch protocol {version}, this server {}",
+                proto::VERSION
+            );
+        }
+        if name != self.ep.name {
+            bail!(NotFound, "this server is `{}`, not `{name}`", self.ep.name);
+        }
+        if function != self.function {
+            bail!(
+                NotPermitted,
+                "the server's representor stands for PCI function {}; a client on {function} \
+                 cannot connect to it",
+                self.function
+            );
+        }
+        if max_msg_size != self.ep.max_msg_size.get() {
+            bail!(
+                BadConfig,
+                "max message size mismatch: the client uses {max_msg_size} bytes and the server \
+                 {} (doca_comch_{{server,client}}_set_max_msg_size must agree)",
+                self.ep.max_msg_size.get()
+            );
+        }
+        if self.conns.borrow().len() >= COMCH_MAX_CLIENTS {
+            bail!(
+                Full,
+                "the server has {COMCH_MAX_CLIENTS} clients, the most one server takes \
+                 (doca_comch_cap_get_max_clients)"
+            );
+        }
+        Ok(())
+    }
+
+    fn establish(&self, sock: SeqPacket) -> usize {
+        if !matches!(sock.send(&[&[proto::TAG_WELCOME]], &[]), Ok(true)) {
+            return 0;
+        }
+        let max_waiting = self.ep.tasks.len();
+        let Ok(handle) = ConnObj::register(self.ep.core.handle.get(), true, sock, max_waiting)
+        else {
+            return 0;
+        };
+        let fd = connection(handle.cast(), "connection").map(|c| c.sock.fd());
+        if fd
+            .and_then(|fd| self.poller.add(fd, handle as u64))
+            .is_err()
+        {
+            connection::unregister(handle);
+            return 0;
+        }
+        self.conns.borrow_mut().push(handle);
+        self.connection_event(handle, true, true);
+        1
+    }
+
+    fn connection_event(&self, handle: *mut c_void, connected: bool, ok: bool) {
+        let cbs = self.conn_cbs.get();
+        let cb = if connected {
+            cbs.connected
+        } else {
+            cbs.disconnected
+        };
+        if let Some(cb) = cb {
+            // SAFETY: the program's callback; the connection handle is live during the call.
+            unsafe {
+                cb(
+                    self.ep.core.handle.get().cast(),
+                    handle.cast(),
+                    u8::from(ok),
+                )
+            };
+        }
+    }
+
+    /// Ends connection `handle`: waiting sends fail, the program hears of it, the handle goes.
+    fn drop_connection(&self, handle: *mut c_void) -> usize {
+        self.conns.borrow_mut().retain(|&h| h != handle);
+        let Ok(conn) = connection(handle.cast(), "connection") else {
+            return 0;
+        };
+        self.poller.remove(conn.sock.fd());
+        conn.close();
+        self.ep.fail_pending(conn);
+        self.connection_event(handle, false, true);
+        connection::unregister(handle);
+        1
+    }
+
+    /// One progress pass while starting, running or stopping.
+    fn poll_once(&self) -> usize {
+        let mut n = self.ep.run_done();
+        if self.ep.core.state() == CtxState::Running {
+            let mut tokens = [0u64; 64];
+            let ready = self.poller.ready(&mut tokens);
+            for &token in &tokens[..ready] {
+                n += match token {
+                    LISTENER => self.accept().unwrap_or_else(|e| {
+                        super::note("comch server accept", &e);
+                        0
+                    }),
+                    t if t & HANDSHAKE != 0 => self.handshake((t & !HANDSHAKE) as i32),
+                    handle => self.serve(handle as *mut c_void),
+                };
+            }
+            let conns: &[*mut c_void] = &self.conns.borrow();
+            for &h in conns {
+                if let Ok(conn) = connection(h.cast(), "connection") {
+                    if conn.has_waiting() {
+                        self.ep.flush(conn);
+                    }
+                }
+            }
+        }
+        loop {
+            let Some(handle) = self.closing.borrow_mut().pop() else {
+                break;
+            };
+            n += self.drop_connection(handle);
+        }
+        n + self.ep.run_done()
+    }
+
+    fn serve(&self, handle: *mut c_void) -> usize {
+        let Ok(conn) = connection(handle.cast(), "connection") else {
+            return 0;
+        };
+        let (n, flow) = self.ep.receive(handle, conn);
+        if flow == Flow::Closed {
+            return n + self.drop_connection(handle);
+        }
+        n
+    }
+
+    fn finish_stop(&self) {
+        if let Some(pe) = self.pe() {
+            pe.pe.unwatch_fd(self.poller.fd());
+            pe.polling(false);
+        }
+        self.ep.core.transition(CtxState::Idle);
+    }
+
+    /// `doca_comch_server_disconnect`.
+    fn disconnect(&self, handle: *mut c_void) -> Result<()> {
+        let conn = connection(handle.cast(), "connection")?;
+        if conn.owner != self.ep.core.handle.get() {
+            bail!(InvalidValue, "the connection belongs to another server");
+        }
+        if conn.state.get() != ConnState::Connected {
+            bail!(NotConnected, "the connection is already disconnected");
+        }
+        conn.fast_path.require_none(
+            "producer(s)/consumer(s) on this connection (stop and destroy them before \
+             disconnecting)",
+        )?;
+        if !conn.sock.send(&[&[proto::TAG_BYE]], &[])? {
+            bail!(
+                Again,
+                "the connection's queue is full: the disconnection message cannot be sent now; \
+                 progress and call doca_comch_server_disconnect again"
+            );
+        }
+        conn.close();
+        self.closing.borrow_mut().push(handle);
+        Ok(())
+    }
+}
+
+impl Context for ServerObj {
+    fn core(&self) -> &CtxCore {
+        &self.ep.core
+    }
+
+    fn start(&self) -> Result<bool> {
+        if self.conn_cbs.get().connected.is_none() {
+            bail!(
+                BadState,
+                "register connection callbacks before start \
+                 (doca_comch_server_event_connection_status_changed_register)"
+            );
+        }
+        let pe = self.ep.prepare_start()?;
+        pe.pe.watch_fd(self.poller.fd())?;
+        pe.polling(true);
+        self.ep.core.transition(CtxState::Running);
+        Ok(true)
+    }
+
+    fn stop(&self) -> Result<bool> {
+        for &h in self.conns.borrow().iter() {
+            if let Ok(conn) = connection(h.cast(), "connection") {
+                conn.fast_path.require_none(
+                    "producer(s)/consumer(s) on a connection of this server (stop and destroy \
+                     them before stopping the server)",
+                )?;
+            }
+        }
+        for sock in self.handshakes.borrow_mut().drain(..) {
+            self.poller.remove(sock.fd());
+        }
+        let conns = std::mem::take(&mut *self.conns.borrow_mut());
+        for &h in &conns {
+            if let Ok(conn) = connection(h.cast(), "connection") {
+                let _ = conn.sock.send(&[&[proto::TAG_BYE]], &[]);
+                conn.close();
+            }
+        }
+        self.closing.borrow_mut().extend(conns);
+        if self.closing.borrow().is_empty() && self.ep.tasks.outstanding() == 0 {
+            self.finish_stop();
+            return Ok(true);
+        }
+        self.ep.core.transition(CtxState::Stopping);
+        Ok(false)
+    }
+
+    fn inflight(&self) -> usize {
+        self.ep.tasks.inflight()
+    }
+
+    fn poll(&self) -> usize {
+        self.poll_once()
+    }
+
+    fn has_pending(&self) -> bool {
+        self.ep.has_done() || !self.closing.borrow().is_empty()
+    }
+
+    fn after_progress(&self) -> usize {
+        let ep = &self.ep;
+        ep.tasks.after_progress(
+            &ep.core,
+            |index, status| ep.complete(index, status),
+            || {
+                if self.closing.borrow().is_empty() && !ep.has_done() {
+                    self.finish_stop()
+                }
+            },
+        )
+    }
+}
+
+/// `doca_comch_server_create`: `ALREADY_EXIST` if a server of that name lives on the
+/// representor's function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_create(
+    dev: *mut doca_dev,
+    repr: *mut doca_dev_rep,
+    name: *const c_char,
+    comch_server: *mut *mut doca_comch_server,
+) -> doca_error_t {
+    call("doca_comch_server_create", || {
+        let d = super::dev::dev(dev, "dev")?;
+        let r = registry::get::<DevRepObj>(repr.cast(), "repr")?;
+        // SAFETY: a NUL-terminated string by the C contract (checked non-null).
+        let name = unsafe { c_str(name, "name") }?;
+        super::non_null(comch_server, "comch_server")?;
+        d.dev.as_devinfo().comch_cap_server_is_supported()?;
+        let rep_dev = r.rep.as_devinfo().dev();
+        if rep_dev.pci_addr() != d.dev.as_devinfo().pci_addr()
+            || rep_dev.side() != d.dev.as_devinfo().side()
+        {
+            bail!(
+                InvalidValue,
+                "the representor belongs to device {}, not to {}",
+                rep_dev.pci_addr(),
+                d.dev.as_devinfo().pci_addr()
+            );
+        }
+        check_name(name)?;
+        let function = r.rep.as_devinfo().get_pci_addr_str();
+        let path = wire::server_path(&function, name)?;
+        let listener = Listener::bind(&path).map_err(|e| match e.code() {
+            ErrorCode::AlreadyExist => err(
+                ErrorCode::AlreadyExist,
+                format!(
+                    "a Comch server named `{name}` already runs on the representor of {function}: \
+                     names are unique per device and representor"
+                ),
+            ),
+            _ => e,
+        })?;
+        let poller = Poller::new()?;
+        poller.add(listener.fd(), LISTENER)?;
+        let handle = registry::register(Box::new(ServerObj {
+            ep: Endpoint::new("server", dev.cast(), name.to_owned()),
+            rep: repr.cast(),
+            function,
+            listener,
+            poller,
+            conn_cbs: Cell::new(ConnCbs::default()),
+            conns: RefCell::new(Vec::new()),
+            handshakes: RefCell::new(Vec::new()),
+            closing: RefCell::new(Vec::new()),
+        }))?;
+        server(handle.cast(), "server")?.ep.core.handle.set(handle);
+        d.users.hold();
+        r.users.hold();
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(comch_server, "comch_server", handle.cast()) }
+    })
+}
+
+/// `doca_comch_server_destroy`: the context must be IDLE.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_destroy(
+    comch_server: *mut doca_comch_server,
+) -> doca_error_t {
+    call("doca_comch_server_destroy", || {
+        let s = server(comch_server, "comch_server")?;
+        s.ep.core.require_idle("destroy the server")?;
+        if let Some(pe) = s.pe() {
+            pe.disconnect(s.ep.core.handle.get());
+        }
+        if let Ok(d) = super::dev::dev(s.ep.dev.cast(), "dev") {
+            d.users.release();
+        }
+        if let Ok(r) = registry::get::<DevRepObj>(s.rep, "repr") {
+            r.users.release();
+        }
+        drop(registry::unregister::<ServerObj>(comch_server.cast()));
+        Ok(())
+    })
+}
+
+/// `doca_comch_server_as_ctx`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_as_ctx(
+    comch_server: *mut doca_comch_server,
+) -> *mut doca_ctx {
+    call_value("doca_comch_server_as_ctx", std::ptr::null_mut(), || {
+        server(comch_server, "comch_server")?;
+        Ok(comch_server.cast())
+    })
+}
+
+macro_rules! server_setter {
+    ($name:ident, $method:ident) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            comch_server: *mut doca_comch_server,
+            size: u32,
+        ) -> doca_error_t {
+            call(stringify!($name), || {
+                server(comch_server, "comch_server")?.ep.$method(size)
+            })
+        }
+    };
+}
+
+macro_rules! server_getter {
+    ($name:ident, $field:ident) => {
+        #[doc = concat!("`", stringify!($name), "`.")]
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            comch_server: *const doca_comch_server,
+            size: *mut u32,
+        ) -> doca_error_t {
+            call(stringify!($name), || {
+                let v = server(comch_server, "comch_server")?.ep.$field.get();
+                // SAFETY: writable by the C contract (checked non-null).
+                unsafe { out(size, "size", v) }
+            })
+        }
+    };
+}
+
+server_setter!(doca_comch_server_set_max_msg_size, set_max_msg_size);
+server_setter!(doca_comch_server_set_recv_queue_size, set_recv_queue_size);
+server_getter!(doca_comch_server_get_max_msg_size, max_msg_size);
+server_getter!(doca_comch_server_get_recv_queue_size, recv_queue_size);
+
+/// `doca_comch_server_get_device`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_get_device(
+    comch_server: *const doca_comch_server,
+    dev: *mut *mut doca_dev,
+) -> doca_error_t {
+    call("doca_comch_server_get_device", || {
+        let d = server(comch_server, "comch_server")?.ep.dev;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(dev, "dev", d.cast()) }
+    })
+}
+
+/// `doca_comch_server_get_device_rep`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_get_device_rep(
+    comch_server: *const doca_comch_server,
+    rep: *mut *mut doca_dev_rep,
+) -> doca_error_t {
+    call("doca_comch_server_get_device_rep", || {
+        let r = server(comch_server, "comch_server")?.rep;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(rep, "rep", r.cast()) }
+    })
+}
+
+/// `doca_comch_server_task_send_set_conf`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_task_send_set_conf(
+    comch_server: *mut doca_comch_server,
+    task_completion_cb: doca_comch_task_send_completion_cb_t,
+    task_error_cb: doca_comch_task_send_completion_cb_t,
+    num_send_tasks: u32,
+) -> doca_error_t {
+    call("doca_comch_server_task_send_set_conf", || {
+        server(comch_server, "comch_server")?.ep.set_send_conf(
+            task_completion_cb,
+            task_error_cb,
+            num_send_tasks,
+        )
+    })
+}
+
+/// `doca_comch_server_task_send_alloc_init`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_task_send_alloc_init(
+    comch_server: *mut doca_comch_server,
+    peer: *mut doca_comch_connection,
+    msg: *const c_void,
+    len: u32,
+    task: *mut *mut doca_comch_task_send,
+) -> doca_error_t {
+    call("doca_comch_server_task_send_alloc_init", || {
+        server(comch_server, "comch_server")?
+            .ep
+            .alloc_send(peer, msg, len, task)
+    })
+}
+
+/// `doca_comch_server_event_msg_recv_register`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_event_msg_recv_register(
+    comch_server: *mut doca_comch_server,
+    recv_event_cb: doca_comch_event_msg_recv_cb_t,
+) -> doca_error_t {
+    call("doca_comch_server_event_msg_recv_register", || {
+        server(comch_server, "comch_server")?
+            .ep
+            .set_recv_cb(recv_event_cb)
+    })
+}
+
+/// `doca_comch_server_event_connection_status_changed_register`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_event_connection_status_changed_register(
+    comch_server: *mut doca_comch_server,
+    connect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+    disconnect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+) -> doca_error_t {
+    call(
+        "doca_comch_server_event_connection_status_changed_register",
+        || {
+            let s = server(comch_server, "comch_server")?;
+            s.ep.core.require_idle("register connection callbacks")?;
+            if connect_event_cb.is_none() || disconnect_event_cb.is_none() {
+                bail!(
+                    InvalidValue,
+                    "both connection callbacks are needed (connect and disconnect)"
+                );
+            }
+            s.conn_cbs.set(ConnCbs {
+                connected: connect_event_cb,
+                disconnected: disconnect_event_cb,
+            });
+            Ok(())
+        },
+    )
+}
+
+/// `doca_comch_server_event_consumer_register`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_event_consumer_register(
+    comch_server: *mut doca_comch_server,
+    new_consumer_event_cb: doca_comch_event_consumer_cb_t,
+    expired_consumer_event_cb: doca_comch_event_consumer_cb_t,
+) -> doca_error_t {
+    call("doca_comch_server_event_consumer_register", || {
+        server(comch_server, "comch_server")?
+            .ep
+            .set_consumer_cbs(new_consumer_event_cb, expired_consumer_event_cb)
+    })
+}
+
+/// `doca_comch_server_disconnect`: `IN_USE` while producers or consumers exist on the
+/// connection; the disconnect callback runs at the next progress and the peer is told.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_disconnect(
+    comch_server: *mut doca_comch_server,
+    connection: *mut doca_comch_connection,
+) -> doca_error_t {
+    call("doca_comch_server_disconnect", || {
+        let s = server(comch_server, "comch_server")?;
+        if s.ep.core.state() != CtxState::Running {
+            bail!(
+                BadState,
+                "the server is {}: it disconnects while running",
+                s.ep.core.state()
+            );
+        }
+        s.disconnect(connection.cast())
+    })
+}

@@ -1,0 +1,194 @@
+//! The messages Comch peers exchange: a tag byte, then little-endian fields. One socket message
+//! is one protocol message (the socket keeps boundaries), so nothing needs framing.
+
+use crate::error::{Result, bail};
+
+/// Protocol version, checked in the handshake.
+pub(crate) const VERSION: u32 = 1;
+
+/// Room a receive buffer needs beyond the largest control message (tag and handshake fields).
+pub(crate) const OVERHEAD: usize = 512;
+
+/// Longest refusal reason sent.
+const MAX_REASON: usize = 400;
+
+pub(crate) const TAG_HELLO: u8 = 1;
+pub(crate) const TAG_WELCOME: u8 = 2;
+pub(crate) const TAG_REFUSE: u8 = 3;
+pub(crate) const TAG_DATA: u8 = 4;
+pub(crate) const TAG_BYE: u8 = 5;
+pub(crate) const TAG_CONSUMER_NEW: u8 = 6;
+pub(crate) const TAG_CONSUMER_GONE: u8 = 7;
+
+/// A decoded message; borrowed fields point into the receive buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Message<'a> {
+    /// Client → server, first message: who is asking, for which server, with which limits.
+    Hello {
+        version: u32,
+        max_msg_size: u32,
+        function: &'a str,
+        name: &'a str,
+    },
+    /// Server → client: the connection is established.
+    Welcome,
+    /// Server → client: the connection is refused, with DOCA's error code and why.
+    Refuse { code: i32, reason: &'a str },
+    /// A control-path message.
+    Data(&'a [u8]),
+    /// The peer disconnects.
+    Bye,
+    /// The peer created a fast-path consumer with this id.
+    ConsumerNew { id: u32 },
+    /// The peer's consumer with this id is gone.
+    ConsumerGone { id: u32 },
+}
+
+/// `HELLO`.
+pub(crate) fn hello(max_msg_size: u32, function: &str, name: &str) -> Vec<u8> {
+    let mut m = vec![TAG_HELLO];
+    m.extend_from_slice(&VERSION.to_le_bytes());
+    m.extend_from_slice(&max_msg_size.to_le_bytes());
+    put_str(&mut m, function);
+    put_str(&mut m, name);
+    m
+}
+
+/// `REFUSE`.
+pub(crate) fn refuse(code: i32, reason: &str) -> Vec<u8> {
+    let mut cut = reason.len().min(MAX_REASON);
+    while !reason.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut m = vec![TAG_REFUSE];
+    m.extend_from_slice(&code.to_le_bytes());
+    put_str(&mut m, &reason[..cut]);
+    m
+}
+
+/// A message carrying only an id (`CONSUMER_NEW`, `CONSUMER_GONE`).
+#[cfg_attr(not(test), allow(dead_code))] // sent by the fast path's consumers
+pub(crate) fn with_id(tag: u8, id: u32) -> [u8; 5] {
+    let b = id.to_le_bytes();
+    [tag, b[0], b[1], b[2], b[3]]
+}
+
+fn put_str(m: &mut Vec<u8>, s: &str) {
+    m.extend_from_slice(&(s.len() as u16).to_le_bytes());
+    m.extend_from_slice(s.as_bytes());
+}
+
+/// Reads fields off a message, failing on a short or malformed one.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            bail!(InvalidValue, "a Comch protocol message is truncated");
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn str(&mut self) -> Result<&'a str> {
+        let b = self.take(2)?;
+        let len = usize::from(u16::from_le_bytes([b[0], b[1]]));
+        std::str::from_utf8(self.take(len)?)
+            .map_err(|_| crate::error::err(crate::error::ErrorCode::InvalidValue, "not UTF-8"))
+    }
+
+    fn end(self) -> Result<()> {
+        if !self.0.is_empty() {
+            bail!(InvalidValue, "a Comch protocol message has trailing bytes");
+        }
+        Ok(())
+    }
+}
+
+/// Decodes one message; `INVALID_VALUE` for anything this version does not know.
+pub(crate) fn decode(buf: &[u8]) -> Result<Message<'_>> {
+    let Some((&tag, body)) = buf.split_first() else {
+        bail!(InvalidValue, "an empty Comch protocol message");
+    };
+    let mut r = Reader(body);
+    let message = match tag {
+        TAG_HELLO => Message::Hello {
+            version: r.u32()?,
+            max_msg_size: r.u32()?,
+            function: r.str()?,
+            name: r.str()?,
+        },
+        TAG_WELCOME => Message::Welcome,
+        TAG_REFUSE => Message::Refuse {
+            code: r.u32()? as i32,
+            reason: r.str()?,
+        },
+        TAG_DATA => return Ok(Message::Data(body)),
+        TAG_BYE => Message::Bye,
+        TAG_CONSUMER_NEW => Message::ConsumerNew { id: r.u32()? },
+        TAG_CONSUMER_GONE => Message::ConsumerGone { id: r.u32()? },
+        other => bail!(InvalidValue, "unknown Comch protocol message tag {other}"),
+    };
+    r.end()?;
+    Ok(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        let h = hello(4080, "0000:b1:00.0", "srv");
+        assert_eq!(
+            decode(&h).unwrap(),
+            Message::Hello {
+                version: VERSION,
+                max_msg_size: 4080,
+                function: "0000:b1:00.0",
+                name: "srv"
+            }
+        );
+        let r = refuse(6, "mismatch");
+        assert_eq!(
+            decode(&r).unwrap(),
+            Message::Refuse {
+                code: 6,
+                reason: "mismatch"
+            }
+        );
+        assert_eq!(
+            decode(&with_id(TAG_CONSUMER_NEW, 7)).unwrap(),
+            Message::ConsumerNew { id: 7 }
+        );
+        assert_eq!(decode(&[TAG_DATA, 1, 2]).unwrap(), Message::Data(&[1, 2]));
+        assert_eq!(decode(&[TAG_DATA]).unwrap(), Message::Data(&[]));
+    }
+
+    #[test]
+    fn malformed_messages_are_errors() {
+        assert!(decode(&[]).is_err());
+        assert!(decode(&[99]).is_err());
+        assert!(decode(&[TAG_HELLO, 1, 0]).is_err());
+        assert!(decode(&[TAG_BYE, 0]).is_err());
+        let mut h = hello(1, "a", "b");
+        h.pop();
+        assert!(decode(&h).is_err());
+    }
+
+    #[test]
+    fn long_reasons_are_cut_on_a_character_boundary() {
+        let reason = "é".repeat(300);
+        let r = refuse(1, &reason);
+        let Message::Refuse { reason: got, .. } = decode(&r).unwrap() else {
+            panic!()
+        };
+        assert!(got.len() <= MAX_REASON && reason.starts_with(got));
+    }
+}
