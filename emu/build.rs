@@ -1,6 +1,7 @@
 //! Compiles the C half of the soft device (the variadic functions stable Rust cannot define:
-//! `doca_dpa_dev_log`, `doca_dpa_rpc`) and publishes where its DOCA headers are, for
-//! `dpakit-sys` (`DEP_DPAKIT_SOFT_INCLUDE`).
+//! `doca_dpa_dev_log`, `doca_dpa_rpc`; and DOCA's logging and argument parser, `doca_log*` and
+//! `doca_argp_*`) and publishes where its DOCA headers are, for `dpakit-sys`
+//! (`DEP_DPAKIT_SOFT_INCLUDE`).
 fn main() {
     let include = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
     println!("cargo::rerun-if-changed=csrc");
@@ -8,6 +9,8 @@ fn main() {
     cc::Build::new()
         .file("csrc/dev_log.c")
         .file("csrc/rpc.c")
+        .file("csrc/log.c")
+        .file("csrc/argp.c")
         .include(&include)
         .define("DOCA_ALLOW_EXPERIMENTAL_API", None)
         .warnings(true)

@@ -13,6 +13,7 @@ const C_ECHO_MESSAGES: &str = "20000";
 const C_PROGRAMS: &[(&str, &[&str])] = &[
     ("examples/c/msgq_echo.c", &["-n", C_ECHO_MESSAGES]),
     ("tests/c/ctx_state.c", &[]),
+    ("tests/c/argp_log.c", &[]),
 ];
 
 /// `PKG_CONFIG_PATH` for the prefix.
@@ -20,7 +21,7 @@ fn pkg_config_path(prefix: &Path) -> PathBuf {
     prefix.join("lib").join("pkgconfig")
 }
 
-/// `pkg-config --cflags --libs doca-comch doca-dpa doca-common` against the prefix.
+/// `pkg-config --cflags --libs doca-comch doca-dpa doca-argp doca-common` against the prefix.
 pub fn pkg_config_flags(prefix: &Path) -> Result<Vec<String>> {
     let output = Command::new("pkg-config")
         .args([
@@ -28,6 +29,7 @@ pub fn pkg_config_flags(prefix: &Path) -> Result<Vec<String>> {
             "--libs",
             "doca-comch",
             "doca-dpa",
+            "doca-argp",
             "doca-common",
         ])
         .env("PKG_CONFIG_PATH", pkg_config_path(prefix))
@@ -80,7 +82,7 @@ pub fn c_programs(prefix: &Path) -> Result {
             .into_owned();
         let out = bin.join(&name);
         eprintln!(
-            "$ cc {} (pkg-config doca-comch doca-dpa doca-common)",
+            "$ cc {} (pkg-config doca-comch doca-dpa doca-argp doca-common)",
             source.display()
         );
         let status = cc_command(&source, &out, &flags, &app_dir)

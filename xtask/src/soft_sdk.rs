@@ -3,15 +3,15 @@
 //! ```text
 //! <prefix>/include/         doca_*.h and dpakit_soft.h
 //! <prefix>/lib/libdpakit_soft.so           the soft device, exporting doca_* and dpakit_soft_*
-//! <prefix>/lib/libdoca_{common,comch,dpa}.so -> libdpakit_soft.so
+//! <prefix>/lib/libdoca_{common,comch,dpa,argp}.so -> libdpakit_soft.so
 //! <prefix>/lib/libdoca_common.a            the soft device as a static archive
-//! <prefix>/lib/libdoca_{comch,dpa}.a       empty: everything is in libdoca_common.a
-//! <prefix>/lib/pkgconfig/doca-{common,comch,dpa}.pc
+//! <prefix>/lib/libdoca_{comch,dpa,argp}.a  empty: everything is in libdoca_common.a
+//! <prefix>/lib/pkgconfig/doca-{common,comch,dpa,argp}.pc
 //! ```
 //!
-//! One library under three names, so a program linking all three gets one soft device. A DOCA
+//! One library under four names, so a program linking them all gets one soft device. A DOCA
 //! program then builds with `cc prog.c $(pkg-config --cflags --libs doca-comch doca-dpa
-//! doca-common)` (`PKG_CONFIG_PATH=<prefix>/lib/pkgconfig`) and runs unchanged.
+//! doca-argp doca-common)` (`PKG_CONFIG_PATH=<prefix>/lib/pkgconfig`) and runs unchanged.
 
 use crate::{Result, nested, workspace_root};
 use std::path::{Path, PathBuf};
@@ -33,6 +33,7 @@ const LIBS: &[(&str, &str, &str, &str)] = &[
     ("doca_common", "doca-common", "", "DOCA Core"),
     ("doca_comch", "doca-comch", "doca-common", "DOCA Comch"),
     ("doca_dpa", "doca-dpa", "doca-common", "DOCA DPA"),
+    ("doca_argp", "doca-argp", "doca-common", "DOCA Arg Parser"),
 ];
 
 /// The version the headers follow (DOCA 3.x names and signatures).
@@ -182,5 +183,19 @@ mod tests {
         );
         assert!(!common.contains("Requires"), "{common}");
         assert!(common.contains("Libs.private: -lgcc_s"), "{common}");
+    }
+
+    #[test]
+    fn every_library_name_but_common_requires_common() {
+        let names: Vec<&str> = LIBS.iter().map(|(name, ..)| *name).collect();
+        assert_eq!(
+            names,
+            ["doca_common", "doca_comch", "doca_dpa", "doca_argp"]
+        );
+        assert!(
+            LIBS[1..]
+                .iter()
+                .all(|(_, _, requires, _)| *requires == "doca-common")
+        );
     }
 }
