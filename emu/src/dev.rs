@@ -566,7 +566,8 @@ impl Topology {
     /// A fresh copy of the default machine, at the PCI addresses DOCA's documentation and samples
     /// use: one BlueField-3 whose host-side PF `0000:b1:00.0` has a DPA and MsgQ, and whose
     /// Arm-side device `0000:03:00.0` manages representors for that PF (`pf0hpf`, carrying the
-    /// host PF's address `0000:b1:00.0`) and a VF (`0000:b1:00.2`). Devices of two copies are
+    /// host PF's address `0000:b1:00.0`) and for a host VF at `0000:b1:00.2`, which the host sees
+    /// too (a second function, for Comch isolation by representor). Devices of two copies are
     /// different devices; [`Topology::global`] is the shared one.
     pub fn bluefield3() -> Topology {
         let built = Topology::builder()
@@ -584,7 +585,17 @@ impl Topology {
                             .iface_name("pf0hpf")
                             .represents("0000:b1:00.0"),
                     )
-                    .representor(RepSpec::vf("0000:b1:00.2").iface_name("pf0vf0")),
+                    .representor(
+                        RepSpec::vf("0000:b1:00.2")
+                            .iface_name("pf0vf0")
+                            .represents("0000:b1:00.2"),
+                    ),
+            )
+            .device(
+                DeviceSpec::host("0000:b1:00.2")
+                    .func_type(PciFuncType::Vf)
+                    .iface_name("ens1f0v0")
+                    .ibdev_name("mlx5_2"),
             )
             .build();
         match built {
@@ -1310,7 +1321,7 @@ mod tests {
     #[test]
     fn default_topology_is_valid() {
         let list = devinfo_list();
-        assert_eq!(list.len(), 2);
+        assert_eq!(list.len(), 3);
         let host = &list[0];
         assert_eq!(
             (host.side(), host.get_pci_addr_str().as_str()),
@@ -1330,7 +1341,7 @@ mod tests {
         // Fresh copies are other machines; the global one is shared.
         assert_ne!(Topology::bluefield3(), *Topology::global());
         assert_eq!(Topology::default(), *Topology::global());
-        assert_eq!(Topology::bluefield3().devinfo_list().len(), 2);
+        assert_eq!(Topology::bluefield3().devinfo_list().len(), 3);
     }
 
     #[test]
@@ -1380,7 +1391,11 @@ mod tests {
         assert_eq!(reps[1].get_pci_func_type(), PciFuncType::Vf);
         assert_eq!(reps[0].get_iface_name(), "pf0hpf");
         assert_eq!(reps[0].host_devinfo(), Some(host()));
-        assert_eq!(reps[1].host_devinfo(), None);
+        let vf = reps[1]
+            .host_devinfo()
+            .expect("the host VF is in the topology");
+        assert_eq!(vf.get_pci_addr_str(), "0000:b1:00.2");
+        assert_eq!(vf.get_pci_func_type(), PciFuncType::Vf);
         assert_eq!(arm.devinfo_rep_list(RepFilter::NET).unwrap().len(), 2);
         assert_eq!(arm.devinfo_rep_list(RepFilter::EMULATED).unwrap().len(), 0);
         let rep = DevRep::open_by_pci(&arm, "b1:00.2").unwrap();

@@ -129,7 +129,7 @@ impl ServerObj {
                 // A client that reached the server with a valid HELLO learns of it through a
                 // failed connection event.
                 if let Ok(handle) = ConnObj::register(self.ep.core.handle.get(), true, sock, 0) {
-                    self.connection_event(handle, false, false);
+                    self.connection_event(handle, true, false);
                     connection::unregister(handle);
                 }
                 1
