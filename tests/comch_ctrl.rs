@@ -91,3 +91,122 @@ fn a_second_server_of_the_same_name_already_exists() {
         .unwrap_err();
     assert_eq!(e.code(), ErrorCode::AlreadyExist, "{e}");
 }
+
+fn pair(name: &str, spe: &Pe, cpe: &Pe) -> (Server, Client, Rc<RefCell<Vec<String>>>) {
+    let arm = Dev::open_by_pci(ARM).unwrap();
+    let rep = DevRep::open_by_pci(&arm, HOST).unwrap();
+    let host = Dev::open_by_pci(HOST).unwrap();
+    let log: Rc<RefCell<Vec<String>>> = Rc::default();
+    let (l1, l2) = (log.clone(), log.clone());
+    let server = Server::builder(&arm, &rep, name, spe)
+        .on_connect(move |ch, conn, ok| {
+            ch.set_user_data(conn, 77).unwrap();
+            l1.borrow_mut().push(format!("connect {ok}"));
+        })
+        .on_disconnect(move |_, _, ok| l2.borrow_mut().push(format!("disconnect {ok}")))
+        .on_message(|ch, conn, msg| {
+            assert_eq!(ch.user_data(conn).unwrap(), 77);
+            ch.send(conn, msg, 0).unwrap()
+        })
+        .start()
+        .unwrap();
+    let client = Client::builder(&host, name, cpe)
+        .on_message(|_, _, _| {})
+        .start()
+        .unwrap();
+    (server, client, log)
+}
+
+#[test]
+fn a_server_side_disconnect_stops_the_client() {
+    private_runtime_dir();
+    let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
+    let (server, client, log) = pair("server-disconnects", &spe, &cpe);
+    until(&[&spe, &cpe], || log.borrow().len() == 1);
+    let conn = server.channel().connections()[0];
+    server.channel().disconnect(conn).unwrap();
+    assert_eq!(
+        server.channel().disconnect(conn).unwrap_err().code(),
+        ErrorCode::NotConnected,
+        "a connection disconnects once"
+    );
+    until(&[&spe, &cpe], || {
+        client.state().unwrap() == dpakit::ctx::CtxState::Idle && log.borrow().len() == 2
+    });
+    assert_eq!(*log.borrow(), ["connect true", "disconnect true"]);
+    assert!(server.channel().connections().is_empty());
+    assert_eq!(
+        server.channel().send(conn, b"late", 0).unwrap_err().code(),
+        ErrorCode::NotConnected
+    );
+}
+
+#[test]
+fn a_stopped_client_is_a_disconnection_on_the_server() {
+    private_runtime_dir();
+    let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
+    let (server, client, log) = pair("client-stops", &spe, &cpe);
+    until(&[&spe, &cpe], || log.borrow().len() == 1);
+    client.stop().unwrap();
+    assert_eq!(client.state().unwrap(), dpakit::ctx::CtxState::Idle);
+    until(&[&spe], || log.borrow().len() == 2);
+    assert!(server.channel().connections().is_empty());
+}
+
+#[test]
+fn a_message_wakes_a_sleeping_progress_engine() {
+    private_runtime_dir();
+    let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
+    let (_server, client, log) = pair("wakes", &spe, &cpe);
+    until(&[&spe, &cpe], || log.borrow().len() == 1);
+    let conn = client.connection().unwrap();
+    // Nothing pending: the server's PE sleeps until the timeout.
+    while spe.progress() {}
+    assert!(!spe.wait(Duration::from_millis(20)).unwrap());
+    client.channel().send(conn, b"wake", 0).unwrap();
+    until(&[&cpe], || client.channel().in_flight() == 0);
+    assert!(
+        spe.wait(Duration::from_secs(5)).unwrap(),
+        "a message on the socket must signal the notification handle"
+    );
+}
+
+#[test]
+fn a_client_without_a_server_keeps_trying_and_stops_cleanly() {
+    private_runtime_dir();
+    let host = Dev::open_by_pci(HOST).unwrap();
+    let pe = Pe::new().unwrap();
+    let client = Client::builder(&host, "nobody-here", &pe)
+        .on_message(|_, _, _| {})
+        .start()
+        .unwrap();
+    assert_eq!(client.state().unwrap(), dpakit::ctx::CtxState::Starting);
+    // The retry timer wakes a sleeping PE while the client is starting.
+    assert!(pe.wait(Duration::from_secs(1)).unwrap());
+    assert_eq!(
+        client
+            .connect(Duration::from_millis(50))
+            .unwrap_err()
+            .code(),
+        ErrorCode::TimeOut
+    );
+    client.stop().unwrap();
+    assert_eq!(client.state().unwrap(), dpakit::ctx::CtxState::Idle);
+}
+
+#[test]
+fn oversized_messages_are_refused_before_they_are_sent() {
+    private_runtime_dir();
+    let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
+    let (_server, client, log) = pair("oversized", &spe, &cpe);
+    until(&[&spe, &cpe], || log.borrow().len() == 1);
+    let conn = client.connection().unwrap();
+    let max = client.max_msg_size() as usize;
+    assert_eq!(max, 4080);
+    let big = vec![0u8; max + 1];
+    assert_eq!(
+        client.channel().send(conn, &big, 0).unwrap_err().code(),
+        ErrorCode::InvalidValue
+    );
+    client.channel().send(conn, &big[..max], 0).unwrap();
+}

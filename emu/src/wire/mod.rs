@@ -32,6 +32,12 @@ pub(crate) fn runtime_dir() -> Result<PathBuf> {
             _ => PathBuf::from(format!("/tmp/dpakit-soft-{uid}")),
         },
     };
+    private_dir(dir, uid)
+}
+
+/// `dir`, created (0700) if missing; `NOT_PERMITTED` unless it is a directory of `uid` closed
+/// to everyone else.
+fn private_dir(dir: PathBuf, uid: u32) -> Result<PathBuf> {
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -97,6 +103,27 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_runtime_directory_must_be_private() {
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let base = std::env::temp_dir().join(format!("dpakit-wire-{}", std::process::id()));
+        let private = base.join("private");
+        std::fs::create_dir_all(&base).unwrap();
+        assert_eq!(private_dir(private.clone(), uid).unwrap(), private);
+        let meta = std::fs::metadata(&private).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o700);
+        let open = base.join("open");
+        std::fs::create_dir_all(&open).unwrap();
+        std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let e = private_dir(open, uid).unwrap_err();
+        assert_eq!(e.code(), crate::error::ErrorCode::NotPermitted, "{e}");
+        let e = private_dir(private, uid.wrapping_add(1)).unwrap_err();
+        assert_eq!(e.code(), crate::error::ErrorCode::NotPermitted, "{e}");
+        std::fs::remove_dir_all(&base).unwrap();
+    }
 
     #[test]
     fn names_hash_apart() {
