@@ -32,6 +32,15 @@ typedef void (*doca_comch_consumer_task_post_recv_completion_cb_t)(
 	struct doca_comch_consumer_task_post_recv *task, union doca_data task_user_data,
 	union doca_data ctx_user_data);
 
+struct doca_mmap;
+
+/* A consumer on an established connection: receive buffers come from buf_mmap, which needs
+ * PCI read-write access. */
+DOCA_STABLE
+doca_error_t doca_comch_consumer_create(struct doca_comch_connection *comch_connection,
+					struct doca_mmap *buf_mmap,
+					struct doca_comch_consumer **consumer);
+
 /* Capabilities. */
 DOCA_STABLE
 doca_error_t doca_comch_consumer_cap_is_supported(const struct doca_devinfo *devinfo);

@@ -31,6 +31,11 @@ typedef void (*doca_comch_producer_task_send_completion_cb_t)(
 	struct doca_comch_producer_task_send *task, union doca_data task_user_data,
 	union doca_data ctx_user_data);
 
+/* A producer on an established connection. */
+DOCA_STABLE
+doca_error_t doca_comch_producer_create(struct doca_comch_connection *comch_connection,
+					struct doca_comch_producer **producer);
+
 /* Capabilities. */
 DOCA_STABLE
 doca_error_t doca_comch_producer_cap_is_supported(const struct doca_devinfo *devinfo);

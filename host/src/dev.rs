@@ -240,6 +240,11 @@ impl Dev {
     pub(crate) fn raw(&self) -> *mut sys::doca_dev {
         self.inner.raw
     }
+
+    /// The `struct doca_dev *`, for calls through `dpakit-sys`; valid while a clone lives.
+    pub fn as_raw(&self) -> *mut sys::doca_dev {
+        self.inner.raw
+    }
 }
 
 /// Opens the first device with a DPA — what a program does before creating a DPA context.

@@ -163,6 +163,11 @@ impl Mmap {
     pub(crate) fn raw(&self) -> *mut sys::doca_mmap {
         self.raw
     }
+
+    /// The `struct doca_mmap *`, for calls through `dpakit-sys`; valid while `self` lives.
+    pub fn as_raw(&self) -> *mut sys::doca_mmap {
+        self.raw
+    }
 }
 
 impl Drop for Mmap {

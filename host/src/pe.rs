@@ -64,6 +64,11 @@ impl Pe {
         self.inner.raw
     }
 
+    /// The `struct doca_pe *`, for calls through `dpakit-sys`; valid while a clone lives.
+    pub fn as_raw(&self) -> *mut sys::doca_pe {
+        self.inner.raw
+    }
+
     /// `doca_pe_progress`: runs the callbacks of what is ready; whether anything ran. A panic
     /// in a callback resumes here.
     #[doc(alias = "doca_pe_progress")]

@@ -909,6 +909,13 @@ pub type doca_comch_consumer_task_post_recv_completion_cb_t = ::core::option::Op
     ),
 >;
 unsafe extern "C" {
+    pub fn doca_comch_consumer_create(
+        comch_connection: *mut doca_comch_connection,
+        buf_mmap: *mut doca_mmap,
+        consumer: *mut *mut doca_comch_consumer,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
     pub fn doca_comch_consumer_cap_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
 }
 unsafe extern "C" {
@@ -1067,6 +1074,12 @@ pub type doca_comch_producer_task_send_completion_cb_t = ::core::option::Option<
         ctx_user_data: doca_data,
     ),
 >;
+unsafe extern "C" {
+    pub fn doca_comch_producer_create(
+        comch_connection: *mut doca_comch_connection,
+        producer: *mut *mut doca_comch_producer,
+    ) -> doca_error_t;
+}
 unsafe extern "C" {
     pub fn doca_comch_producer_cap_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
 }

@@ -292,10 +292,7 @@ impl Context for ClientObj {
         match phase {
             Phase::Connected(h) => {
                 let conn = connection(h.cast(), "connection")?;
-                if let Err(e) = conn.fast_path.require_none(
-                    "producer(s)/consumer(s) on the client's connection (stop and destroy them \
-                     before stopping the client)",
-                ) {
+                if let Err(e) = conn.require_no_fast_path("stopping the client") {
                     *self.phase.borrow_mut() = Phase::Connected(h);
                     return Err(e);
                 }

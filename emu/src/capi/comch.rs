@@ -3,6 +3,7 @@
 
 use super::connection::{ConnObj, ConnState, connection};
 use super::ctx::CtxCore;
+use super::fast_path::RemoteConsumer;
 use super::registry::{self, Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
 use super::types::*;
@@ -397,8 +398,26 @@ impl Endpoint {
                         };
                     }
                 }
-                Ok(Message::ConsumerNew { id }) => self.consumer_event(handle, id, true),
-                Ok(Message::ConsumerGone { id }) => self.consumer_event(handle, id, false),
+                Ok(Message::ConsumerNew {
+                    id,
+                    depth,
+                    imm_len,
+                    ring_len,
+                    data_len,
+                }) => {
+                    let fds = std::mem::take(&mut *self.fds.borrow_mut());
+                    match RemoteConsumer::attach(id, depth, imm_len, ring_len, data_len, fds) {
+                        Ok(c) => {
+                            conn.shared.add_remote(c);
+                            self.consumer_event(handle, id, true);
+                        }
+                        Err(e) => super::note(&format!("comch {}", self.role), &e),
+                    }
+                }
+                Ok(Message::ConsumerGone { id }) => {
+                    conn.shared.remove_remote(id);
+                    self.consumer_event(handle, id, false);
+                }
                 Ok(Message::Bye) => return (n + 1, Flow::Closed),
                 Ok(other) => {
                     let e = err(

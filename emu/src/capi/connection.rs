@@ -1,15 +1,17 @@
 //! `struct doca_comch_connection`: one client ↔ server connection, its socket, user data,
 //! statistics, and the sends waiting for room in the socket.
 
+use super::fast_path::ConnShared;
 use super::registry::{self, Kind, Object};
 use super::types::*;
-use super::{Users, call, call_value, out};
+use super::{call, call_value, out};
 use crate::error::{ErrorCode, Result, bail};
 use crate::wire::SeqPacket;
 use crate::wire::proto::TAG_DATA;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// Where a connection is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,8 +37,9 @@ pub(crate) struct ConnObj {
     pub sock: SeqPacket,
     pub state: Cell<ConnState>,
     pub user_data: Cell<doca_data>,
-    /// Producers and consumers created on the connection: it cannot disconnect while any exist.
-    pub fast_path: Users,
+    /// What producers and consumers on other threads share with the connection (among it,
+    /// how many exist: the connection cannot disconnect while any do).
+    pub shared: Arc<ConnShared>,
     waiting: RefCell<VecDeque<Waiting>>,
     /// Sent messages, sent bytes, received messages, received bytes: live, and as of the last
     /// `doca_comch_connection_update_info`.
@@ -64,13 +67,14 @@ impl ConnObj {
         sock: SeqPacket,
         max_waiting: usize,
     ) -> Result<*mut c_void> {
+        let shared = ConnShared::new(sock.fd())?;
         registry::register(Box::new(ConnObj {
             owner,
             is_server,
+            shared,
             sock,
             state: Cell::new(ConnState::Connected),
             user_data: Cell::new(doca_data::default()),
-            fast_path: Users::default(),
             waiting: RefCell::new(VecDeque::with_capacity(max_waiting)),
             live: Default::default(),
             shown: Default::default(),
@@ -147,6 +151,18 @@ impl ConnObj {
     pub(crate) fn close(&self) {
         self.state.set(ConnState::Closed);
         self.sock.shutdown();
+        self.shared.close();
+    }
+
+    /// `IN_USE` while producers or consumers exist on the connection; `what` says what waits.
+    pub(crate) fn require_no_fast_path(&self, what: &str) -> Result<()> {
+        match self.shared.users.load(std::sync::atomic::Ordering::Acquire) {
+            0 => Ok(()),
+            n => bail!(
+                InUse,
+                "{n} producer(s)/consumer(s) exist on the connection: stop and destroy them                  before {what}"
+            ),
+        }
     }
 
     fn count(&self, first: usize, bytes: usize) {

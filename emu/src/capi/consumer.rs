@@ -1,7 +1,9 @@
-//! `doca_comch_consumer.h`: consumers of a MsgQ, on the CPU (post-receive tasks) or the DPA.
+//! `doca_comch_consumer.h`: consumers of a MsgQ, on the CPU (post-receive tasks) or the DPA,
+//! and consumers on a Comch connection (the fast path, see [`fast_path`](super::fast_path)).
 
 use super::consumer_completion::ConsumerCompletionObj;
 use super::ctx::{Context, CtxCore};
+use super::fast_path::{ConnShared, FastConsumer};
 use super::msgq::{self, MsgqObj};
 use super::registry::{self, Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
@@ -9,11 +11,12 @@ use super::types::*;
 use super::{call, call_value, out};
 use crate::comch::{CpuConsumer, DpaConsumer, RecvCompletion};
 use crate::ctx::CtxState;
-use crate::error::{Result, bail};
+use crate::error::{ErrorCode, Result, bail};
 use crate::limits::{CONSUMER_MAX_NUM_RECV, CPU_MAX_NUM_TASKS, MAX_IMM_DATA_LEN};
 use crate::msgq::Direction;
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// Post-receive configuration (`doca_comch_consumer_task_post_recv_set_conf`).
 #[derive(Clone, Copy)]
@@ -27,12 +30,22 @@ struct RecvConf {
 enum Running {
     Cpu(CpuConsumer),
     Dpa(DpaConsumer),
+    Fast(FastConsumer),
+}
+
+/// What a consumer on a connection is attached to.
+struct Link {
+    shared: Arc<ConnShared>,
+    /// The `struct doca_mmap *` its buffers come from.
+    mmap: *mut c_void,
 }
 
 /// A `struct doca_comch_consumer` of a MsgQ.
 pub(crate) struct ConsumerObj {
     pub core: CtxCore,
+    /// The MsgQ (null for a consumer on a connection).
     msgq: *mut c_void,
+    link: Option<Link>,
     id: u32,
     imm_data_len: Cell<u32>,
     conf: Cell<Option<RecvConf>>,
@@ -54,6 +67,8 @@ pub(crate) struct RecvTask {
     imm: Cell<[u8; MAX_IMM_DATA_LEN]>,
     imm_len: Cell<u32>,
     producer_id: Cell<u32>,
+    /// The task's `struct doca_buf *` (null: immediate data only).
+    buf: Cell<*mut c_void>,
 }
 
 impl Object for RecvTask {
@@ -83,9 +98,14 @@ pub(crate) fn recv_task<'a>(
 impl ConsumerObj {
     /// A new idle consumer of the MsgQ `msgq` with id `id`; returns its handle.
     pub(crate) fn create(msgq: *mut c_void, id: u32) -> Result<*mut c_void> {
+        Self::register(msgq, None, id)
+    }
+
+    fn register(msgq: *mut c_void, link: Option<Link>, id: u32) -> Result<*mut c_void> {
         let handle = registry::register(Box::new(ConsumerObj {
             core: CtxCore::new(),
             msgq,
+            link,
             id,
             imm_data_len: Cell::new(MAX_IMM_DATA_LEN as u32),
             conf: Cell::new(None),
@@ -138,14 +158,82 @@ impl ConsumerObj {
                 )
             })
             .start()?;
-        self.tasks.ensure(conf.num_tasks, |index| RecvTask {
+        self.make_tasks(conf.num_tasks)?;
+        Ok(Running::Cpu(model))
+    }
+
+    fn make_tasks(&self, n: u32) -> Result<()> {
+        let me: *const ConsumerObj = self;
+        self.tasks.ensure(n, |index| RecvTask {
             core: TaskCore::new(index),
             consumer: me,
             imm: Cell::new([0; MAX_IMM_DATA_LEN]),
             imm_len: Cell::new(0),
             producer_id: Cell::new(0),
-        })?;
-        Ok(Running::Cpu(model))
+            buf: Cell::new(std::ptr::null_mut()),
+        })
+    }
+
+    /// Starts a consumer on a connection: shares its mmap's memory and announces it.
+    fn start_fast(&self, link: &Link) -> Result<Running> {
+        if !self.core.dpa.get().is_null() {
+            bail!(
+                NotSupported,
+                "consumers on a Comch connection run on the CPU (DPA consumers belong to a MsgQ)"
+            );
+        }
+        let Some(conf) = self.conf.get() else {
+            bail!(
+                BadState,
+                "configure post-receive tasks first (doca_comch_consumer_task_post_recv_set_conf)"
+            );
+        };
+        let pe = self.core.connected_pe("consumer")?;
+        let memory = super::mmap::mmap(link.mmap.cast(), "the consumer's mmap")?.share()?;
+        self.make_tasks(conf.num_tasks)?;
+        let fast = FastConsumer::start(
+            link.shared.clone(),
+            self.id,
+            conf.num_tasks,
+            self.imm_data_len.get(),
+            memory,
+        )?;
+        pe.pe.watch_fd(fast.wake_fd())?;
+        pe.polling(true);
+        Ok(Running::Fast(fast))
+    }
+
+    /// Delivers what producers wrote; returns how many receives completed.
+    fn poll_fast(&self) -> usize {
+        let mut n = 0;
+        loop {
+            // No borrow of `running` across the callback, which may stop the consumer.
+            let next = match self.running.borrow().as_ref() {
+                Some(Running::Fast(fast)) => {
+                    if n == 0 {
+                        fast.clear_wake();
+                    }
+                    fast.next()
+                }
+                _ => None,
+            };
+            let Some(r) = next else {
+                return n;
+            };
+            let imm = r.imm;
+            let imm = &imm[..(r.imm_len as usize).min(MAX_IMM_DATA_LEN)];
+            let grown = self.tasks.with(r.task, |t| t.buf.get()).and_then(|b| {
+                let buf = super::buf::buf(b.cast()).ok()?;
+                let len = buf.buf.get_data_len().ok()?;
+                buf.buf.set_data_len(len + r.len).ok()
+            });
+            let status = match (grown, r.len) {
+                (Some(()), _) | (None, 0) => 0,
+                _ => ErrorCode::Unexpected.raw() as doca_error_t,
+            };
+            self.completed(r.task, status, imm, r.producer);
+            n += 1;
+        }
     }
 
     fn start_dpa(&self, q: &MsgqObj, direction: Direction, dpa: *mut c_void) -> Result<Running> {
@@ -208,18 +296,53 @@ impl ConsumerObj {
     }
 
     fn finish_stop(&self) {
-        drop(self.running.borrow_mut().take());
+        let running = self.running.borrow_mut().take();
+        if let Some(Running::Fast(fast)) = &running {
+            if let Ok(pe) = super::pe::pe(self.core.pe.get().cast(), "pe") {
+                pe.pe.unwatch_fd(fast.wake_fd());
+                pe.polling(false);
+            }
+        }
+        drop(running);
         self.core.transition(CtxState::Idle);
     }
 
     fn submit(&self, task: &RecvTask) -> Result<()> {
         self.tasks.submit(self.core.state(), task, || {
             let running = self.running.borrow();
-            let Some(Running::Cpu(model)) = running.as_ref() else {
-                bail!(BadState, "the consumer is not running on the CPU");
-            };
-            model.post_recv(u64::from(task.core.index))
+            match running.as_ref() {
+                Some(Running::Cpu(model)) => model.post_recv(u64::from(task.core.index)),
+                Some(Running::Fast(fast)) => {
+                    let (tail, room) = self.receive_room(task)?;
+                    fast.post(task.core.index, tail, room);
+                    Ok(())
+                }
+                _ => bail!(BadState, "the consumer is not running on the CPU"),
+            }
         })
+    }
+
+    /// Where task `task`'s data goes (its buffer's tail) and how much fits; a task without a
+    /// buffer takes immediate data only.
+    fn receive_room(&self, task: &RecvTask) -> Result<(usize, usize)> {
+        let Some(link) = &self.link else {
+            bail!(Unexpected, "not a consumer on a connection");
+        };
+        if task.buf.get().is_null() {
+            let m = super::mmap::mmap(link.mmap.cast(), "mmap")?.share()?;
+            return Ok((m.base, 0));
+        }
+        let view = super::buf::buf(task.buf.get().cast())?.buf.view()?;
+        let m = super::mmap::mmap(link.mmap.cast(), "mmap")?;
+        if view.mmap.id() != m.mmap.id() {
+            bail!(
+                InvalidValue,
+                "the task's buffer is not from the consumer's mmap (doca_comch_consumer_create)"
+            );
+        }
+        let tail = view.data as usize + view.data_len;
+        let end = view.head as usize + view.len;
+        Ok((tail, end - tail))
     }
 }
 
@@ -229,6 +352,12 @@ impl Context for ConsumerObj {
     }
 
     fn start(&self) -> Result<bool> {
+        if let Some(link) = &self.link {
+            let running = self.start_fast(link)?;
+            *self.running.borrow_mut() = Some(running);
+            self.core.transition(CtxState::Running);
+            return Ok(true);
+        }
         let q = self.msgq()?;
         let Some((direction, dpa)) = q.target() else {
             bail!(BadState, "the MsgQ has no direction");
@@ -244,10 +373,25 @@ impl Context for ConsumerObj {
     }
 
     fn stop(&self) -> Result<bool> {
-        if let Some(Running::Cpu(model)) = self.running.borrow().as_ref() {
-            model.flush();
+        match self.running.borrow().as_ref() {
+            Some(Running::Cpu(model)) => {
+                model.flush();
+            }
+            Some(Running::Fast(fast)) => {
+                fast.stop();
+                self.tasks.flush_submitted();
+            }
+            _ => {}
         }
         Ok(self.tasks.stop(&self.core, || self.finish_stop()))
+    }
+
+    fn poll(&self) -> usize {
+        self.poll_fast()
+    }
+
+    fn has_pending(&self) -> bool {
+        matches!(self.running.borrow().as_ref(), Some(Running::Fast(f)) if f.ready())
     }
 
     fn inflight(&self) -> usize {
@@ -332,7 +476,14 @@ pub unsafe extern "C" fn doca_comch_consumer_destroy(
                 comp.users.release();
             }
         }
-        c.msgq()?.release_consumer_id(c.id);
+        match &c.link {
+            Some(link) => {
+                link.shared
+                    .users
+                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            }
+            None => c.msgq()?.release_consumer_id(c.id),
+        }
         drop(registry::unregister::<ConsumerObj>(consumer.cast()));
         Ok(())
     })
@@ -426,15 +577,19 @@ pub unsafe extern "C" fn doca_comch_consumer_task_post_recv_alloc_init(
         let c = self::consumer(consumer, "consumer")?;
         super::non_null(task, "task")?;
         if !buf.is_null() {
-            bail!(
-                NotSupported,
-                "MsgQ consumers receive immediate data only: pass buf = NULL (buffers are for \
-                 consumers on a Comch connection)"
-            );
+            if c.link.is_none() {
+                bail!(
+                    NotSupported,
+                    "MsgQ consumers receive immediate data only: pass buf = NULL (buffers are \
+                     for consumers on a Comch connection)"
+                );
+            }
+            super::buf::buf(buf)?;
         }
         let handle = c.tasks.alloc(c.core.state(), |t| {
             t.imm_len.set(0);
             t.producer_id.set(0);
+            t.buf.set(buf.cast());
             t.core.handle.get()
         })?;
         // SAFETY: checked non-null; writable by the C contract.
@@ -457,7 +612,7 @@ pub unsafe extern "C" fn doca_comch_consumer_task_post_recv_as_task(
     )
 }
 
-/// `doca_comch_consumer_task_post_recv_get_buf`: always NULL on a MsgQ.
+/// `doca_comch_consumer_task_post_recv_get_buf`: the task's buffer (NULL on a MsgQ).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_comch_consumer_task_post_recv_get_buf(
     task: *const doca_comch_consumer_task_post_recv,
@@ -465,10 +620,7 @@ pub unsafe extern "C" fn doca_comch_consumer_task_post_recv_get_buf(
     call_value(
         "doca_comch_consumer_task_post_recv_get_buf",
         std::ptr::null_mut(),
-        || {
-            recv_task(task, "task")?;
-            Ok(std::ptr::null_mut())
-        },
+        || Ok(recv_task(task, "task")?.buf.get().cast()),
     )
 }
 
@@ -567,7 +719,7 @@ pub unsafe extern "C" fn doca_comch_consumer_get_dpa_handle(
         let c = self::consumer(consumer, "consumer")?;
         let handle = match c.running.borrow().as_ref() {
             Some(Running::Dpa(model)) => model.dpa_handle().raw(),
-            Some(Running::Cpu(_)) => bail!(
+            Some(Running::Cpu(_) | Running::Fast(_)) => bail!(
                 NotSupported,
                 "the consumer runs on the CPU: only DPA consumers have a DPA handle"
             ),
@@ -575,5 +727,35 @@ pub unsafe extern "C" fn doca_comch_consumer_get_dpa_handle(
         };
         // SAFETY: writable by the C contract (checked non-null).
         unsafe { out(dpa_consumer, "dpa_consumer", handle) }
+    })
+}
+
+/// `doca_comch_consumer_create`: a consumer on a Comch connection receiving into `buf_mmap`
+/// (started, with PCI read-write access).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_consumer_create(
+    comch_connection: *mut doca_comch_connection,
+    buf_mmap: *mut doca_mmap,
+    consumer: *mut *mut doca_comch_consumer,
+) -> doca_error_t {
+    call("doca_comch_consumer_create", || {
+        let conn = super::connection::connection(comch_connection, "comch_connection")?;
+        super::mmap::mmap(buf_mmap, "buf_mmap")?;
+        super::non_null(consumer, "consumer")?;
+        if conn.state.get() != super::connection::ConnState::Connected {
+            bail!(NotConnected, "the connection is closed");
+        }
+        let shared = conn.shared.clone();
+        let id = shared.consumer_id();
+        let link = Link {
+            shared: shared.clone(),
+            mmap: buf_mmap.cast(),
+        };
+        let handle = ConsumerObj::register(std::ptr::null_mut(), Some(link), id)?;
+        shared
+            .users
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(consumer, "consumer", handle.cast()) }
     })
 }

@@ -26,6 +26,7 @@ mod dpa;
 mod dpa_completion;
 mod dpa_thread;
 mod error;
+mod fast_path;
 mod mmap;
 mod msgq;
 mod pe;

@@ -1,7 +1,9 @@
-//! `doca_comch_producer.h`: producers of a MsgQ, on the CPU (send tasks) or the DPA.
+//! `doca_comch_producer.h`: producers of a MsgQ, on the CPU (send tasks) or the DPA, and
+//! producers on a Comch connection (the fast path, see [`fast_path`](super::fast_path)).
 
 use super::ctx::{Context, CtxCore};
 use super::dpa_completion::DpaCompletionObj;
+use super::fast_path::{Attempt, ConnShared, FastProducer};
 use super::msgq::{self, MsgqObj};
 use super::registry::{self, Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
@@ -13,7 +15,9 @@ use crate::error::{ErrorCode, Result, bail};
 use crate::limits::{CPU_MAX_NUM_TASKS, MAX_IMM_DATA_LEN, PRODUCER_MAX_NUM_SEND};
 use crate::msgq::Direction;
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// Send-task configuration (`doca_comch_producer_task_send_set_conf`).
 #[derive(Clone, Copy)]
@@ -27,12 +31,20 @@ struct SendConf {
 enum Running {
     Cpu(CpuProducer),
     Dpa(DpaProducer),
+    Fast(FastProducer),
 }
 
 /// A `struct doca_comch_producer` of a MsgQ.
 pub(crate) struct ProducerObj {
     pub core: CtxCore,
+    /// The MsgQ (null for a producer on a connection).
     msgq: *mut c_void,
+    /// The connection a fast-path producer sends on.
+    link: Option<Arc<ConnShared>>,
+    /// Fast path: sends waiting for a posted receive, in order; finished sends whose callbacks
+    /// run at the next progress.
+    waiting: RefCell<VecDeque<u32>>,
+    done: RefCell<VecDeque<(u32, doca_error_t)>>,
     id: u32,
     conf: Cell<Option<SendConf>>,
     dev_max_num_send: Cell<u32>,
@@ -52,6 +64,8 @@ pub(crate) struct SendTask {
     imm: Cell<[u8; MAX_IMM_DATA_LEN]>,
     imm_len: Cell<u32>,
     consumer_id: Cell<u32>,
+    /// The task's `struct doca_buf *` (null: immediate data only).
+    buf: Cell<*const c_void>,
 }
 
 impl Object for SendTask {
@@ -74,9 +88,16 @@ pub(crate) fn producer<'a>(
 impl ProducerObj {
     /// A new idle producer of the MsgQ `msgq` with id `id`; returns its handle.
     pub(crate) fn create(msgq: *mut c_void, id: u32) -> Result<*mut c_void> {
+        Self::register(msgq, None, id)
+    }
+
+    fn register(msgq: *mut c_void, link: Option<Arc<ConnShared>>, id: u32) -> Result<*mut c_void> {
         let handle = registry::register(Box::new(ProducerObj {
             core: CtxCore::new(),
             msgq,
+            link,
+            waiting: RefCell::new(VecDeque::new()),
+            done: RefCell::new(VecDeque::new()),
             id,
             conf: Cell::new(None),
             dev_max_num_send: Cell::new(0),
@@ -127,14 +148,87 @@ impl ProducerObj {
                 unsafe { &*me }.completed(c.user_data as u32, c.status.raw() as doca_error_t)
             })
             .start()?;
-        self.tasks.ensure(conf.num_tasks, |index| SendTask {
+        self.make_tasks(conf.num_tasks)?;
+        Ok(Running::Cpu(model))
+    }
+
+    fn make_tasks(&self, n: u32) -> Result<()> {
+        let me: *const ProducerObj = self;
+        self.tasks.ensure(n, |index| SendTask {
             core: TaskCore::new(index),
             producer: me,
             imm: Cell::new([0; MAX_IMM_DATA_LEN]),
             imm_len: Cell::new(0),
             consumer_id: Cell::new(0),
-        })?;
-        Ok(Running::Cpu(model))
+            buf: Cell::new(std::ptr::null()),
+        })
+    }
+
+    /// Starts a producer on a connection.
+    fn start_fast(&self, shared: &Arc<ConnShared>) -> Result<Running> {
+        if !self.core.dpa.get().is_null() {
+            bail!(
+                NotSupported,
+                "producers on a Comch connection run on the CPU (DPA producers belong to a MsgQ)"
+            );
+        }
+        let Some(conf) = self.conf.get() else {
+            bail!(
+                BadState,
+                "configure send tasks first (doca_comch_producer_task_send_set_conf)"
+            );
+        };
+        let pe = self.core.connected_pe("producer")?;
+        self.make_tasks(conf.num_tasks)?;
+        let n = conf.num_tasks as usize;
+        let mut waiting = self.waiting.borrow_mut();
+        waiting.clear();
+        waiting.reserve(n);
+        let mut done = self.done.borrow_mut();
+        done.clear();
+        done.reserve(n);
+        pe.polling(true);
+        Ok(Running::Fast(FastProducer::new(shared.clone(), self.id)))
+    }
+
+    /// Sends what waits, in order, while consumers have receives posted.
+    fn drive(&self) {
+        let running = self.running.borrow();
+        let Some(Running::Fast(fast)) = running.as_ref() else {
+            return;
+        };
+        let mut waiting = self.waiting.borrow_mut();
+        while let Some(&index) = waiting.front() {
+            let attempt = self
+                .tasks
+                .with(index, |t| {
+                    let imm = t.imm.get();
+                    let imm = &imm[..t.imm_len.get() as usize];
+                    let data = send_data(t.buf.get())?;
+                    fast.try_send(t.consumer_id.get(), data, imm)
+                })
+                .unwrap_or_else(|| Err(crate::error::err(ErrorCode::Unexpected, "task index")));
+            let status = match attempt {
+                Ok(Attempt::Wait) => return,
+                Ok(Attempt::Sent) => 0,
+                Err(e) => e.code().raw() as doca_error_t,
+            };
+            waiting.pop_front();
+            self.done.borrow_mut().push_back((index, status));
+        }
+    }
+
+    /// Runs the callbacks of finished fast-path sends; returns how many.
+    fn poll_fast(&self) -> usize {
+        self.drive();
+        let mut n = 0;
+        loop {
+            let Some((index, status)) = self.done.borrow_mut().pop_front() else {
+                return n;
+            };
+            self.completed(index, status);
+            n += 1;
+        }
     }
 
     fn start_dpa(&self, q: &MsgqObj, direction: Direction, dpa: *mut c_void) -> Result<Running> {
@@ -195,11 +289,25 @@ impl ProducerObj {
 
     /// The last step of a stop: nothing outstanding, so the model goes and the context is IDLE.
     fn finish_stop(&self) {
-        drop(self.running.borrow_mut().take());
+        let running = self.running.borrow_mut().take();
+        if matches!(running, Some(Running::Fast(_))) {
+            if let Ok(pe) = super::pe::pe(self.core.pe.get().cast(), "pe") {
+                pe.polling(false);
+            }
+        }
+        drop(running);
         self.core.transition(CtxState::Idle);
     }
 
     fn submit(&self, task: &SendTask) -> Result<()> {
+        if self.link.is_some() {
+            self.tasks.submit(self.core.state(), task, || {
+                self.waiting.borrow_mut().push_back(task.core.index);
+                Ok(())
+            })?;
+            self.drive();
+            return Ok(());
+        }
         self.tasks.submit(self.core.state(), task, || {
             let running = self.running.borrow();
             let Some(Running::Cpu(model)) = running.as_ref() else {
@@ -221,6 +329,12 @@ impl Context for ProducerObj {
     }
 
     fn start(&self) -> Result<bool> {
+        if let Some(shared) = &self.link {
+            let running = self.start_fast(shared)?;
+            *self.running.borrow_mut() = Some(running);
+            self.core.transition(CtxState::Running);
+            return Ok(true);
+        }
         let q = self.msgq()?;
         let Some((direction, dpa)) = q.target() else {
             bail!(BadState, "the MsgQ has no direction");
@@ -236,10 +350,26 @@ impl Context for ProducerObj {
     }
 
     fn stop(&self) -> Result<bool> {
-        if let Some(Running::Cpu(model)) = self.running.borrow().as_ref() {
-            model.flush();
+        match self.running.borrow().as_ref() {
+            Some(Running::Cpu(model)) => {
+                model.flush();
+            }
+            Some(Running::Fast(_)) => {
+                let flushed = crate::comch::FLUSHED.raw() as doca_error_t;
+                let mut done = self.done.borrow_mut();
+                done.extend(self.waiting.borrow_mut().drain(..).map(|i| (i, flushed)));
+            }
+            _ => {}
         }
         Ok(self.tasks.stop(&self.core, || self.finish_stop()))
+    }
+
+    fn poll(&self) -> usize {
+        self.poll_fast()
+    }
+
+    fn has_pending(&self) -> bool {
+        !self.waiting.borrow().is_empty() || !self.done.borrow().is_empty()
     }
 
     fn inflight(&self) -> usize {
@@ -331,7 +461,14 @@ pub unsafe extern "C" fn doca_comch_producer_destroy(
         if let Ok(comp) = registry::get::<DpaCompletionObj>(p.dpa_completion.get(), "completion") {
             comp.users.release();
         }
-        p.msgq()?.release_producer();
+        match &p.link {
+            Some(shared) => {
+                shared
+                    .users
+                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            }
+            None => p.msgq()?.release_producer(),
+        }
         drop(registry::unregister::<ProducerObj>(producer.cast()));
         Ok(())
     })
@@ -408,11 +545,14 @@ pub unsafe extern "C" fn doca_comch_producer_task_send_alloc_init(
         let p = self::producer(producer, "producer")?;
         super::non_null(task, "task")?;
         if !buf.is_null() {
-            bail!(
-                NotSupported,
-                "MsgQ producers send immediate data only: pass buf = NULL (buffers travel on \
-                 producers of a Comch connection)"
-            );
+            if p.link.is_none() {
+                bail!(
+                    NotSupported,
+                    "MsgQ producers send immediate data only: pass buf = NULL (buffers travel \
+                     on producers of a Comch connection)"
+                );
+            }
+            send_data(buf.cast())?;
         }
         if imm_data_len as usize > MAX_IMM_DATA_LEN {
             bail!(
@@ -437,6 +577,7 @@ pub unsafe extern "C" fn doca_comch_producer_task_send_alloc_init(
             t.imm.set(crate::ring::padded_imm(imm));
             t.imm_len.set(imm_data_len);
             t.consumer_id.set(consumer_id);
+            t.buf.set(buf.cast());
             t.core.handle.get()
         })?;
         // SAFETY: checked non-null; writable by the C contract.
@@ -459,7 +600,7 @@ pub unsafe extern "C" fn doca_comch_producer_task_send_as_task(
     )
 }
 
-/// `doca_comch_producer_task_send_get_buf`: always NULL on a MsgQ.
+/// `doca_comch_producer_task_send_get_buf`: the task's buffer (NULL on a MsgQ).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_comch_producer_task_send_get_buf(
     task: *const doca_comch_producer_task_send,
@@ -467,10 +608,7 @@ pub unsafe extern "C" fn doca_comch_producer_task_send_get_buf(
     call_value(
         "doca_comch_producer_task_send_get_buf",
         std::ptr::null(),
-        || {
-            send_task(task, "task")?;
-            Ok(std::ptr::null())
-        },
+        || Ok(send_task(task, "task")?.buf.get().cast()),
     )
 }
 
@@ -523,7 +661,7 @@ pub unsafe extern "C" fn doca_comch_producer_get_dpa_handle(
         let p = self::producer(producer, "producer")?;
         let handle = match p.running.borrow().as_ref() {
             Some(Running::Dpa(model)) => model.dpa_handle().raw(),
-            Some(Running::Cpu(_)) => bail!(
+            Some(Running::Cpu(_) | Running::Fast(_)) => bail!(
                 NotSupported,
                 "the producer runs on the CPU: only DPA producers have a DPA handle"
             ),
@@ -531,5 +669,50 @@ pub unsafe extern "C" fn doca_comch_producer_get_dpa_handle(
         };
         // SAFETY: writable by the C contract (checked non-null).
         unsafe { out(dpa_producer, "dpa_producer", handle) }
+    })
+}
+
+/// The data of a send task's buffer (none without a buffer); `INVALID_VALUE` for a buffer of
+/// more than the largest a producer sends.
+fn send_data<'a>(buf: *const c_void) -> Result<&'a [u8]> {
+    if buf.is_null() {
+        return Ok(&[]);
+    }
+    let view = super::buf::buf(buf.cast())?.buf.view()?;
+    if view.data_len > crate::limits::MMAP_MAX_LEN {
+        bail!(
+            InvalidValue,
+            "a {}-byte buffer is larger than a producer sends (doca_comch_producer_cap_get_max_buf_size)",
+            view.data_len
+        );
+    }
+    if view.data_len == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: the buffer's data window lies in its mmap's registered memory, which the program
+    // keeps valid while the buffer (held by the task) exists.
+    Ok(unsafe { std::slice::from_raw_parts(view.data, view.data_len) })
+}
+
+/// `doca_comch_producer_create`: a producer on a Comch connection.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_producer_create(
+    comch_connection: *mut doca_comch_connection,
+    producer: *mut *mut doca_comch_producer,
+) -> doca_error_t {
+    call("doca_comch_producer_create", || {
+        let conn = super::connection::connection(comch_connection, "comch_connection")?;
+        super::non_null(producer, "producer")?;
+        if conn.state.get() != super::connection::ConnState::Connected {
+            bail!(NotConnected, "the connection is closed");
+        }
+        let shared = conn.shared.clone();
+        let id = shared.producer_id();
+        let handle = ProducerObj::register(std::ptr::null_mut(), Some(shared.clone()), id)?;
+        shared
+            .users
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(producer, "producer", handle.cast()) }
     })
 }

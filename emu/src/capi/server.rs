@@ -293,10 +293,7 @@ impl ServerObj {
         if conn.state.get() != ConnState::Connected {
             bail!(NotConnected, "the connection is already disconnected");
         }
-        conn.fast_path.require_none(
-            "producer(s)/consumer(s) on this connection (stop and destroy them before \
-             disconnecting)",
-        )?;
+        conn.require_no_fast_path("disconnecting")?;
         if !conn.sock.send(&[&[proto::TAG_BYE]], &[])? {
             bail!(
                 Again,
@@ -333,10 +330,7 @@ impl Context for ServerObj {
     fn stop(&self) -> Result<bool> {
         for &h in self.conns.borrow().iter() {
             if let Ok(conn) = connection(h.cast(), "connection") {
-                conn.fast_path.require_none(
-                    "producer(s)/consumer(s) on a connection of this server (stop and destroy \
-                     them before stopping the server)",
-                )?;
+                conn.require_no_fast_path("stopping the server")?;
             }
         }
         for sock in self.handshakes.borrow_mut().drain(..) {

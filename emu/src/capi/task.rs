@@ -304,6 +304,27 @@ impl<T: Task> Tasks<T> {
             .free(task)
     }
 
+    /// `f` of the task at `index`, if the pool has one.
+    pub(crate) fn with<R>(&self, index: u32, f: impl FnOnce(&T) -> R) -> Option<R> {
+        self.pool.borrow().as_ref()?.get(index).map(f)
+    }
+
+    /// A stop takes back every submitted task: each completes with the flush status at the
+    /// next progress (unless its real completion comes first).
+    pub(crate) fn flush_submitted(&self) {
+        let pool = self.pool.borrow();
+        let Some(pool) = pool.as_ref() else { return };
+        let mut flushed = pool.flushed.borrow_mut();
+        for i in 0..pool.len() as u32 {
+            if pool
+                .get(i)
+                .is_some_and(|t| t.core().state.get() == TaskState::Submitted)
+            {
+                flushed.push_back(i);
+            }
+        }
+    }
+
     /// Tasks in the pool (0 before the first start).
     pub(crate) fn len(&self) -> usize {
         self.pool.borrow().as_ref().map_or(0, TaskPool::len)

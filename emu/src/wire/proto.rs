@@ -38,8 +38,15 @@ pub(crate) enum Message<'a> {
     Data(&'a [u8]),
     /// The peer disconnects.
     Bye,
-    /// The peer created a fast-path consumer with this id.
-    ConsumerNew { id: u32 },
+    /// The peer started a fast-path consumer: its id, ring depth, immediate room and the sizes
+    /// of the memory it shares (ring, data; the descriptors travel with the message).
+    ConsumerNew {
+        id: u32,
+        depth: u64,
+        imm_len: u32,
+        ring_len: u64,
+        data_len: u64,
+    },
     /// The peer's consumer with this id is gone.
     ConsumerGone { id: u32 },
 }
@@ -66,8 +73,24 @@ pub(crate) fn refuse(code: i32, reason: &str) -> Vec<u8> {
     m
 }
 
-/// A message carrying only an id (`CONSUMER_NEW`, `CONSUMER_GONE`).
-#[cfg_attr(not(test), allow(dead_code))] // sent by the fast path's consumers
+/// `CONSUMER_NEW`.
+pub(crate) fn consumer_new(
+    id: u32,
+    depth: u64,
+    imm_len: u32,
+    ring_len: u64,
+    data_len: u64,
+) -> Vec<u8> {
+    let mut m = vec![TAG_CONSUMER_NEW];
+    m.extend_from_slice(&id.to_le_bytes());
+    m.extend_from_slice(&depth.to_le_bytes());
+    m.extend_from_slice(&imm_len.to_le_bytes());
+    m.extend_from_slice(&ring_len.to_le_bytes());
+    m.extend_from_slice(&data_len.to_le_bytes());
+    m
+}
+
+/// A message carrying only an id (`CONSUMER_GONE`).
 pub(crate) fn with_id(tag: u8, id: u32) -> [u8; 5] {
     let b = id.to_le_bytes();
     [tag, b[0], b[1], b[2], b[3]]
@@ -94,6 +117,11 @@ impl<'a> Reader<'a> {
     fn u32(&mut self) -> Result<u32> {
         let b = self.take(4)?;
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        let b = self.take(8)?;
+        Ok(u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
     }
 
     fn str(&mut self) -> Result<&'a str> {
@@ -131,7 +159,13 @@ pub(crate) fn decode(buf: &[u8]) -> Result<Message<'_>> {
         },
         TAG_DATA => return Ok(Message::Data(body)),
         TAG_BYE => Message::Bye,
-        TAG_CONSUMER_NEW => Message::ConsumerNew { id: r.u32()? },
+        TAG_CONSUMER_NEW => Message::ConsumerNew {
+            id: r.u32()?,
+            depth: r.u64()?,
+            imm_len: r.u32()?,
+            ring_len: r.u64()?,
+            data_len: r.u64()?,
+        },
         TAG_CONSUMER_GONE => Message::ConsumerGone { id: r.u32()? },
         other => bail!(InvalidValue, "unknown Comch protocol message tag {other}"),
     };
@@ -164,8 +198,18 @@ mod tests {
             }
         );
         assert_eq!(
-            decode(&with_id(TAG_CONSUMER_NEW, 7)).unwrap(),
-            Message::ConsumerNew { id: 7 }
+            decode(&consumer_new(7, 64, 32, 4096, 8192)).unwrap(),
+            Message::ConsumerNew {
+                id: 7,
+                depth: 64,
+                imm_len: 32,
+                ring_len: 4096,
+                data_len: 8192
+            }
+        );
+        assert_eq!(
+            decode(&with_id(TAG_CONSUMER_GONE, 7)).unwrap(),
+            Message::ConsumerGone { id: 7 }
         );
         assert_eq!(decode(&[TAG_DATA, 1, 2]).unwrap(), Message::Data(&[1, 2]));
         assert_eq!(decode(&[TAG_DATA]).unwrap(), Message::Data(&[]));

@@ -71,7 +71,12 @@ impl Listener {
     /// `ALREADY_EXIST` if a live listener holds the path.
     pub(crate) fn bind(path: &Path) -> Result<Listener> {
         let fd = new_socket()?;
-        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+        // Unique per listener: servers of one process may start at the same time.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(format!(".{}.{n}.tmp", std::process::id()));
+        let tmp = PathBuf::from(tmp);
         let _ = std::fs::remove_file(&tmp);
         let (addr, len) = sockaddr(&tmp)?;
         // SAFETY: a valid sockaddr_un of `len` bytes.

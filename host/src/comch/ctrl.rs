@@ -20,6 +20,15 @@ pub struct Connection {
     serial: u64,
 }
 
+impl Connection {
+    /// The `struct doca_comch_connection *`, for calls through `dpakit-sys` (e.g. the fast
+    /// path's `doca_comch_producer_create` / `doca_comch_consumer_create`). It stays valid while
+    /// the connection is live: until its disconnection callback (server) or the client stops.
+    pub fn as_raw(&self) -> *mut sys::doca_comch_connection {
+        self.raw
+    }
+}
+
 impl fmt::Debug for Connection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Connection#{}", self.serial)

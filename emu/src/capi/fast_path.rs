@@ -1,0 +1,687 @@
+//! The Comch fast path on a connection: consumers post buffers, producers write into them in
+//! place, whichever process each side lives in.
+//!
+//! A consumer shares two memory files with the peer when it starts: its mmap's pages (moved
+//! onto a memfd, see [`share_mmap`]) and a ring region holding its posted receives and its
+//! completions, plus an eventfd that wakes it. The `CONSUMER_NEW` message carries them over
+//! the connection's socket. A producer claims a posted receive, copies its buffer's data into
+//! the consumer's memory (the one copy), publishes a completion and signals the eventfd; no
+//! byte of data goes through the socket. Every producer and consumer runs on its own progress
+//! engine, on any thread: they share only atomics in the ring and the connection's table of
+//! the peer's consumers.
+
+use crate::error::{ErrorCode, Result, bail, err};
+use crate::limits::MAX_IMM_DATA_LEN;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What a connection shares with the producers and consumers created on it, which may run on
+/// other threads than the connection's server or client.
+pub(crate) struct ConnShared {
+    /// The connection's socket (a duplicate), for consumers to announce themselves.
+    sock: OwnedFd,
+    next_consumer_id: AtomicU32,
+    next_producer_id: AtomicU32,
+    /// Producers and consumers alive on the connection.
+    pub users: AtomicU32,
+    /// The peer's consumers, as announced.
+    remote: Mutex<Vec<Arc<RemoteConsumer>>>,
+}
+
+impl ConnShared {
+    pub(crate) fn new(sock: RawFd) -> Result<Arc<ConnShared>> {
+        // SAFETY: duplicating a descriptor we hold; the result is checked.
+        let fd = unsafe { libc::fcntl(sock, libc::F_DUPFD_CLOEXEC, 0) };
+        if fd < 0 {
+            bail!(OperatingSystem, "dup: {}", std::io::Error::last_os_error());
+        }
+        Ok(Arc::new(ConnShared {
+            // SAFETY: a fresh descriptor nothing else owns.
+            sock: unsafe { OwnedFd::from_raw_fd(fd) },
+            next_consumer_id: AtomicU32::new(1),
+            next_producer_id: AtomicU32::new(1),
+            users: AtomicU32::new(0),
+            remote: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// A consumer id never used on this connection before (ids are not reused, so a late send
+    /// cannot reach a newer consumer).
+    pub(crate) fn consumer_id(&self) -> u32 {
+        self.next_consumer_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn producer_id(&self) -> u32 {
+        self.next_producer_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends a control message on the connection from any thread (one `sendmsg`, atomic on a
+    /// `SOCK_SEQPACKET` socket).
+    fn send(&self, parts: &[&[u8]], fds: &[RawFd]) -> Result<()> {
+        let mut iov = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; 2];
+        for (v, p) in iov.iter_mut().zip(parts) {
+            v.iov_base = p.as_ptr() as *mut libc::c_void;
+            v.iov_len = p.len();
+        }
+        #[repr(C, align(8))]
+        struct Control([u8; 64]);
+        let mut control = Control([0; 64]);
+        // SAFETY: msghdr is plain data; the pointers set below stay valid during sendmsg.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = parts.len().min(2) as _;
+        if !fds.is_empty() {
+            let bytes = std::mem::size_of_val(fds) as u32;
+            msg.msg_control = control.0.as_mut_ptr().cast();
+            // SAFETY: arithmetic.
+            msg.msg_controllen = unsafe { libc::CMSG_SPACE(bytes) } as _;
+            // SAFETY: at most 3 descriptors: CMSG_SPACE(12) = 32 bytes fit the aligned buffer.
+            unsafe {
+                let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                (*cmsg).cmsg_level = libc::SOL_SOCKET;
+                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(bytes) as _;
+                std::ptr::copy_nonoverlapping(
+                    fds.as_ptr(),
+                    libc::CMSG_DATA(cmsg).cast(),
+                    fds.len(),
+                );
+            }
+        }
+        loop {
+            // SAFETY: `msg` describes live buffers.
+            let n = unsafe { libc::sendmsg(self.sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                return Ok(());
+            }
+            match std::io::Error::last_os_error().raw_os_error() {
+                // The peer is slow to drain: announcements are rare, so waiting is fine.
+                Some(libc::EAGAIN) | Some(libc::EINTR) => std::thread::yield_now(),
+                _ => bail!(NotConnected, "the connection is closed"),
+            }
+        }
+    }
+
+    /// The peer announced a consumer.
+    pub(crate) fn add_remote(&self, c: Arc<RemoteConsumer>) {
+        self.remote
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(c);
+    }
+
+    /// The peer's consumer `id` is gone: sends waiting for it fail.
+    pub(crate) fn remove_remote(&self, id: u32) {
+        let mut remote = self.remote.lock().unwrap_or_else(|p| p.into_inner());
+        for c in remote.iter().filter(|c| c.id == id) {
+            c.dead.store(true, Ordering::Release);
+        }
+        remote.retain(|c| c.id != id);
+    }
+
+    /// The connection closed: every consumer of the peer is gone.
+    pub(crate) fn close(&self) {
+        let mut remote = self.remote.lock().unwrap_or_else(|p| p.into_inner());
+        for c in remote.drain(..) {
+            c.dead.store(true, Ordering::Release);
+        }
+    }
+
+    fn find_remote(&self, id: u32) -> Option<Arc<RemoteConsumer>> {
+        self.remote
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|c| c.id == id)
+            .cloned()
+    }
+}
+
+/// A memory mapping of a shared file, unmapped on drop.
+pub(crate) struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; every access through it is either to atomics or
+// to bytes the protocol hands to one side at a time.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn map(fd: RawFd, len: usize) -> Result<Mapping> {
+        // SAFETY: a fresh shared mapping of `len` bytes of `fd`; the result is checked.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            bail!(OperatingSystem, "mmap: {}", std::io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+fn memfd(name: &std::ffi::CStr, len: usize) -> Result<OwnedFd> {
+    // SAFETY: a NUL-terminated name; the result is checked.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        bail!(
+            OperatingSystem,
+            "memfd_create: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: no pointers.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } < 0 {
+        bail!(
+            OperatingSystem,
+            "ftruncate: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(fd)
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no memory arguments.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 { n as usize } else { 4096 }
+}
+
+/// An mmap's memory as a shared file: the pages covering its range, now backed by `fd`.
+pub(crate) struct SharedMemory {
+    pub fd: OwnedFd,
+    /// Page-aligned start of the shared pages, and their length.
+    pub base: usize,
+    pub len: usize,
+}
+
+/// Moves the pages covering `[addr, addr + len)` onto a memfd, in place: the process sees the
+/// same bytes at the same addresses, and a peer that maps the memfd writes into them directly,
+/// as a device writes into registered memory. Bytes of other objects on the first and last
+/// page move with them, unchanged.
+pub(crate) fn share_mmap(addr: *mut u8, len: usize) -> Result<SharedMemory> {
+    let page = page_size();
+    let base = addr as usize & !(page - 1);
+    let end = (addr as usize + len).div_ceil(page) * page;
+    let span = end - base;
+    let fd = memfd(c"dpakit-comch-mmap", span)?;
+    let staging = Mapping::map(fd.as_raw_fd(), span)?;
+    // SAFETY: `[base, base + span)` are the mapped pages holding the program's registered
+    // range (DOCA's rule: the range is mapped, readable memory); the staging mapping is ours.
+    unsafe { std::ptr::copy_nonoverlapping(base as *const u8, staging.ptr, span) };
+    drop(staging);
+    // SAFETY: replaces exactly the pages just copied with the same bytes, shared.
+    let ptr = unsafe {
+        libc::mmap(
+            base as *mut libc::c_void,
+            span,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        bail!(
+            OperatingSystem,
+            "cannot share the mmap's pages: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(SharedMemory {
+        fd,
+        base,
+        len: span,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ring region: posted receives and completions of one consumer
+// ---------------------------------------------------------------------------------------------
+
+/// A posted receive: where the data goes and how much fits.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Post {
+    offset: u64,
+    capacity: u64,
+    task: u32,
+    _pad: u32,
+}
+
+/// A completion: which receive, how much data, from whom, and the immediate data.
+#[repr(C)]
+struct Comp {
+    /// Its round: `index` while free for producers, `index + 1` once written.
+    seq: AtomicU64,
+    task: u32,
+    producer: u32,
+    len: u64,
+    imm_len: u32,
+    imm: [u8; MAX_IMM_DATA_LEN],
+}
+
+/// The head of the region; each counter on its own cache line.
+#[repr(C)]
+struct Header {
+    /// Posted receives claimed by producers.
+    post_head: Line,
+    /// Posted receives written by the consumer.
+    post_tail: Line,
+    /// Completion slots claimed by producers.
+    comp_tail: Line,
+    /// 1 while the consumer runs.
+    alive: Line,
+}
+
+#[repr(C, align(64))]
+struct Line(AtomicU64);
+
+/// A consumer's ring region, mapped by both sides.
+pub(crate) struct Ring {
+    map: Mapping,
+    depth: u64,
+}
+
+impl Ring {
+    fn bytes(depth: u64) -> usize {
+        std::mem::size_of::<Header>()
+            + depth as usize * (std::mem::size_of::<Post>() + std::mem::size_of::<Comp>())
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the region starts with a Header (checked size at mapping).
+        unsafe { &*self.map.ptr.cast::<Header>() }
+    }
+
+    fn post(&self, i: u64) -> *mut Post {
+        let base = std::mem::size_of::<Header>();
+        // SAFETY: `i % depth` indexes the post array inside the region.
+        unsafe {
+            self.map
+                .ptr
+                .add(base)
+                .cast::<Post>()
+                .add((i % self.depth) as usize)
+        }
+    }
+
+    fn comp(&self, i: u64) -> &Comp {
+        let base =
+            std::mem::size_of::<Header>() + self.depth as usize * std::mem::size_of::<Post>();
+        // SAFETY: `i % depth` indexes the completion array inside the region.
+        unsafe {
+            &*self
+                .map
+                .ptr
+                .add(base)
+                .cast::<Comp>()
+                .add((i % self.depth) as usize)
+        }
+    }
+
+    fn comp_mut(&self, i: u64) -> *mut Comp {
+        (self.comp(i) as *const Comp).cast_mut()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Consumer side
+// ---------------------------------------------------------------------------------------------
+
+/// What a received completion says.
+pub(crate) struct Received {
+    pub task: u32,
+    pub len: usize,
+    pub producer: u32,
+    pub imm: [u8; MAX_IMM_DATA_LEN],
+    pub imm_len: u32,
+}
+
+/// A running consumer on a connection.
+pub(crate) struct FastConsumer {
+    pub id: u32,
+    ring: Ring,
+    ring_fd: OwnedFd,
+    wake: OwnedFd,
+    memory: Arc<SharedMemory>,
+    shared: Arc<ConnShared>,
+    /// Completions consumed so far.
+    head: std::cell::Cell<u64>,
+}
+
+impl FastConsumer {
+    /// Makes the ring for `num_tasks` receives and announces the consumer to the peer.
+    pub(crate) fn start(
+        shared: Arc<ConnShared>,
+        id: u32,
+        num_tasks: u32,
+        imm_len: u32,
+        memory: Arc<SharedMemory>,
+    ) -> Result<FastConsumer> {
+        let depth = u64::from(num_tasks.next_power_of_two());
+        let len = Ring::bytes(depth);
+        let ring_fd = memfd(c"dpakit-comch-ring", len)?;
+        let ring = Ring {
+            map: Mapping::map(ring_fd.as_raw_fd(), len)?,
+            depth,
+        };
+        for i in 0..depth {
+            ring.comp(i).seq.store(i, Ordering::Relaxed);
+        }
+        ring.header().alive.0.store(1, Ordering::Release);
+        // SAFETY: no pointers; the result is checked.
+        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if wake < 0 {
+            bail!(
+                OperatingSystem,
+                "eventfd: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        // SAFETY: a fresh descriptor nothing else owns.
+        let wake = unsafe { OwnedFd::from_raw_fd(wake) };
+        let c = FastConsumer {
+            id,
+            ring,
+            ring_fd,
+            wake,
+            memory,
+            shared,
+            head: std::cell::Cell::new(0),
+        };
+        c.announce(depth, imm_len)?;
+        Ok(c)
+    }
+
+    fn announce(&self, depth: u64, imm_len: u32) -> Result<()> {
+        let msg = crate::wire::proto::consumer_new(
+            self.id,
+            depth,
+            imm_len,
+            Ring::bytes(depth) as u64,
+            self.memory.len as u64,
+        );
+        self.shared.send(
+            &[&msg],
+            &[
+                self.ring_fd.as_raw_fd(),
+                self.memory.fd.as_raw_fd(),
+                self.wake.as_raw_fd(),
+            ],
+        )
+    }
+
+    /// The descriptor the consumer's PE watches.
+    pub(crate) fn wake_fd(&self) -> RawFd {
+        self.wake.as_raw_fd()
+    }
+
+    /// Posts task `task`'s buffer: data lands at `data` (the buffer's tail), at most
+    /// `capacity` bytes. The buffer lies in the shared memory (checked by the caller).
+    pub(crate) fn post(&self, task: u32, data: usize, capacity: usize) {
+        let h = self.ring.header();
+        let tail = h.post_tail.0.load(Ordering::Relaxed);
+        // SAFETY: the slot at `tail` is free: at most `depth` receives are outstanding, and a
+        // producer reads a post before it completes its task.
+        unsafe {
+            self.ring.post(tail).write(Post {
+                offset: (data - self.memory.base) as u64,
+                capacity: capacity as u64,
+                task,
+                _pad: 0,
+            })
+        };
+        h.post_tail.0.store(tail + 1, Ordering::Release);
+    }
+
+    /// The next completion, if one is ready.
+    pub(crate) fn next(&self) -> Option<Received> {
+        let head = self.head.get();
+        let comp = self.ring.comp(head);
+        if comp.seq.load(Ordering::Acquire) != head + 1 {
+            return None;
+        }
+        let slot = self.ring.comp_mut(head);
+        // SAFETY: the producer finished writing the slot (seq = head + 1, acquired) and no one
+        // writes it again until we hand it back below.
+        let r = unsafe {
+            Received {
+                task: (*slot).task,
+                len: (*slot).len as usize,
+                producer: (*slot).producer,
+                imm: (*slot).imm,
+                imm_len: (*slot).imm_len,
+            }
+        };
+        comp.seq.store(head + self.ring.depth, Ordering::Release);
+        self.head.set(head + 1);
+        Some(r)
+    }
+
+    /// Whether a completion is ready.
+    pub(crate) fn ready(&self) -> bool {
+        let head = self.head.get();
+        self.ring.comp(head).seq.load(Ordering::Acquire) == head + 1
+    }
+
+    /// Consumes the wake-up signal (the PE's handle stays readable until it is read).
+    pub(crate) fn clear_wake(&self) {
+        let mut v = 0u64;
+        // SAFETY: reads 8 bytes into a live u64; EAGAIN means no signal.
+        unsafe { libc::read(self.wake.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+    }
+
+    /// Stops: producers see the consumer gone, the peer is told.
+    pub(crate) fn stop(&self) {
+        self.ring.header().alive.0.store(0, Ordering::Release);
+        let _ = self.shared.send(
+            &[&crate::wire::proto::with_id(
+                crate::wire::proto::TAG_CONSUMER_GONE,
+                self.id,
+            )],
+            &[],
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Producer side
+// ---------------------------------------------------------------------------------------------
+
+/// A consumer of the peer, as a producer sees it.
+pub(crate) struct RemoteConsumer {
+    pub id: u32,
+    imm_len: u32,
+    ring: Ring,
+    data: Mapping,
+    wake: OwnedFd,
+    /// Set when the consumer is gone or the connection closed.
+    dead: AtomicBool,
+}
+
+impl RemoteConsumer {
+    /// Maps what a `CONSUMER_NEW` message carried: descriptors ring, data, wake-up.
+    pub(crate) fn attach(
+        id: u32,
+        depth: u64,
+        imm_len: u32,
+        ring_len: u64,
+        data_len: u64,
+        mut fds: Vec<OwnedFd>,
+    ) -> Result<Arc<RemoteConsumer>> {
+        if fds.len() != 3 || !depth.is_power_of_two() || ring_len as usize != Ring::bytes(depth) {
+            bail!(InvalidValue, "a malformed consumer announcement");
+        }
+        let wake = fds.pop().expect("three");
+        let data_fd = fds.pop().expect("three");
+        let ring_fd = fds.pop().expect("three");
+        let ring = Ring {
+            map: Mapping::map(ring_fd.as_raw_fd(), ring_len as usize)?,
+            depth,
+        };
+        let data = Mapping::map(data_fd.as_raw_fd(), data_len as usize)?;
+        Ok(Arc::new(RemoteConsumer {
+            id,
+            imm_len: imm_len.min(MAX_IMM_DATA_LEN as u32),
+            ring,
+            data,
+            wake,
+            dead: AtomicBool::new(false),
+        }))
+    }
+}
+
+/// What one attempt to send found.
+pub(crate) enum Attempt {
+    /// Written and published.
+    Sent,
+    /// No receive posted yet: try again later.
+    Wait,
+}
+
+/// A running producer on a connection.
+pub(crate) struct FastProducer {
+    pub id: u32,
+    shared: Arc<ConnShared>,
+    /// Consumers looked up before, so the datapath takes no lock.
+    known: std::cell::RefCell<Vec<Arc<RemoteConsumer>>>,
+}
+
+impl FastProducer {
+    pub(crate) fn new(shared: Arc<ConnShared>, id: u32) -> FastProducer {
+        FastProducer {
+            id,
+            shared,
+            known: std::cell::RefCell::new(Vec::with_capacity(8)),
+        }
+    }
+
+    fn consumer(&self, id: u32) -> Result<Arc<RemoteConsumer>> {
+        if let Some(c) = self.known.borrow().iter().find(|c| c.id == id) {
+            return Ok(c.clone());
+        }
+        let Some(c) = self.shared.find_remote(id) else {
+            bail!(
+                NotFound,
+                "no consumer with id {id} on this connection (the peer announces its consumers \
+                 through the new-consumer event; ids are not reused)"
+            );
+        };
+        self.known.borrow_mut().push(c.clone());
+        Ok(c)
+    }
+
+    /// Sends `data` and `imm` to consumer `id`: `Wait` while it has no receive posted,
+    /// `INVALID_VALUE` if the posted buffer or its immediate room is too small, `NOT_FOUND`
+    /// once it is gone.
+    pub(crate) fn try_send(&self, id: u32, data: &[u8], imm: &[u8]) -> Result<Attempt> {
+        let c = self.consumer(id)?;
+        let h = c.ring.header();
+        if c.dead.load(Ordering::Acquire) || h.alive.0.load(Ordering::Acquire) == 0 {
+            self.known.borrow_mut().retain(|k| k.id != id);
+            bail!(NotFound, "consumer {id} is gone");
+        }
+        if imm.len() > c.imm_len as usize {
+            bail!(
+                InvalidValue,
+                "{} bytes of immediate data for consumer {id}, which takes {} \
+                 (doca_comch_consumer_set_imm_data_len)",
+                imm.len(),
+                c.imm_len
+            );
+        }
+        let post = loop {
+            let head = h.post_head.0.load(Ordering::Acquire);
+            if head == h.post_tail.0.load(Ordering::Acquire) {
+                return Ok(Attempt::Wait);
+            }
+            // SAFETY: a posted slot (head < tail, acquired); it is not rewritten before the
+            // receive it describes completes.
+            let post = unsafe { c.ring.post(head).read() };
+            if data.len() as u64 > post.capacity {
+                bail!(
+                    InvalidValue,
+                    "a {}-byte send is larger than consumer {id}'s posted buffer ({} bytes free \
+                     at its tail)",
+                    data.len(),
+                    post.capacity
+                );
+            }
+            if h.post_head
+                .0
+                .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                break post;
+            }
+        };
+        let end = post.offset as usize + data.len();
+        if end > c.data.len {
+            return Err(err(
+                ErrorCode::InvalidValue,
+                "the consumer posted a buffer outside its memory",
+            ));
+        }
+        // SAFETY: `[offset, offset + len)` lies inside the consumer's shared memory (checked),
+        // and the claimed receive gives this producer that range until it publishes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                c.data.ptr.add(post.offset as usize),
+                data.len(),
+            )
+        };
+        let s = h.comp_tail.0.fetch_add(1, Ordering::AcqRel);
+        let comp = c.ring.comp(s);
+        // The slot frees once the consumer took the completion `depth` rounds ago; at most
+        // `depth` receives are outstanding, so this wait is short.
+        while comp.seq.load(Ordering::Acquire) != s {
+            if h.alive.0.load(Ordering::Acquire) == 0 {
+                return Ok(Attempt::Sent);
+            }
+            std::hint::spin_loop();
+        }
+        let slot = c.ring.comp_mut(s);
+        let mut imm_buf = [0u8; MAX_IMM_DATA_LEN];
+        imm_buf[..imm.len()].copy_from_slice(imm);
+        // SAFETY: the slot is ours (seq == s) until we publish it below.
+        unsafe {
+            (*slot).task = post.task;
+            (*slot).producer = self.id;
+            (*slot).len = data.len() as u64;
+            (*slot).imm_len = imm.len() as u32;
+            (*slot).imm = imm_buf;
+        }
+        comp.seq.store(s + 1, Ordering::Release);
+        let one = 1u64;
+        // SAFETY: writes 8 bytes to the consumer's eventfd; a full counter already signals.
+        unsafe { libc::write(c.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        Ok(Attempt::Sent)
+    }
+}

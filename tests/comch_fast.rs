@@ -1,0 +1,206 @@
+//! The Comch fast path in one process: producers write into the buffers consumers posted,
+//! through the C API, on a connection the safe control path made.
+
+#[path = "support/fast.rs"]
+mod fast;
+
+use dpakit::comch::{Client, Connection, Server};
+use dpakit::dev::{Dev, DevRep};
+use dpakit::pe::Pe;
+use fast::{Consumer, Producer};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+fn private_runtime_dir() {
+    let dir = std::env::temp_dir().join(format!("dpakit-fast-{}", std::process::id()));
+    // SAFETY: every test sets the same value before anything reads it.
+    unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", &dir) };
+}
+
+struct Pair {
+    spe: Pe,
+    cpe: Pe,
+    server: Server,
+    client: Client,
+    sconn: Connection,
+    cconn: Connection,
+    arm: Dev,
+    host: Dev,
+    consumers: Rc<RefCell<Vec<(u32, bool)>>>,
+}
+
+fn pair(name: &str) -> Pair {
+    private_runtime_dir();
+    let arm = Dev::open_by_pci("03:00.0").unwrap();
+    let rep = DevRep::open_by_pci(&arm, "b1:00.0").unwrap();
+    let host = Dev::open_by_pci("b1:00.0").unwrap();
+    let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
+    let consumers: Rc<RefCell<Vec<(u32, bool)>>> = Rc::default();
+    let c2 = consumers.clone();
+    let server = Server::builder(&arm, &rep, name, &spe)
+        .on_connect(|_, _, _| {})
+        .on_message(|_, _, _| {})
+        .on_consumer(move |_, _, id, created| c2.borrow_mut().push((id, created)))
+        .start()
+        .unwrap();
+    let client = Client::builder(&host, name, &cpe)
+        .on_message(|_, _, _| {})
+        .start()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.channel().connections().is_empty()
+        || client.state().unwrap() != dpakit::ctx::CtxState::Running
+    {
+        spe.progress();
+        cpe.progress();
+        assert!(Instant::now() < deadline);
+    }
+    let cconn = client.connection().unwrap();
+    let sconn = server.channel().connections()[0];
+    Pair {
+        spe,
+        cpe,
+        server,
+        client,
+        sconn,
+        cconn,
+        arm,
+        host,
+        consumers,
+    }
+}
+
+#[test]
+fn buffers_from_64_bytes_to_1_mib_arrive_intact_and_in_order() {
+    let p = pair("fast-in-order");
+    let consumer = Consumer::start(p.cconn.as_raw(), p.host.as_raw(), 8);
+    // The consumer's announcement reaches the server as a new-consumer event.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while p.consumers.borrow().is_empty() {
+        p.spe.progress();
+        assert!(Instant::now() < deadline);
+    }
+    assert_eq!(*p.consumers.borrow(), [(consumer.id, true)]);
+    let mut producer = Producer::start(p.sconn.as_raw(), p.arm.as_raw(), 8);
+    let n = 3000u64;
+    let (mut sent, mut in_flight) = (0u64, 0usize);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while consumer.inbox.borrow().count < n {
+        while sent < n && in_flight < producer.slots {
+            assert_eq!(producer.send(consumer.id, sent), 0);
+            sent += 1;
+            in_flight += 1;
+        }
+        producer.progress();
+        in_flight -= std::mem::take(&mut producer.outbox.borrow_mut().done).len();
+        consumer.progress();
+        assert!(Instant::now() < deadline, "stalled");
+    }
+    let inbox = consumer.inbox.borrow();
+    assert_eq!(inbox.bad, 0, "every byte arrives as sent");
+    assert!(inbox.errors.is_empty());
+    for (i, (seq, _, _)) in inbox.got.iter().enumerate() {
+        assert_eq!(*seq, i as u64, "in order");
+    }
+    drop(inbox);
+    producer.destroy();
+    consumer.destroy();
+    drop(p.client);
+    drop(p.server);
+}
+
+/// Progresses the pair's control path until `done`.
+fn until(p: &Pair, others: &[&dyn Fn() -> bool], mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        p.spe.progress();
+        p.cpe.progress();
+        for o in others {
+            o();
+        }
+        assert!(Instant::now() < deadline, "timed out");
+    }
+}
+
+#[test]
+fn a_send_waits_for_a_receive_and_a_larger_one_fails_with_invalid_value() {
+    let p = pair("fast-edges");
+    let consumer = Consumer::start_sized(p.cconn.as_raw(), p.host.as_raw(), 2, 4096);
+    until(&p, &[], || !p.consumers.borrow().is_empty());
+    let mut producer = Producer::start(p.sconn.as_raw(), p.arm.as_raw(), 4);
+    // seq 1 is a small message (65..4096 bytes): it waits, since nothing is posted.
+    let seq = (1..).find(|&s| fast::size_of(s) <= 4096).unwrap();
+    assert_eq!(producer.send(consumer.id, seq), 0);
+    for _ in 0..100 {
+        producer.progress();
+        consumer.progress_only();
+    }
+    assert!(
+        producer.outbox.borrow().done.is_empty(),
+        "no receive posted: the send waits"
+    );
+    consumer.post_all();
+    until(
+        &p,
+        &[&|| producer.progress(), &|| consumer.progress()],
+        || consumer.inbox.borrow().count == 1,
+    );
+    assert_eq!(producer.outbox.borrow().done, [(seq, 0)]);
+    // Message 97 is at least 64 bytes and every 97th is large: pick one over 4 KiB.
+    let big = (0..)
+        .map(|k| k * 97)
+        .find(|&s| fast::size_of(s) > 4096)
+        .unwrap();
+    assert_eq!(producer.send(consumer.id, big), 0);
+    until(
+        &p,
+        &[&|| producer.progress(), &|| consumer.progress()],
+        || producer.outbox.borrow().done.len() == 2,
+    );
+    assert_eq!(
+        producer.outbox.borrow().done[1],
+        (big, dpakit_sys::DOCA_ERROR_INVALID_VALUE),
+        "larger than the posted buffer"
+    );
+    // The posted buffer is still there for a send that fits.
+    assert_eq!(producer.send(consumer.id, seq), 0);
+    until(
+        &p,
+        &[&|| producer.progress(), &|| consumer.progress()],
+        || consumer.inbox.borrow().count == 2,
+    );
+    assert_eq!(consumer.inbox.borrow().bad, 0);
+    // An id no consumer has: NOT_FOUND through the error callback.
+    assert_eq!(producer.send(consumer.id + 100, seq), 0);
+    until(&p, &[&|| producer.progress()], || {
+        producer.outbox.borrow().done.len() == 4
+    });
+    assert_eq!(
+        producer.outbox.borrow().done[3].1,
+        dpakit_sys::DOCA_ERROR_NOT_FOUND
+    );
+    // The connection cannot go while producers and consumers live on it.
+    assert_eq!(
+        p.server.channel().disconnect(p.sconn).unwrap_err().code(),
+        dpakit::ErrorCode::InUse
+    );
+    assert_eq!(
+        p.client.stop().unwrap_err().code(),
+        dpakit::ErrorCode::InUse
+    );
+    producer.destroy();
+    let id = consumer.id;
+    consumer.destroy();
+    until(&p, &[], || p.consumers.borrow().len() == 2);
+    assert_eq!(
+        p.consumers.borrow()[1],
+        (id, false),
+        "the peer hears the consumer expired"
+    );
+    // A new consumer never reuses the id of the old one.
+    let again = Consumer::start(p.cconn.as_raw(), p.host.as_raw(), 1);
+    assert_ne!(again.id, id);
+    again.destroy();
+    p.client.stop().unwrap();
+}
