@@ -75,6 +75,7 @@ fn pair(name: &str) -> Pair {
 fn buffers_from_64_bytes_to_1_mib_arrive_intact_and_in_order() {
     let p = pair("fast-in-order");
     let consumer = Consumer::start(p.cconn.as_raw(), p.host.as_raw(), 8);
+    consumer.inbox.borrow_mut().keep = true;
     // The consumer's announcement reaches the server as a new-consumer event.
     let deadline = Instant::now() + Duration::from_secs(5);
     while p.consumers.borrow().is_empty() {
@@ -99,6 +100,7 @@ fn buffers_from_64_bytes_to_1_mib_arrive_intact_and_in_order() {
     }
     let inbox = consumer.inbox.borrow();
     assert_eq!(inbox.bad, 0, "every byte arrives as sent");
+    assert_eq!(inbox.disorder, 0);
     assert!(inbox.errors.is_empty());
     for (i, (seq, _, _)) in inbox.got.iter().enumerate() {
         assert_eq!(*seq, i as u64, "in order");

@@ -3,44 +3,23 @@
 //! client, chosen by environment) for each process; roles report what happens as `EV ...`
 //! lines on stdout, stamped with CLOCK_MONOTONIC (shared by every process of the machine).
 
+#[path = "support/procs.rs"]
+mod procs;
+
 use dpakit::ErrorCode;
 use dpakit::comch::{Client, Connection, Server};
 use dpakit::ctx::CtxState;
 use dpakit::dev::{Dev, DevRep};
 use dpakit::pe::Pe;
+use procs::{Proc, ev, leftovers, runtime_dir, var, var_u64};
 use std::cell::{Cell, RefCell};
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::path::Path;
 use std::rc::Rc;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const ARM: &str = "0000:03:00.0";
 const HOST: &str = "0000:b1:00.0";
 const HOST_VF: &str = "0000:b1:00.2";
-
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn ev(text: std::fmt::Arguments<'_>) {
-    println!("EV {} {text}", now_ns());
-}
-
-fn var(name: &str) -> String {
-    std::env::var(name).unwrap_or_default()
-}
-
-fn var_u64(name: &str, default: u64) -> u64 {
-    var(name).parse().unwrap_or(default)
-}
 
 // ---------------------------------------------------------------------------------------------
 // Roles (run in child processes)
@@ -220,88 +199,6 @@ fn client_role() {
 // ---------------------------------------------------------------------------------------------
 // The tests (parent process)
 // ---------------------------------------------------------------------------------------------
-
-/// A child process in a role, with its event lines.
-struct Proc {
-    child: Child,
-    events: mpsc::Receiver<(u64, String)>,
-}
-
-impl Proc {
-    fn spawn(dir: &Path, role: &str, env: &[(&str, String)]) -> Proc {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args(["--exact", "role", "--nocapture", "--test-threads=1", "-q"])
-            .env("DPAKIT_ROLE", role)
-            .env("DPAKIT_SOFT_RUNTIME_DIR", dir)
-            .stdout(Stdio::piped());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let out: ChildStdout = child.stdout.take().unwrap();
-        let (tx, events) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                let mut parts = line.splitn(3, ' ');
-                if parts.next() == Some("EV") {
-                    let at = parts.next().and_then(|t| t.parse().ok()).unwrap_or(0);
-                    let _ = tx.send((at, parts.next().unwrap_or("").to_string()));
-                }
-            }
-        });
-        Proc { child, events }
-    }
-
-    /// The next event starting with `prefix` within `timeout`, with its time stamp.
-    fn expect(&self, prefix: &str, timeout: Duration) -> (u64, String) {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.events.recv_timeout(left) {
-                Ok((at, text)) if text.starts_with(prefix) => return (at, text),
-                Ok(_) => {}
-                Err(_) => panic!("no `{prefix}` event within {timeout:?}"),
-            }
-        }
-    }
-
-    fn kill9(&mut self) -> u64 {
-        let at = now_ns();
-        // SAFETY: signals our own child.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
-        let _ = self.child.wait();
-        at
-    }
-
-    fn wait_ok(mut self) {
-        let status = self.child.wait().unwrap();
-        assert!(status.success(), "child failed: {status}");
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A fresh runtime directory for one test.
-fn runtime_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("dpakit-procs-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn leftovers(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 const T: Duration = Duration::from_secs(30);
 

@@ -66,6 +66,21 @@ pub fn size_of(seq: u64) -> usize {
 
 pub const MAX_SIZE: usize = 1 << 20;
 
+/// Sleeps on a PE's notification handle until work arrives or `ms` pass.
+pub fn pe_wait(pe: *mut doca_pe, ms: i32) {
+    let mut fd = -1;
+    ok!(doca_pe_get_notification_handle(pe, &mut fd));
+    ok!(doca_pe_request_notification(pe));
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut pfd, 1, ms) };
+    ok!(doca_pe_clear_notification(pe, fd));
+}
+
 /// An mmap of `len` bytes with its buffer inventory.
 pub struct Memory {
     pub mem: Vec<u8>,
@@ -127,8 +142,17 @@ pub struct Inbox {
     pub repost: Vec<*mut doca_comch_consumer_task_post_recv>,
     pub bad: u64,
     pub count: u64,
-    /// Keep the data (else only check it).
+    /// Keep every message (else only check it).
     pub keep: bool,
+    /// Per producer id, the last message number: numbers (the low 40 bits of the sequence)
+    /// must come 0, 1, 2, ... from each producer.
+    pub last: Vec<(u32, u64)>,
+    pub disorder: u64,
+}
+
+/// The sequence number of message `n` of the `producer`-th producer of a test.
+pub fn seq_of(producer: u64, n: u64) -> u64 {
+    producer << 40 | n
 }
 
 unsafe extern "C" fn recv_ok(

@@ -14,7 +14,7 @@ use crate::wire::proto::{self, Message};
 use crate::wire::{self, Connect, Recv, SeqPacket};
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -53,42 +53,6 @@ pub(crate) fn client<'a>(ptr: *const doca_comch_client, param: &str) -> Result<&
     registry::get::<ClientObj>(ptr.cast(), param)
 }
 
-fn retry_timer() -> Result<OwnedFd> {
-    // SAFETY: no pointers; the result is checked.
-    let fd = unsafe {
-        libc::timerfd_create(
-            libc::CLOCK_MONOTONIC,
-            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        bail!(
-            OperatingSystem,
-            "timerfd_create: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    // SAFETY: a fresh descriptor nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let period = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: RETRY.as_nanos() as libc::c_long,
-    };
-    let spec = libc::itimerspec {
-        it_interval: period,
-        it_value: period,
-    };
-    // SAFETY: a valid itimerspec; NULL for the old value is allowed.
-    if unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) } < 0 {
-        bail!(
-            OperatingSystem,
-            "timerfd_settime: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(fd)
-}
-
 impl ClientObj {
     fn pe(&self) -> Option<&super::pe::PeObj> {
         super::pe::pe(self.ep.core.pe.get().cast(), "pe").ok()
@@ -108,10 +72,7 @@ impl ClientObj {
         let Some(t) = timer.as_ref() else {
             return false;
         };
-        let mut ticks = 0u64;
-        // SAFETY: reads 8 bytes into a live u64; EAGAIN means no tick.
-        let n = unsafe { libc::read(t.as_raw_fd(), (&mut ticks as *mut u64).cast(), 8) };
-        n == 8
+        wire::drain_timer(t.as_raw_fd())
     }
 
     /// One attempt to reach the server.
@@ -278,7 +239,7 @@ impl Context for ClientObj {
 
     fn start(&self) -> Result<bool> {
         let pe = self.ep.prepare_start()?;
-        let timer = retry_timer()?;
+        let timer = wire::periodic_timer(RETRY)?;
         pe.pe.watch_fd(timer.as_raw_fd())?;
         *self.timer.borrow_mut() = Some(timer);
         pe.polling(true);

@@ -660,10 +660,24 @@ impl FastProducer {
         let s = h.comp_tail.0.fetch_add(1, Ordering::AcqRel);
         let comp = c.ring.comp(s);
         // The slot frees once the consumer took the completion `depth` rounds ago; at most
-        // `depth` receives are outstanding, so this wait is short.
+        // `depth` receives are outstanding, so a consumer keeping the rules never makes this
+        // wait. One that broke them (or its process died mid-way) costs a bounded wait.
+        let mut spins = 0u32;
+        let mut deadline = None;
         while comp.seq.load(Ordering::Acquire) != s {
-            if h.alive.0.load(Ordering::Acquire) == 0 {
-                return Ok(Attempt::Sent);
+            if h.alive.0.load(Ordering::Acquire) == 0 || c.dead.load(Ordering::Acquire) {
+                bail!(NotFound, "consumer {id} is gone");
+            }
+            spins += 1;
+            if spins % 1024 == 0 {
+                let now = std::time::Instant::now();
+                let limit = *deadline.get_or_insert(now + std::time::Duration::from_secs(1));
+                if now > limit {
+                    bail!(
+                        IoFailed,
+                        "consumer {id} does not return completion slots: its ring is corrupt"
+                    );
+                }
             }
             std::hint::spin_loop();
         }

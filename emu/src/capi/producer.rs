@@ -16,6 +16,10 @@ use crate::limits::{CPU_MAX_NUM_TASKS, MAX_IMM_DATA_LEN, PRODUCER_MAX_NUM_SEND};
 use crate::msgq::Direction;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::os::fd::AsRawFd;
+
+/// How often a send waiting for a posted receive tries again while its PE sleeps.
+const RETRY: std::time::Duration = std::time::Duration::from_micros(200);
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -45,6 +49,9 @@ pub(crate) struct ProducerObj {
     /// run at the next progress.
     waiting: RefCell<VecDeque<u32>>,
     done: RefCell<VecDeque<(u32, doca_error_t)>>,
+    /// While sends wait for a posted receive: a timer that wakes the PE to try again (the
+    /// consumer's side has no signal for producers), so a waiting producer sleeps, not spins.
+    retry: RefCell<Option<std::os::fd::OwnedFd>>,
     id: u32,
     conf: Cell<Option<SendConf>>,
     dev_max_num_send: Cell<u32>,
@@ -98,6 +105,7 @@ impl ProducerObj {
             link,
             waiting: RefCell::new(VecDeque::new()),
             done: RefCell::new(VecDeque::new()),
+            retry: RefCell::new(None),
             id,
             conf: Cell::new(None),
             dev_max_num_send: Cell::new(0),
@@ -209,12 +217,41 @@ impl ProducerObj {
                 })
                 .unwrap_or_else(|| Err(crate::error::err(ErrorCode::Unexpected, "task index")));
             let status = match attempt {
-                Ok(Attempt::Wait) => return,
+                Ok(Attempt::Wait) => {
+                    self.sleep_until_retry(true);
+                    return;
+                }
                 Ok(Attempt::Sent) => 0,
                 Err(e) => e.code().raw() as doca_error_t,
             };
             waiting.pop_front();
             self.done.borrow_mut().push_back((index, status));
+        }
+        self.sleep_until_retry(false);
+    }
+
+    /// Starts (`true`) or ends the retry timer of sends waiting for a receive.
+    fn sleep_until_retry(&self, waiting: bool) {
+        let Ok(pe) = super::pe::pe(self.core.pe.get().cast(), "pe") else {
+            return;
+        };
+        let mut retry = self.retry.borrow_mut();
+        match (waiting, retry.as_ref()) {
+            (true, None) => {
+                if let Ok(t) = crate::wire::periodic_timer(RETRY) {
+                    if pe.pe.watch_fd(t.as_raw_fd()).is_ok() {
+                        *retry = Some(t);
+                    }
+                }
+            }
+            (true, Some(t)) => {
+                crate::wire::drain_timer(t.as_raw_fd());
+            }
+            (false, Some(t)) => {
+                pe.pe.unwatch_fd(t.as_raw_fd());
+                *retry = None;
+            }
+            (false, None) => {}
         }
     }
 
@@ -355,6 +392,7 @@ impl Context for ProducerObj {
                 model.flush();
             }
             Some(Running::Fast(_)) => {
+                self.sleep_until_retry(false);
                 let flushed = crate::comch::FLUSHED.raw() as doca_error_t;
                 let mut done = self.done.borrow_mut();
                 done.extend(self.waiting.borrow_mut().drain(..).map(|i| (i, flushed)));
@@ -369,7 +407,8 @@ impl Context for ProducerObj {
     }
 
     fn has_pending(&self) -> bool {
-        !self.waiting.borrow().is_empty() || !self.done.borrow().is_empty()
+        !self.done.borrow().is_empty()
+            || (!self.waiting.borrow().is_empty() && self.retry.borrow().is_none())
     }
 
     fn inflight(&self) -> usize {
