@@ -206,3 +206,63 @@ fn a_send_waits_for_a_receive_and_a_larger_one_fails_with_invalid_value() {
     again.destroy();
     p.client.stop().unwrap();
 }
+
+#[test]
+fn the_safe_api_loans_writes_and_sends_into_a_consumer() {
+    let p = pair("fast-safe");
+    let got: Rc<RefCell<Vec<(Vec<u8>, Vec<u8>, u32)>>> = Rc::default();
+    let g = got.clone();
+    let cpe2 = Pe::new().unwrap();
+    let consumer = dpakit::comch::Consumer::builder(p.cconn, &p.host, &cpe2)
+        .num_recv(4)
+        .buf_size(1 << 20)
+        .on_recv(move |r| {
+            g.borrow_mut()
+                .push((r.data.to_vec(), r.imm.to_vec(), r.producer_id))
+        })
+        .start()
+        .unwrap();
+    until(&p, &[], || !p.consumers.borrow().is_empty());
+    let spe2 = Pe::new().unwrap();
+    let done: Rc<RefCell<Vec<(u64, dpakit::ErrorCode)>>> = Rc::default();
+    let d = done.clone();
+    let producer = dpakit::comch::Producer::builder(p.sconn, &p.arm, &spe2)
+        .num_send(4)
+        .buf_size(1 << 20)
+        .on_send_complete(move |c| d.borrow_mut().push((c.user_data, c.status)))
+        .start()
+        .unwrap();
+    let n = 200u64;
+    let mut sent = 0u64;
+    until(&p, &[&|| spe2.progress(), &|| cpe2.progress()], || {
+        while sent < n {
+            let len = fast::size_of(sent);
+            let Ok(mut loan) = producer.loan(len) else {
+                break;
+            };
+            fast::fill(loan.as_mut_slice(), sent);
+            loan.send(consumer.id(), &sent.to_le_bytes(), sent).unwrap();
+            sent += 1;
+        }
+        got.borrow().len() == n as usize && done.borrow().len() == n as usize
+    });
+    for (i, (data, imm, producer_id)) in got.borrow().iter().enumerate() {
+        assert_eq!(data.len(), fast::size_of(i as u64));
+        assert!(fast::check(data, i as u64), "message {i} intact");
+        assert_eq!(imm.as_slice(), &(i as u64).to_le_bytes());
+        assert_eq!(*producer_id, producer.id());
+    }
+    assert!(
+        done.borrow()
+            .iter()
+            .all(|d| d.1 == dpakit::ErrorCode::Success)
+    );
+    // More than the buffer: refused before it is sent.
+    assert_eq!(
+        producer.loan((1 << 20) + 1).unwrap_err().code(),
+        dpakit::ErrorCode::InvalidValue
+    );
+    drop(producer);
+    drop(consumer);
+    p.client.stop().unwrap();
+}

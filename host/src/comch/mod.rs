@@ -1,5 +1,6 @@
 //! DOCA Comch: the control path between the host and the BlueField Arm ([`Server`],
-//! [`Client`], [`Connection`], sending on a [`Channel`]), and the MsgQ endpoints: the CPU
+//! [`Client`], [`Connection`], sending on a [`Channel`]), the fast path on a connection
+//! ([`Producer`], [`Consumer`]), and the MsgQ endpoints: the CPU
 //! producer and DPA consumer of a CPU → DPA queue, the DPA producer and CPU consumer of a
 //! DPA → CPU queue (`doca_comch_producer`, `doca_comch_consumer`).
 
@@ -8,10 +9,12 @@ mod cpu_consumer;
 mod cpu_producer;
 mod ctrl;
 mod dpa_endpoints;
+mod fast;
 mod server;
 
 pub use client::{Client, ClientBuilder};
 pub use ctrl::{Channel, Connection, Counters};
+pub use fast::{Consumer, ConsumerBuilder, Loan, Producer, ProducerBuilder, Received};
 pub use server::{Server, ServerBuilder};
 
 pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};
