@@ -210,7 +210,9 @@ fn a_send_waits_for_a_receive_and_a_larger_one_fails_with_invalid_value() {
 #[test]
 fn the_safe_api_loans_writes_and_sends_into_a_consumer() {
     let p = pair("fast-safe");
-    let got: Rc<RefCell<Vec<(Vec<u8>, Vec<u8>, u32)>>> = Rc::default();
+    /// Data, immediate data and producer id of each message received.
+    type Log = Rc<RefCell<Vec<(Vec<u8>, Vec<u8>, u32)>>>;
+    let got: Log = Rc::default();
     let g = got.clone();
     let cpe2 = Pe::new().unwrap();
     let consumer = dpakit::comch::Consumer::builder(p.cconn, &p.host, &cpe2)
