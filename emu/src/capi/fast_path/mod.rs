@@ -1,0 +1,263 @@
+//! The Comch fast path on a connection: consumers post buffers, producers write into them in
+//! place, whichever process each side lives in.
+//!
+//! A consumer shares two memory files with the peer when it starts: its mmap's pages (moved
+//! onto a memfd, see [`share_mmap`]) and a ring region holding its posted receives and its
+//! completions, plus an eventfd that wakes it. The `CONSUMER_NEW` message carries them over
+//! the connection's socket. A producer claims a posted receive, copies its buffer's data into
+//! the consumer's memory (the one copy), publishes a completion and signals the eventfd; no
+//! byte of data goes through the socket. Every producer and consumer runs on its own progress
+//! engine, on any thread: they share only atomics in the ring and the connection's table of
+//! the peer's consumers.
+
+use crate::error::{Result, bail};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What a connection shares with the producers and consumers created on it, which may run on
+/// other threads than the connection's server or client.
+pub(crate) struct ConnShared {
+    /// The connection's socket (a duplicate), for consumers to announce themselves.
+    sock: OwnedFd,
+    next_consumer_id: AtomicU32,
+    next_producer_id: AtomicU32,
+    /// Producers and consumers alive on the connection.
+    pub users: AtomicU32,
+    /// The peer's consumers, as announced.
+    remote: Mutex<Vec<Arc<RemoteConsumer>>>,
+}
+
+impl ConnShared {
+    pub(crate) fn new(sock: RawFd) -> Result<Arc<ConnShared>> {
+        // SAFETY: duplicating a descriptor we hold; the result is checked.
+        let fd = unsafe { libc::fcntl(sock, libc::F_DUPFD_CLOEXEC, 0) };
+        if fd < 0 {
+            bail!(OperatingSystem, "dup: {}", std::io::Error::last_os_error());
+        }
+        Ok(Arc::new(ConnShared {
+            // SAFETY: a fresh descriptor nothing else owns.
+            sock: unsafe { OwnedFd::from_raw_fd(fd) },
+            next_consumer_id: AtomicU32::new(1),
+            next_producer_id: AtomicU32::new(1),
+            users: AtomicU32::new(0),
+            remote: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// A consumer id never used on this connection before (ids are not reused, so a late send
+    /// cannot reach a newer consumer).
+    pub(crate) fn consumer_id(&self) -> u32 {
+        self.next_consumer_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn producer_id(&self) -> u32 {
+        self.next_producer_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends a control message on the connection from any thread (one `sendmsg`, atomic on a
+    /// `SOCK_SEQPACKET` socket).
+    fn send(&self, parts: &[&[u8]], fds: &[RawFd]) -> Result<()> {
+        let mut iov = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; 2];
+        for (v, p) in iov.iter_mut().zip(parts) {
+            v.iov_base = p.as_ptr() as *mut libc::c_void;
+            v.iov_len = p.len();
+        }
+        #[repr(C, align(8))]
+        struct Control([u8; 64]);
+        let mut control = Control([0; 64]);
+        // SAFETY: msghdr is plain data; the pointers set below stay valid during sendmsg.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov.as_mut_ptr();
+        msg.msg_iovlen = parts.len().min(2) as _;
+        if !fds.is_empty() {
+            let bytes = std::mem::size_of_val(fds) as u32;
+            msg.msg_control = control.0.as_mut_ptr().cast();
+            // SAFETY: arithmetic.
+            msg.msg_controllen = unsafe { libc::CMSG_SPACE(bytes) } as _;
+            // SAFETY: at most 3 descriptors: CMSG_SPACE(12) = 32 bytes fit the aligned buffer.
+            unsafe {
+                let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                (*cmsg).cmsg_level = libc::SOL_SOCKET;
+                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(bytes) as _;
+                std::ptr::copy_nonoverlapping(
+                    fds.as_ptr(),
+                    libc::CMSG_DATA(cmsg).cast(),
+                    fds.len(),
+                );
+            }
+        }
+        loop {
+            // SAFETY: `msg` describes live buffers.
+            let n = unsafe { libc::sendmsg(self.sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                return Ok(());
+            }
+            match std::io::Error::last_os_error().raw_os_error() {
+                // The peer is slow to drain: announcements are rare, so waiting is fine.
+                Some(libc::EAGAIN) | Some(libc::EINTR) => std::thread::yield_now(),
+                _ => bail!(NotConnected, "the connection is closed"),
+            }
+        }
+    }
+
+    /// The peer announced a consumer.
+    pub(crate) fn add_remote(&self, c: Arc<RemoteConsumer>) {
+        self.remote
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(c);
+    }
+
+    /// The peer's consumer `id` is gone: sends waiting for it fail.
+    pub(crate) fn remove_remote(&self, id: u32) {
+        let mut remote = self.remote.lock().unwrap_or_else(|p| p.into_inner());
+        for c in remote.iter().filter(|c| c.id == id) {
+            c.dead.store(true, Ordering::Release);
+        }
+        remote.retain(|c| c.id != id);
+    }
+
+    /// The connection closed: every consumer of the peer is gone.
+    pub(crate) fn close(&self) {
+        let mut remote = self.remote.lock().unwrap_or_else(|p| p.into_inner());
+        for c in remote.drain(..) {
+            c.dead.store(true, Ordering::Release);
+        }
+    }
+
+    fn find_remote(&self, id: u32) -> Option<Arc<RemoteConsumer>> {
+        self.remote
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|c| c.id == id)
+            .cloned()
+    }
+}
+
+/// A memory mapping of a shared file, unmapped on drop.
+pub(crate) struct Mapping {
+    pub(super) ptr: *mut u8,
+    pub(super) len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; every access through it is either to atomics or
+// to bytes the protocol hands to one side at a time.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    pub(super) fn map(fd: RawFd, len: usize) -> Result<Mapping> {
+        // SAFETY: a fresh shared mapping of `len` bytes of `fd`; the result is checked.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            bail!(OperatingSystem, "mmap: {}", std::io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+pub(super) fn memfd(name: &std::ffi::CStr, len: usize) -> Result<OwnedFd> {
+    // SAFETY: a NUL-terminated name; the result is checked.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        bail!(
+            OperatingSystem,
+            "memfd_create: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: no pointers.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } < 0 {
+        bail!(
+            OperatingSystem,
+            "ftruncate: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(fd)
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no memory arguments.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 { n as usize } else { 4096 }
+}
+
+/// An mmap's memory as a shared file: the pages covering its range, now backed by `fd`.
+pub(crate) struct SharedMemory {
+    pub fd: OwnedFd,
+    /// Page-aligned start of the shared pages, and their length.
+    pub base: usize,
+    pub len: usize,
+}
+
+/// Moves the pages covering `[addr, addr + len)` onto a memfd, in place: the process sees the
+/// same bytes at the same addresses, and a peer that maps the memfd writes into them directly,
+/// as a device writes into registered memory. Bytes of other objects on the first and last
+/// page move with them, unchanged.
+pub(crate) fn share_mmap(addr: *mut u8, len: usize) -> Result<SharedMemory> {
+    let page = page_size();
+    let base = addr as usize & !(page - 1);
+    let end = (addr as usize + len).div_ceil(page) * page;
+    let span = end - base;
+    let fd = memfd(c"dpakit-comch-mmap", span)?;
+    let staging = Mapping::map(fd.as_raw_fd(), span)?;
+    // SAFETY: `[base, base + span)` are the mapped pages holding the program's registered
+    // range (DOCA's rule: the range is mapped, readable memory); the staging mapping is ours.
+    unsafe { std::ptr::copy_nonoverlapping(base as *const u8, staging.ptr, span) };
+    drop(staging);
+    // SAFETY: replaces exactly the pages just copied with the same bytes, shared.
+    let ptr = unsafe {
+        libc::mmap(
+            base as *mut libc::c_void,
+            span,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        bail!(
+            OperatingSystem,
+            "cannot share the mmap's pages: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(SharedMemory {
+        fd,
+        base,
+        len: span,
+    })
+}
+
+mod ring;
+pub(crate) use ring::{Attempt, FastConsumer, FastProducer, RemoteConsumer};

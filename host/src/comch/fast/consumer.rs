@@ -1,0 +1,299 @@
+//! `doca_comch_consumer` on a connection.
+
+use super::Slots;
+use crate::comch::{Connection, start_on_pe};
+use crate::ctx::{self, CtxState, StateChangedCb};
+use crate::error::{Result, doca};
+use crate::mmap::AccessFlags;
+use crate::pe::Pe;
+use dpakit_abi::MAX_IMM_DATA_LEN;
+use dpakit_sys as sys;
+use std::cell::{Cell, RefCell};
+use std::fmt;
+
+/// A message a consumer received, valid during its callback (the buffer is posted again when
+/// the callback returns: copy what must outlive it). Callbacks run in [`Pe::progress`].
+#[derive(Debug)]
+pub struct Received<'a> {
+    /// The bytes the producer wrote.
+    pub data: &'a [u8],
+    /// The immediate data sent with them.
+    pub imm: &'a [u8],
+    /// `doca_comch_consumer_task_post_recv_get_producer_id`.
+    pub producer_id: u32,
+}
+
+type RecvCb = Box<dyn FnMut(&Received<'_>)>;
+
+/// What the consumer's callbacks reach through its context's user data.
+struct ConsumerInner {
+    raw: *mut sys::doca_comch_consumer,
+    ctx: *mut sys::doca_ctx,
+    pe: Pe,
+    on_recv: RefCell<Option<RecvCb>>,
+    on_state_changed: Option<StateChangedCb>,
+    /// Receives allocated at start and not posted yet.
+    repost: RefCell<Vec<*mut sys::doca_comch_consumer_task_post_recv>>,
+    /// Receives that failed (their status), e.g. flushed by a stop.
+    failed: Cell<u64>,
+}
+
+impl crate::comch::HasStateCallback for ConsumerInner {
+    fn state_callback(&self) -> Option<&StateChangedCb> {
+        self.on_state_changed.as_ref()
+    }
+}
+
+/// `doca_comch_consumer` on a connection: receives into buffers of its own memory, posted
+/// again after each callback.
+#[doc(alias = "doca_comch_consumer")]
+pub struct Consumer {
+    inner: Box<ConsumerInner>,
+    id: u32,
+    // Dropped after the consumer is destroyed: its memory outlives every posted receive.
+    slots: Slots,
+}
+
+impl fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Consumer").field("id", &self.id).finish()
+    }
+}
+
+unsafe extern "C" fn recv_done(
+    task: *mut sys::doca_comch_consumer_task_post_recv,
+    _task_data: sys::doca_data,
+    ctx_data: sys::doca_data,
+) {
+    // SAFETY: the consumer's user data is its boxed inner state.
+    let inner = unsafe { &*ctx_data.ptr.cast::<ConsumerInner>() };
+    // SAFETY: a completed task of ours: its buffer and immediate data are readable until it is
+    // posted again, which happens after the callback.
+    let (data, imm, producer_id) = unsafe {
+        let buf = sys::doca_comch_consumer_task_post_recv_get_buf(task);
+        let mut ptr = std::ptr::null_mut();
+        let mut len = 0;
+        sys::doca_buf_get_data(buf, &mut ptr);
+        sys::doca_buf_get_data_len(buf, &mut len);
+        let data: &[u8] = if len == 0 {
+            &[]
+        } else {
+            std::slice::from_raw_parts(ptr.cast(), len)
+        };
+        let imm_len = sys::doca_comch_consumer_task_post_recv_get_imm_data_len(task) as usize;
+        let imm_ptr = sys::doca_comch_consumer_task_post_recv_get_imm_data(task);
+        let imm: &[u8] = if imm_len == 0 || imm_ptr.is_null() {
+            &[]
+        } else {
+            std::slice::from_raw_parts(imm_ptr, imm_len.min(MAX_IMM_DATA_LEN))
+        };
+        (
+            data,
+            imm,
+            sys::doca_comch_consumer_task_post_recv_get_producer_id(task),
+        )
+    };
+    inner.pe.catch(|| {
+        if let Some(cb) = inner.on_recv.borrow_mut().as_mut() {
+            cb(&Received {
+                data,
+                imm,
+                producer_id,
+            });
+        }
+    });
+    // Posted again at once, emptied; a stopping consumer takes the task back instead.
+    // SAFETY: our buffer and task, completed.
+    unsafe {
+        sys::doca_buf_reset_data_len(sys::doca_comch_consumer_task_post_recv_get_buf(task));
+        let t = sys::doca_comch_consumer_task_post_recv_as_task(task);
+        if sys::doca_task_submit(t) != sys::DOCA_SUCCESS {
+            sys::doca_task_free(t);
+        }
+    }
+}
+
+unsafe extern "C" fn recv_failed(
+    task: *mut sys::doca_comch_consumer_task_post_recv,
+    _task_data: sys::doca_data,
+    ctx_data: sys::doca_data,
+) {
+    // SAFETY: as in recv_done.
+    let inner = unsafe { &*ctx_data.ptr.cast::<ConsumerInner>() };
+    inner.failed.set(inner.failed.get() + 1);
+    // SAFETY: a completed task of ours, not posted again (the consumer is stopping).
+    unsafe { sys::doca_task_free(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
+}
+
+/// Configuration of a [`Consumer`].
+pub struct ConsumerBuilder<'a> {
+    conn: Connection,
+    dev: &'a crate::dev::Dev,
+    pe: &'a Pe,
+    num_recv: u32,
+    buf_size: usize,
+    imm_data_len: u32,
+    on_recv: Option<RecvCb>,
+    on_state_changed: Option<StateChangedCb>,
+}
+
+impl fmt::Debug for ConsumerBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConsumerBuilder")
+            .field("num_recv", &self.num_recv)
+            .field("buf_size", &self.buf_size)
+            .finish()
+    }
+}
+
+impl<'a> ConsumerBuilder<'a> {
+    /// How many receives stay posted (`doca_comch_consumer_task_post_recv_set_conf`; default
+    /// 16).
+    pub fn num_recv(mut self, n: u32) -> Self {
+        self.num_recv = n;
+        self
+    }
+
+    /// The size of each receive buffer (default 4096): the largest message it takes.
+    pub fn buf_size(mut self, size: usize) -> Self {
+        self.buf_size = size;
+        self
+    }
+
+    /// `doca_comch_consumer_set_imm_data_len` (default 32).
+    #[doc(alias = "doca_comch_consumer_set_imm_data_len")]
+    pub fn imm_data_len(mut self, len: u32) -> Self {
+        self.imm_data_len = len;
+        self
+    }
+
+    /// The receive callback, run by [`Pe::progress`].
+    pub fn on_recv(mut self, cb: impl FnMut(&Received<'_>) + 'static) -> Self {
+        self.on_recv = Some(Box::new(cb));
+        self
+    }
+
+    /// `doca_ctx_set_state_changed_cb`.
+    pub fn on_state_changed(mut self, cb: impl Fn(CtxState, CtxState) + 'static) -> Self {
+        self.on_state_changed = Some(Box::new(cb));
+        self
+    }
+
+    /// `doca_comch_consumer_create` + configuration + start, then every buffer is posted: the
+    /// peer hears of the consumer (its new-consumer event) and may send.
+    pub fn start(self) -> Result<Consumer> {
+        let slots = Slots::new(
+            self.dev,
+            self.num_recv,
+            self.buf_size,
+            AccessFlags::PCI_READ_WRITE,
+        )?;
+        let mut raw = std::ptr::null_mut();
+        doca!(doca_comch_consumer_create(
+            self.conn.as_raw(),
+            slots.mmap.as_raw(),
+            &mut raw
+        ))?;
+        // SAFETY: a consumer we just created.
+        let ctx = unsafe { sys::doca_comch_consumer_as_ctx(raw) };
+        let mut id = 0;
+        let consumer = Consumer {
+            inner: Box::new(ConsumerInner {
+                raw,
+                ctx,
+                pe: self.pe.clone(),
+                on_recv: RefCell::new(self.on_recv),
+                on_state_changed: self.on_state_changed,
+                repost: RefCell::new(Vec::with_capacity(self.num_recv as usize)),
+                failed: Cell::new(0),
+            }),
+            id: 0,
+            slots,
+        };
+        doca!(doca_comch_consumer_set_imm_data_len(raw, self.imm_data_len))?;
+        doca!(doca_comch_consumer_task_post_recv_set_conf(
+            raw,
+            Some(recv_done),
+            Some(recv_failed),
+            self.num_recv
+        ))?;
+        start_on_pe(ctx, &*consumer.inner, self.pe)?;
+        doca!(doca_comch_consumer_get_id(raw, &mut id))?;
+        let mut consumer = consumer;
+        consumer.id = id;
+        for &buf in &consumer.slots.bufs {
+            let mut task = std::ptr::null_mut();
+            doca!(doca_comch_consumer_task_post_recv_alloc_init(
+                raw, buf, &mut task
+            ))?;
+            consumer.inner.repost.borrow_mut().push(task);
+        }
+        consumer.post()?;
+        Ok(consumer)
+    }
+}
+
+impl Consumer {
+    /// A consumer on `conn` (a live connection of a server or client on this thread), with
+    /// memory registered on `dev`, driven by `pe`.
+    pub fn builder<'a>(
+        conn: Connection,
+        dev: &'a crate::dev::Dev,
+        pe: &'a Pe,
+    ) -> ConsumerBuilder<'a> {
+        ConsumerBuilder {
+            conn,
+            dev,
+            pe,
+            num_recv: 16,
+            buf_size: 4096,
+            imm_data_len: MAX_IMM_DATA_LEN as u32,
+            on_recv: None,
+            on_state_changed: None,
+        }
+    }
+
+    /// `doca_comch_consumer_get_id`: what the peer's producers address.
+    #[doc(alias = "doca_comch_consumer_get_id")]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Posts the buffers not posted yet (at start).
+    fn post(&self) -> Result<()> {
+        let tasks = std::mem::take(&mut *self.inner.repost.borrow_mut());
+        for task in tasks {
+            // SAFETY: a task of ours, owned by us (completed or never submitted).
+            let t = unsafe { sys::doca_comch_consumer_task_post_recv_as_task(task) };
+            doca!(doca_task_submit(t))?;
+        }
+        Ok(())
+    }
+
+    /// `doca_ctx_get_state`.
+    pub fn state(&self) -> Result<CtxState> {
+        ctx::state(self.inner.ctx)
+    }
+
+    /// `doca_ctx_stop`, progressing until idle: the peer hears the consumer expired.
+    pub fn stop(&self) -> Result<()> {
+        if ctx::state(self.inner.ctx)? == CtxState::Idle {
+            return Ok(());
+        }
+        // Tasks waiting to be posted again are ours: free them so the stop can finish.
+        for task in self.inner.repost.borrow_mut().drain(..) {
+            // SAFETY: owned by us, not submitted.
+            unsafe { sys::doca_task_free(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
+        }
+        ctx::stop_until_idle(self.inner.ctx, Some(&self.inner.pe))
+    }
+}
+
+impl Drop for Consumer {
+    #[doc(alias = "doca_comch_consumer_destroy")]
+    fn drop(&mut self) {
+        // Nothing a destructor could act on if teardown fails; the soft device reports it.
+        let _ = self.stop();
+        let _ = doca!(doca_comch_consumer_destroy(self.inner.raw));
+    }
+}
