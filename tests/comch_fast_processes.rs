@@ -69,8 +69,9 @@ fn producers_role() {
             std::thread::spawn(move || {
                 let mut p = Producer::start(conn.0 as *mut _, dev.0 as *mut _, 8);
                 let (mut n, mut in_flight, mut failed) = (0u64, 0usize, 0usize);
-                while n < per_pair || in_flight > 0 {
-                    while n < per_pair && in_flight + targets.len() <= p.slots {
+                // A failed send (the consumer went away) ends the stream.
+                while (n < per_pair && failed == 0) || in_flight > 0 {
+                    while n < per_pair && failed == 0 && in_flight + targets.len() <= p.slots {
                         for &id in &targets {
                             assert_eq!(p.send(id, seq_of(k, n)), 0);
                         }
@@ -122,7 +123,12 @@ fn consumers_role() {
         .map(|_| {
             std::thread::spawn(move || {
                 let c = Consumer::start(conn.0 as *mut _, dev.0 as *mut _, 8);
+                let mut told = false;
                 while c.inbox.borrow().count < expected {
+                    if !told && c.inbox.borrow().count > 0 {
+                        ev(format_args!("receiving"));
+                        told = true;
+                    }
                     if !c.progress() {
                         fast::pe_wait(c.pe, 10);
                     }
@@ -172,6 +178,29 @@ fn a_million_buffers_from_64_bytes_to_1_mib_cross_processes_intact() {
         "received 1000000 bad=0 disorder=0 errors=0"
     );
     c.wait_ok();
+    s.expect("exit", Duration::from_secs(30));
+    s.wait_ok();
+    assert_eq!(leftovers(&dir), Vec::<String>::new());
+}
+
+#[test]
+fn a_consumer_process_killed_mid_stream_fails_the_sends_and_the_server_goes_on() {
+    let dir = runtime_dir("fast-kill");
+    let env = [
+        ("PRODUCERS", "1".to_string()),
+        ("CONSUMERS", "1".to_string()),
+        ("PER_PAIR", "100000000".to_string()),
+    ];
+    let s = Proc::spawn(&dir, "producers", &env);
+    s.expect("ready", Duration::from_secs(30));
+    let mut c = Proc::spawn(&dir, "consumers", &env);
+    c.expect("receiving", Duration::from_secs(30));
+    c.kill9();
+    let (_, sent) = s.expect("sent", Duration::from_secs(30));
+    assert!(
+        sent != "sent failed=0",
+        "sends to a dead consumer fail: {sent}"
+    );
     s.expect("exit", Duration::from_secs(30));
     s.wait_ok();
     assert_eq!(leftovers(&dir), Vec::<String>::new());
