@@ -127,9 +127,10 @@ impl Pe {
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: one valid pollfd for the duration of the call.
         let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+        // Read before clearing, whose own system call overwrites errno.
+        let e = std::io::Error::last_os_error();
         self.clear_notification()?;
         if rc < 0 {
-            let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
                 return Ok(false);
             }
@@ -168,7 +169,10 @@ impl Pe {
             if now >= deadline {
                 bail!(TimeOut, "condition not met within {timeout:?} of progress");
             }
-            if now - idle_since > SPIN {
+            // Idle for the spin time and for a few clock checks: a pass that makes system calls
+            // (a Comch context polling its socket) takes microseconds, and a round trip needs
+            // more than one check's worth of passes before sleeping pays.
+            if now - idle_since > SPIN && passes >= 4 * CLOCK_EVERY {
                 self.wait((deadline - now).min(Duration::from_millis(10)))?;
                 idle_since = Instant::now();
             }
@@ -180,6 +184,32 @@ impl Pe {
 mod tests {
     use super::*;
     use dpakit_abi::ErrorCode;
+
+    #[test]
+    fn an_interrupted_wait_is_no_error() {
+        extern "C" fn nothing(_: libc::c_int) {}
+        // SAFETY: installs a handler that does nothing, without SA_RESTART, so poll sees EINTR.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = nothing as extern "C" fn(libc::c_int) as usize;
+            libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
+        }
+        // SAFETY: the calling thread's own id.
+        let me = unsafe { libc::pthread_self() } as usize;
+        let signaller = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            // SAFETY: the test thread is alive: it waits for this thread below.
+            unsafe { libc::pthread_kill(me as libc::pthread_t, libc::SIGUSR2) };
+        });
+        let pe = Pe::new().unwrap();
+        let started = Instant::now();
+        assert!(!pe.wait(Duration::from_secs(10)).unwrap());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the signal ended the wait"
+        );
+        signaller.join().unwrap();
+    }
 
     #[test]
     fn progress_until_times_out_with_time_out() {

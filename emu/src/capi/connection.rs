@@ -160,7 +160,8 @@ impl ConnObj {
             0 => Ok(()),
             n => bail!(
                 InUse,
-                "{n} producer(s)/consumer(s) exist on the connection: stop and destroy them                  before {what}"
+                "{n} producer(s)/consumer(s) exist on the connection: stop and destroy them \
+                 before {what}"
             ),
         }
     }

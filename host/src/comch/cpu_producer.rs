@@ -13,7 +13,7 @@ use std::fmt;
 /// A finished send task, as its callback sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendCompletion {
-    /// The user data given to [`CpuProducer::send`].
+    /// The user data given with the send ([`CpuProducer::send`], [`Channel::send`](super::Channel::send), [`Loan::send`](super::Loan::send)).
     pub user_data: u64,
     /// `Success` once the message is in the DPA consumer's completion context, or the error of
     /// a send that failed (a stopping producer flushes the sends still waiting for a credit).
