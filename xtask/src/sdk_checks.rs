@@ -1,10 +1,11 @@
 //! What `cargo xtask test` checks against the soft SDK prefix, as a BlueField user's build
-//! would use an installed DOCA: C programs built with pkg-config, and the kit built with
-//! feature `doca` (dynamic linking to `libdoca_*.so`).
+//! would use an installed DOCA: C programs built with pkg-config, the kit built with feature
+//! `doca` (dynamic linking to `libdoca_*.so`), and Comch server/client pairs in two processes.
 
 use crate::{Result, build_dpa, workspace_root};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, ExitStatus};
+use std::time::{Duration, Instant};
 
 /// Messages the C echo sends in CI: enough to cross every path many times over, quick to run.
 const C_ECHO_MESSAGES: &str = "20000";
@@ -15,6 +16,21 @@ const C_PROGRAMS: &[(&str, &[&str])] = &[
     ("tests/c/ctx_state.c", &[]),
     ("tests/c/argp_log.c", &[]),
 ];
+
+/// The Comch control-path ping-pong in C: server, client.
+const C_PAIR: (&str, &str) = (
+    "examples/c/comch_ctrl_server.c",
+    "examples/c/comch_ctrl_client.c",
+);
+
+/// The Rust server example the C client also runs against.
+const RUST_SERVER_EXAMPLE: &str = "ctrl_path_server";
+
+/// Exchanges each pair makes in CI (the server's `-c` and the client's).
+const PAIR_EXCHANGES: &str = "2000";
+
+/// How long a pair's server may take to exit after its client did before it is killed.
+const SERVER_GRACE: Duration = Duration::from_secs(10);
 
 /// `PKG_CONFIG_PATH` for the prefix.
 fn pkg_config_path(prefix: &Path) -> PathBuf {
@@ -65,52 +81,238 @@ pub fn cc_command(source: &Path, out: &Path, pkg_flags: &[String], app_dir: &Pat
     cmd
 }
 
+/// The soft device's app library, as `cargo xtask build-dpa --release` leaves it.
+fn app_dir() -> PathBuf {
+    build_dpa::Options::shipped_kernels(true)
+        .out_dir
+        .join("soft")
+}
+
+/// Builds C program `source` (relative to the workspace) into `target/c`; returns the binary.
+fn build_c(source: &str, pkg_flags: &[String], app_dir: &Path) -> Result<PathBuf> {
+    let bin = workspace_root().join("target").join("c");
+    std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
+    let source = workspace_root().join(source);
+    let out = bin.join(source.file_stem().expect("a file"));
+    eprintln!(
+        "$ cc {} (pkg-config doca-comch doca-dpa doca-argp doca-common)",
+        source.display()
+    );
+    let status = cc_command(&source, &out, pkg_flags, app_dir)
+        .status()
+        .map_err(|e| format!("cannot run cc: {e}"))?;
+    if !status.success() {
+        return Err(format!("building {} failed ({status})", source.display()));
+    }
+    Ok(out)
+}
+
 /// Builds each C program against the prefix with pkg-config and runs it; each must succeed.
 pub fn c_programs(prefix: &Path) -> Result {
     let flags = pkg_config_flags(prefix)?;
-    let app_dir = build_dpa::Options::shipped_kernels(true)
-        .out_dir
-        .join("soft");
-    let bin = workspace_root().join("target").join("c");
-    std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
+    let app_dir = app_dir();
     for (source, args) in C_PROGRAMS {
-        let source = workspace_root().join(source);
-        let name = source
-            .file_stem()
-            .expect("a file")
-            .to_string_lossy()
-            .into_owned();
-        let out = bin.join(&name);
-        eprintln!(
-            "$ cc {} (pkg-config doca-comch doca-dpa doca-argp doca-common)",
-            source.display()
-        );
-        let status = cc_command(&source, &out, &flags, &app_dir)
-            .status()
-            .map_err(|e| format!("cannot run cc: {e}"))?;
-        if !status.success() {
-            return Err(format!("building {} failed ({status})", source.display()));
-        }
+        let out = build_c(source, &flags, &app_dir)?;
         eprintln!("$ {} {}", out.display(), args.join(" "));
         let status = Command::new(&out)
             .args(*args)
             .status()
             .map_err(|e| format!("cannot run {}: {e}", out.display()))?;
         if !status.success() {
-            return Err(format!("{name} failed ({status}); see its output above"));
+            return Err(format!(
+                "{} failed ({status}); see its output above",
+                file_name(&out)
+            ));
         }
     }
     Ok(())
 }
 
+/// The Comch control path between processes: the C server with the C client, then the Rust
+/// server example with the C client. Runs after [`doca_feature`], whose build of the kit the
+/// Rust server reuses (it links the prefix's libraries, like the C client).
+pub fn comch_pairs(prefix: &Path, cargo: impl Fn(&[&str], &[(&str, &str)]) -> Result) -> Result {
+    let flags = pkg_config_flags(prefix)?;
+    let app_dir = app_dir();
+    let c_server = build_c(C_PAIR.0, &flags, &app_dir)?;
+    let c_client = build_c(C_PAIR.1, &flags, &app_dir)?;
+    run_pair("c-c", &c_server, &c_client)?;
+
+    let env = doca_env(prefix)?;
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    cargo(
+        &[
+            "build",
+            "--release",
+            "--features",
+            "doca",
+            "--example",
+            RUST_SERVER_EXAMPLE,
+        ],
+        &env,
+    )?;
+    let rust_server = doca_target_dir()
+        .join("release")
+        .join("examples")
+        .join(RUST_SERVER_EXAMPLE);
+    run_pair("rust-c", &rust_server, &c_client)
+}
+
+/// Runs `server` in the background and `client` against it, both with `-c PAIR_EXCHANGES` and
+/// a fresh runtime directory `target/comch-pairs/<dir>` for their sockets.
+fn run_pair(dir: &str, server: &Path, client: &Path) -> Result {
+    let runtime = workspace_root()
+        .join("target")
+        .join("comch-pairs")
+        .join(dir);
+    match std::fs::remove_dir_all(&runtime) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("cannot remove {}: {e}", runtime.display()));
+        }
+        _ => {}
+    }
+    // The soft device creates the directory itself, closed to other users as it requires.
+    let parent = runtime.parent().expect("under target");
+    std::fs::create_dir_all(parent)
+        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    let run = |program: &Path| {
+        let mut cmd = Command::new(program);
+        cmd.args(["-c", PAIR_EXCHANGES])
+            .env("DPAKIT_SOFT_RUNTIME_DIR", &runtime);
+        cmd
+    };
+    eprintln!(
+        "$ DPAKIT_SOFT_RUNTIME_DIR={} {} -c {PAIR_EXCHANGES} &",
+        runtime.display(),
+        server.display()
+    );
+    let mut background = Background(
+        run(server)
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", server.display()))?,
+    );
+    eprintln!(
+        "$ DPAKIT_SOFT_RUNTIME_DIR={} {} -c {PAIR_EXCHANGES}",
+        runtime.display(),
+        client.display()
+    );
+    let client_status = run(client)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", client.display()))?;
+    let server_status = background.wait_for(SERVER_GRACE)?;
+    drop(background);
+    let label = format!("{} + {}", file_name(server), file_name(client));
+    pair_verdict(&label, client_status, server_status, &leftovers(&runtime)?)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// A child process, killed if it is still running when dropped (so no error path leaves a
+/// server behind).
+struct Background(Child);
+
+impl Background {
+    /// Its exit status, waiting up to `timeout`; `None` if it is still running then.
+    fn wait_for(&mut self, timeout: Duration) -> Result<Option<ExitStatus>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.0.try_wait() {
+                Ok(Some(status)) => return Ok(Some(status)),
+                Ok(None) if Instant::now() >= deadline => return Ok(None),
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => return Err(format!("cannot wait for the server: {e}")),
+            }
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// The names left in `dir` (none if it is gone).
+fn leftovers(dir: &Path) -> Result<Vec<String>> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => Ok(entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(format!("cannot read {}: {e}", dir.display())),
+    }
+}
+
+/// Whether a pair run passed: the client exited 0, the server exited 0 on its own (`None`: it
+/// was still running `SERVER_GRACE` after the client), and nothing is left in the runtime
+/// directory. The error names every failure.
+fn pair_verdict(
+    label: &str,
+    client: ExitStatus,
+    server: Option<ExitStatus>,
+    leftovers: &[String],
+) -> Result {
+    let mut failures = Vec::new();
+    if !client.success() {
+        failures.push(format!("the client failed ({client})"));
+    }
+    match server {
+        None => failures.push(format!(
+            "the server was still running {} s after the client exited (killed)",
+            SERVER_GRACE.as_secs()
+        )),
+        Some(status) if !status.success() => failures.push(format!("the server failed ({status})")),
+        Some(_) => {}
+    }
+    if !leftovers.is_empty() {
+        failures.push(format!(
+            "the runtime directory still holds {}",
+            leftovers.join(", ")
+        ));
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "Comch pair {label}: {}; see their output above",
+            failures.join("; ")
+        ))
+    }
+}
+
+/// The target directory of the kit's builds with feature `doca`.
+fn doca_target_dir() -> PathBuf {
+    workspace_root().join("target").join("doca")
+}
+
+/// The environment of the kit's builds with feature `doca`: pkg-config finds the prefix, and
+/// the build has a target directory of its own.
+fn doca_env(prefix: &Path) -> Result<[(&'static str, String); 2]> {
+    let utf8 = |p: PathBuf| {
+        p.to_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("{} is not UTF-8", p.display()))
+    };
+    Ok([
+        ("PKG_CONFIG_PATH", utf8(pkg_config_path(prefix))?),
+        ("CARGO_TARGET_DIR", utf8(doca_target_dir())?),
+    ])
+}
+
 /// The kit with feature `doca` against the prefix: the integration tests and the quickstart,
 /// dynamically linked to the prefix's `libdoca_*.so` and the soft app library.
 pub fn doca_feature(prefix: &Path, cargo: impl Fn(&[&str], &[(&str, &str)]) -> Result) -> Result {
-    let path = pkg_config_path(prefix);
-    let path = path.to_str().ok_or("the prefix path is not UTF-8")?;
-    let target = workspace_root().join("target").join("doca");
-    let target = target.to_str().ok_or("the target path is not UTF-8")?;
-    let env = [("PKG_CONFIG_PATH", path), ("CARGO_TARGET_DIR", target)];
+    let env = doca_env(prefix)?;
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     cargo(
         &["test", "--release", "--features", "doca", "--tests"],
         &env,
@@ -162,5 +364,47 @@ mod tests {
         assert!(at("-ldoca_comch") < at("-ldpakit_kernels"));
         assert!(args.contains(&"-Wl,-rpath,/app".to_string()));
         assert!(args.contains(&"-Werror".to_string()));
+    }
+
+    #[test]
+    fn a_pair_passes_only_if_both_exit_0_and_leave_nothing_behind() {
+        use std::os::unix::process::ExitStatusExt;
+        // Wait statuses: exit code in the second byte, a signal in the low bits.
+        let ok = ExitStatus::from_raw(0);
+        let failed = ExitStatus::from_raw(1 << 8);
+        let killed = ExitStatus::from_raw(9); // SIGKILL
+        let socket = ["comch-0000:b1:00.0-0123456789abcdef".to_string()];
+
+        assert_eq!(pair_verdict("s + c", ok, Some(ok), &[]), Ok(()));
+        let e = pair_verdict("s + c", failed, Some(ok), &[]).unwrap_err();
+        assert!(
+            e.contains("s + c") && e.contains("the client failed"),
+            "{e}"
+        );
+        let e = pair_verdict("s + c", ok, Some(killed), &[]).unwrap_err();
+        assert!(e.contains("the server failed"), "{e}");
+        let e = pair_verdict("s + c", ok, None, &socket).unwrap_err();
+        assert!(e.contains("still running 10 s after the client"), "{e}");
+        assert!(e.contains("still holds comch-0000:b1:00.0-"), "{e}");
+        let e = pair_verdict("s + c", failed, Some(failed), &[]).unwrap_err();
+        assert!(
+            e.contains("client failed") && e.contains("server failed"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn leftovers_lists_what_a_runtime_directory_holds() {
+        let dir = std::env::temp_dir().join(format!("xtask-leftovers-{}", std::process::id()));
+        assert_eq!(
+            leftovers(&dir),
+            Ok(vec![]),
+            "a missing directory holds nothing"
+        );
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(leftovers(&dir), Ok(vec![]));
+        std::fs::write(dir.join("comch-x"), b"").unwrap();
+        assert_eq!(leftovers(&dir), Ok(vec!["comch-x".to_string()]));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -44,6 +44,7 @@ pub fn run() -> Result {
     eprintln!("soft DOCA SDK in {}", prefix.display());
     sdk_checks::c_programs(&prefix)?;
     sdk_checks::doca_feature(&prefix, cargo)?;
+    sdk_checks::comch_pairs(&prefix, cargo)?;
     loom()?;
     miri();
     Ok(())

@@ -1,0 +1,495 @@
+/*
+ * Comch control path, client side: ping-pong with comch_ctrl_server.c (or the Rust example
+ * ctrl_path_server). It connects through a host device to the server of a name, then sends COUNT
+ * messages one at a time ("TEXT N" for the N-th), waits for each echo and compares it byte for
+ * byte. It prints one summary line and exits 0 only if every echo matched; with no server it
+ * gives up after 5 s.
+ *
+ * It is a plain DOCA program: built against the soft SDK it runs on the soft device, built
+ * against DOCA it runs on the host of a BlueField.
+ *
+ *   cargo xtask soft-sdk && cargo xtask build-dpa --release
+ *   export PKG_CONFIG_PATH=target/soft-doca/lib/pkgconfig
+ *   cc examples/c/comch_ctrl_client.c $(pkg-config --cflags --libs doca-comch doca-argp doca-common) \
+ *      -o comch_ctrl_client
+ *   ./comch_ctrl_client [-p PCI_ADDR] [-s SERVER_NAME] [-t TEXT] [-c COUNT]
+ */
+#define DOCA_ALLOW_EXPERIMENTAL_API
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <doca_argp.h>
+#include <doca_comch.h>
+#include <doca_ctx.h>
+#include <doca_dev.h>
+#include <doca_error.h>
+#include <doca_log.h>
+#include <doca_pe.h>
+
+DOCA_LOG_REGISTER(COMCH_CTRL_CLIENT);
+
+#define MAX_NAME_LEN 120	/* what doca_comch_cap_get_max_name_len reports, with the NUL */
+#define MAX_TEXT_LEN 4096
+#define NUM_SEND_TASKS 1	/* one message at a time */
+#define SPIN_USEC 200		/* keep polling this long after an event before sleeping */
+#define CONNECT_TIMEOUT_SEC 5
+#define ECHO_TIMEOUT_SEC 5
+#define STOP_TIMEOUT_SEC 5
+
+struct client_config {
+	char pci_addr[DOCA_DEVINFO_PCI_ADDR_SIZE];
+	char text[MAX_TEXT_LEN];
+	char server_name[MAX_NAME_LEN];
+	int count;
+};
+
+/* What the callbacks share, reached through the context's user data. */
+struct client_state {
+	struct doca_comch_client *client;
+	struct doca_comch_connection *connection; /* set once RUNNING */
+	enum doca_ctx_states ctx_state;
+	char *msg;		/* the message in flight, which its echo must equal */
+	uint32_t msg_len;
+	bool send_in_flight;
+	bool echo_received;
+	uint64_t mismatches;
+	uint64_t send_errors;
+};
+
+static double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- Flags ---- */
+
+static doca_error_t copy_flag(char *dst, size_t size, const char *value, const char *flag)
+{
+	if (strlen(value) >= size) {
+		DOCA_LOG_ERR("--%s takes at most %zu characters", flag, size - 1);
+		return DOCA_ERROR_INVALID_VALUE;
+	}
+	strcpy(dst, value);
+	return DOCA_SUCCESS;
+}
+
+static doca_error_t pci_addr_flag(void *param, void *config)
+{
+	struct client_config *cfg = config;
+
+	return copy_flag(cfg->pci_addr, sizeof(cfg->pci_addr), param, "pci-addr");
+}
+
+static doca_error_t text_flag(void *param, void *config)
+{
+	struct client_config *cfg = config;
+
+	return copy_flag(cfg->text, sizeof(cfg->text), param, "text");
+}
+
+static doca_error_t server_name_flag(void *param, void *config)
+{
+	struct client_config *cfg = config;
+
+	return copy_flag(cfg->server_name, sizeof(cfg->server_name), param, "server-name");
+}
+
+static doca_error_t count_flag(void *param, void *config)
+{
+	struct client_config *cfg = config;
+	int count = *(int *)param;
+
+	if (count < 1) {
+		DOCA_LOG_ERR("--count takes a positive count, not %d", count);
+		return DOCA_ERROR_INVALID_VALUE;
+	}
+	cfg->count = count;
+	return DOCA_SUCCESS;
+}
+
+static doca_error_t register_flag(const char *short_name, const char *long_name, const char *arguments,
+				  const char *description, enum doca_argp_type type,
+				  doca_argp_param_cb_t callback)
+{
+	struct doca_argp_param *param;
+	doca_error_t result = doca_argp_param_create(&param);
+
+	if (result != DOCA_SUCCESS)
+		return result;
+	doca_argp_param_set_short_name(param, short_name);
+	doca_argp_param_set_long_name(param, long_name);
+	doca_argp_param_set_arguments(param, arguments);
+	doca_argp_param_set_description(param, description);
+	doca_argp_param_set_type(param, type);
+	doca_argp_param_set_callback(param, callback);
+	result = doca_argp_register_param(param);
+	if (result != DOCA_SUCCESS)
+		doca_argp_param_destroy(param);
+	return result;
+}
+
+static doca_error_t register_flags(void)
+{
+	doca_error_t result;
+
+	result = register_flag("p", "pci-addr", "<PCI_ADDR>",
+			       "host device to connect through (default b1:00.0)", DOCA_ARGP_TYPE_STRING,
+			       pci_addr_flag);
+	if (result == DOCA_SUCCESS)
+		result = register_flag("t", "text", "<TEXT>",
+				       "message text; the N-th message is \"TEXT N\" (default ping)",
+				       DOCA_ARGP_TYPE_STRING, text_flag);
+	if (result == DOCA_SUCCESS)
+		result = register_flag("c", "count", "<COUNT>", "messages to exchange (default 1000)",
+				       DOCA_ARGP_TYPE_INT, count_flag);
+	if (result == DOCA_SUCCESS)
+		result = register_flag("s", "server-name", "<NAME>",
+				       "name of the server (default dpakit_comch_ctrl)",
+				       DOCA_ARGP_TYPE_STRING, server_name_flag);
+	return result;
+}
+
+/* ---- Device ---- */
+
+static doca_error_t open_device(const char *pci_addr, struct doca_dev **dev)
+{
+	struct doca_devinfo **list;
+	uint32_t n;
+	doca_error_t result = doca_devinfo_create_list(&list, &n);
+
+	if (result != DOCA_SUCCESS) {
+		DOCA_LOG_ERR("cannot list devices: %s", doca_error_get_descr(result));
+		return result;
+	}
+	*dev = NULL;
+	result = DOCA_ERROR_NOT_FOUND;
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t equal = 0;
+
+		if (doca_devinfo_is_equal_pci_addr(list[i], pci_addr, &equal) != DOCA_SUCCESS || !equal)
+			continue;
+		result = doca_comch_cap_client_is_supported(list[i]);
+		if (result != DOCA_SUCCESS) {
+			DOCA_LOG_ERR("device %s cannot host a Comch client (%s): give a host-side device",
+				     pci_addr, doca_error_get_descr(result));
+			break;
+		}
+		result = doca_dev_open(list[i], dev);
+		if (result != DOCA_SUCCESS)
+			DOCA_LOG_ERR("cannot open device %s: %s", pci_addr, doca_error_get_descr(result));
+		break;
+	}
+	if (result == DOCA_ERROR_NOT_FOUND)
+		DOCA_LOG_ERR("no device at PCI address %s", pci_addr);
+	doca_devinfo_destroy_list(list);
+	return result;
+}
+
+/* ---- Callbacks ---- */
+
+static struct client_state *state_of(struct doca_comch_connection *connection)
+{
+	struct doca_comch_client *client = doca_comch_client_get_client_ctx(connection);
+	union doca_data user_data = {0};
+
+	doca_ctx_get_user_data(doca_comch_client_as_ctx(client), &user_data);
+	return user_data.ptr;
+}
+
+static void message_sent(struct doca_comch_task_send *task, union doca_data task_user_data,
+			 union doca_data ctx_user_data)
+{
+	struct client_state *state = ctx_user_data.ptr;
+
+	(void)task_user_data;
+	state->send_in_flight = false;
+	doca_task_free(doca_comch_task_send_as_task(task));
+}
+
+static void message_failed(struct doca_comch_task_send *task, union doca_data task_user_data,
+			   union doca_data ctx_user_data)
+{
+	struct client_state *state = ctx_user_data.ptr;
+	struct doca_task *t = doca_comch_task_send_as_task(task);
+
+	(void)task_user_data;
+	state->send_in_flight = false;
+	state->send_errors++;
+	DOCA_LOG_ERR("a send failed: %s", doca_error_get_descr(doca_task_get_status(t)));
+	doca_task_free(t);
+}
+
+static void echo_received(struct doca_comch_event_msg_recv *event, uint8_t *recv_buffer, uint32_t msg_len,
+			  struct doca_comch_connection *connection)
+{
+	struct client_state *state = state_of(connection);
+
+	(void)event;
+	/* A second echo of one message counts as a mismatch too. */
+	if (state->echo_received || msg_len != state->msg_len ||
+	    memcmp(recv_buffer, state->msg, msg_len) != 0)
+		state->mismatches++;
+	state->echo_received = true;
+}
+
+static void state_changed(const union doca_data user_data, struct doca_ctx *ctx,
+			  enum doca_ctx_states prev_state, enum doca_ctx_states next_state)
+{
+	struct client_state *state = user_data.ptr;
+
+	(void)ctx;
+	DOCA_LOG_DBG("client context: state %d -> %d", prev_state, next_state);
+	state->ctx_state = next_state;
+	if (next_state == DOCA_CTX_STATE_RUNNING &&
+	    doca_comch_client_get_connection(state->client, &state->connection) != DOCA_SUCCESS)
+		DOCA_LOG_ERR("the client runs but has no connection");
+}
+
+/* ---- Progress ---- */
+
+/* Sleeps on the PE's notification handle until work arrives or timeout_ms passes. */
+static void sleep_on_pe(struct doca_pe *pe, doca_notification_handle_t handle, int timeout_ms)
+{
+	struct pollfd pfd = {.fd = handle, .events = POLLIN};
+
+	if (doca_pe_request_notification(pe) != DOCA_SUCCESS)
+		return;
+	(void)poll(&pfd, 1, timeout_ms);
+	doca_pe_clear_notification(pe, handle);
+}
+
+/*
+ * Progresses until done(state) holds; false once the deadline passes. Busy for a moment after
+ * each event (an echo comes back within microseconds), then asleep on the notification handle.
+ */
+static bool progress_until(struct doca_pe *pe, doca_notification_handle_t handle,
+			   const struct client_state *state, bool (*done)(const struct client_state *),
+			   double deadline)
+{
+	double idle_since = now_sec();
+
+	while (!done(state)) {
+		double now;
+
+		if (doca_pe_progress(pe)) {
+			idle_since = now_sec();
+			continue;
+		}
+		now = now_sec();
+		if (now > deadline)
+			return false;
+		if (now - idle_since > SPIN_USEC / 1e6)
+			sleep_on_pe(pe, handle, 10);
+	}
+	return true;
+}
+
+/* Connected (RUNNING), or refused by the server (back to IDLE). */
+static bool start_settled(const struct client_state *state)
+{
+	return state->ctx_state == DOCA_CTX_STATE_RUNNING || state->ctx_state == DOCA_CTX_STATE_IDLE;
+}
+
+/* The echo is back and the send complete (its buffer free again), or the connection is gone. */
+static bool exchange_over(const struct client_state *state)
+{
+	return (state->echo_received && !state->send_in_flight) || state->ctx_state != DOCA_CTX_STATE_RUNNING;
+}
+
+static bool idle(const struct client_state *state)
+{
+	return state->ctx_state == DOCA_CTX_STATE_IDLE;
+}
+
+/* ---- Main ---- */
+
+/* Sends count messages one at a time, each checked against its echo; the average round trip. */
+static doca_error_t ping_pong(const struct client_config *cfg, struct doca_pe *pe,
+			      doca_notification_handle_t handle, struct client_state *state,
+			      double *avg_usec)
+{
+	struct doca_comch_task_send *task;
+	doca_error_t result;
+	double start = now_sec();
+
+	for (int i = 0; i < cfg->count; i++) {
+		state->msg_len = (uint32_t)sprintf(state->msg, "%s %d", cfg->text, i);
+		state->echo_received = false;
+		state->send_in_flight = true;
+		result = doca_comch_client_task_send_alloc_init(state->client, state->connection, state->msg,
+								state->msg_len, &task);
+		if (result == DOCA_SUCCESS) {
+			result = doca_task_submit(doca_comch_task_send_as_task(task));
+			if (result != DOCA_SUCCESS)
+				doca_task_free(doca_comch_task_send_as_task(task));
+		}
+		if (result != DOCA_SUCCESS) {
+			DOCA_LOG_ERR("cannot send message %d: %s", i, doca_error_get_descr(result));
+			return result;
+		}
+		if (!progress_until(pe, handle, state, exchange_over, now_sec() + ECHO_TIMEOUT_SEC)) {
+			DOCA_LOG_ERR("no echo of message %d within %d s", i, ECHO_TIMEOUT_SEC);
+			return DOCA_ERROR_TIME_OUT;
+		}
+		if (state->ctx_state != DOCA_CTX_STATE_RUNNING) {
+			DOCA_LOG_ERR("the server closed the connection after %d exchanges", i);
+			return DOCA_ERROR_CONNECTION_RESET;
+		}
+	}
+	*avg_usec = (now_sec() - start) * 1e6 / cfg->count;
+	return DOCA_SUCCESS;
+}
+
+static doca_error_t run(const struct client_config *cfg, struct doca_dev *dev, struct doca_pe *pe,
+			struct client_state *state)
+{
+	struct doca_ctx *ctx;
+	doca_notification_handle_t handle;
+	double avg_usec = 0;
+	doca_error_t result, stopped, destroyed;
+
+	result = doca_comch_client_create(dev, cfg->server_name, &state->client);
+	if (result != DOCA_SUCCESS) {
+		DOCA_LOG_ERR("cannot create a client of `%s`: %s", cfg->server_name,
+			     doca_error_get_descr(result));
+		return result;
+	}
+	ctx = doca_comch_client_as_ctx(state->client);
+	result = doca_comch_client_task_send_set_conf(state->client, message_sent, message_failed,
+						      NUM_SEND_TASKS);
+	if (result == DOCA_SUCCESS)
+		result = doca_comch_client_event_msg_recv_register(state->client, echo_received);
+	if (result == DOCA_SUCCESS)
+		result = doca_ctx_set_user_data(ctx, (union doca_data){.ptr = state});
+	if (result == DOCA_SUCCESS)
+		result = doca_ctx_set_state_changed_cb(ctx, state_changed);
+	if (result == DOCA_SUCCESS)
+		result = doca_pe_connect_ctx(pe, ctx);
+	if (result == DOCA_SUCCESS)
+		result = doca_pe_get_notification_handle(pe, &handle);
+	if (result != DOCA_SUCCESS) {
+		DOCA_LOG_ERR("cannot configure the client: %s", doca_error_get_descr(result));
+		goto destroy;
+	}
+
+	/* A client starts in the background: RUNNING (or IDLE if refused) arrives in state_changed. */
+	state->ctx_state = DOCA_CTX_STATE_STARTING;
+	result = doca_ctx_start(ctx);
+	if (result != DOCA_SUCCESS && result != DOCA_ERROR_IN_PROGRESS) {
+		DOCA_LOG_ERR("cannot start the client: %s", doca_error_get_descr(result));
+		goto destroy;
+	}
+	if (!progress_until(pe, handle, state, start_settled, now_sec() + CONNECT_TIMEOUT_SEC)) {
+		DOCA_LOG_ERR("no Comch server `%s` answered within %d s on %s: start comch_ctrl_server first",
+			     cfg->server_name, CONNECT_TIMEOUT_SEC, cfg->pci_addr);
+		result = DOCA_ERROR_TIME_OUT;
+	} else if (state->ctx_state != DOCA_CTX_STATE_RUNNING) {
+		DOCA_LOG_ERR("server `%s` refused the connection", cfg->server_name);
+		result = DOCA_ERROR_CONNECTION_ABORTED;
+	} else {
+		DOCA_LOG_INFO("connected to server `%s`", cfg->server_name);
+		result = ping_pong(cfg, pe, handle, state, &avg_usec);
+		if (result == DOCA_SUCCESS)
+			DOCA_LOG_INFO("%d messages, %lu mismatched, average round trip %.1f µs", cfg->count,
+				      (unsigned long)state->mismatches, avg_usec);
+	}
+
+	/* Stopping tells the server; the context is IDLE once the last task is back. */
+	if (state->ctx_state != DOCA_CTX_STATE_IDLE) {
+		stopped = doca_ctx_stop(ctx);
+		if (stopped == DOCA_SUCCESS || stopped == DOCA_ERROR_IN_PROGRESS)
+			stopped = progress_until(pe, handle, state, idle, now_sec() + STOP_TIMEOUT_SEC) ?
+					  DOCA_SUCCESS :
+					  DOCA_ERROR_TIME_OUT;
+		if (stopped != DOCA_SUCCESS) {
+			DOCA_LOG_ERR("cannot stop the client: %s", doca_error_get_descr(stopped));
+			if (result == DOCA_SUCCESS)
+				result = stopped;
+		}
+	}
+destroy:
+	destroyed = doca_comch_client_destroy(state->client);
+	if (destroyed != DOCA_SUCCESS) {
+		DOCA_LOG_ERR("cannot destroy the client: %s", doca_error_get_descr(destroyed));
+		if (result == DOCA_SUCCESS)
+			result = destroyed;
+	}
+	return result;
+}
+
+int main(int argc, char **argv)
+{
+	struct client_config cfg = {
+		.pci_addr = "b1:00.0",
+		.text = "ping",
+		.server_name = "dpakit_comch_ctrl",
+		.count = 1000,
+	};
+	struct client_state state = {0};
+	struct doca_dev *dev = NULL;
+	struct doca_pe *pe = NULL;
+	uint32_t max_msg_size = 0;
+	doca_error_t result;
+	int exit_status = EXIT_FAILURE;
+
+	result = doca_log_backend_create_standard();
+	if (result != DOCA_SUCCESS)
+		return EXIT_FAILURE;
+	result = doca_argp_init("comch_ctrl_client", &cfg);
+	if (result != DOCA_SUCCESS) {
+		DOCA_LOG_ERR("cannot start the argument parser: %s", doca_error_get_descr(result));
+		return EXIT_FAILURE;
+	}
+	result = register_flags();
+	if (result != DOCA_SUCCESS) {
+		DOCA_LOG_ERR("cannot register the flags: %s", doca_error_get_descr(result));
+		goto argp_destroy;
+	}
+	result = doca_argp_start(argc, argv);
+	if (result != DOCA_SUCCESS)
+		goto argp_destroy; /* the parser has said what is wrong */
+
+	if (open_device(cfg.pci_addr, &dev) != DOCA_SUCCESS)
+		goto argp_destroy;
+	/* The longest message, "TEXT N", must fit in one Comch message. */
+	result = doca_comch_cap_get_max_msg_size(doca_dev_as_devinfo(dev), &max_msg_size);
+	if (result != DOCA_SUCCESS) {
+		DOCA_LOG_ERR("cannot read the max message size: %s", doca_error_get_descr(result));
+		goto dev_close;
+	}
+	state.msg = malloc(strlen(cfg.text) + 16);
+	if (state.msg == NULL || strlen(cfg.text) + 12 > max_msg_size) {
+		DOCA_LOG_ERR("--text is too long: a message holds at most %u bytes with its number",
+			     max_msg_size);
+		goto dev_close;
+	}
+	result = doca_pe_create(&pe);
+	if (result != DOCA_SUCCESS) {
+		DOCA_LOG_ERR("cannot create a progress engine: %s", doca_error_get_descr(result));
+		goto dev_close;
+	}
+
+	result = run(&cfg, dev, pe, &state);
+	if (result == DOCA_SUCCESS && state.mismatches == 0 && state.send_errors == 0)
+		exit_status = EXIT_SUCCESS;
+
+	/* Teardown in DOCA's order: context (in run), PE, device. */
+	if (doca_pe_destroy(pe) != DOCA_SUCCESS)
+		exit_status = EXIT_FAILURE;
+dev_close:
+	free(state.msg);
+	if (doca_dev_close(dev) != DOCA_SUCCESS)
+		exit_status = EXIT_FAILURE;
+argp_destroy:
+	doca_argp_destroy();
+	return exit_status;
+}

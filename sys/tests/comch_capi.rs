@@ -1,0 +1,1065 @@
+//! The Comch control path's C API at the boundary (`doca_comch_server_*`, `doca_comch_client_*`,
+//! `doca_comch_connection_*`, `doca_comch_cap_*`), called the way C calls it: NULL, destroyed
+//! and wrong-kind handles, names and sizes out of range, the wrong side of the BlueField, calls
+//! in the wrong state and connections of another context are DOCA errors, never a crash.
+//!
+//! These run against the soft device (the default configuration of `dpakit-sys`). Servers of
+//! this binary listen in a runtime directory of its own, each test under its own name, so
+//! tests on parallel threads never meet.
+#![cfg(all(feature = "soft", not(feature = "doca")))]
+
+use dpakit_sys::*;
+use std::cell::RefCell;
+use std::ffi::{CStr, CString};
+use std::ptr::{null, null_mut};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const ARM: &CStr = c"03:00.0";
+const HOST: &CStr = c"b1:00.0";
+const HOST_VF: &CStr = c"b1:00.2";
+
+/// `doca_comch_cap_get_max_name_len` (with the NUL) and `_max_msg_size` of the soft device.
+const MAX_NAME_LEN: usize = 120;
+const MAX_MSG_SIZE: u32 = 4080;
+
+/// The explanation of the calling thread's last failed call.
+fn last_error() -> String {
+    let mut buf = [0u8; 512];
+    // SAFETY: a writable buffer of its length.
+    unsafe { dpakit_soft_last_error(buf.as_mut_ptr().cast(), buf.len()) };
+    CStr::from_bytes_until_nul(&buf)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Asserts a call returns `code`, showing the soft device's explanation otherwise.
+macro_rules! expect {
+    ($call:expr, $code:expr) => {{
+        // SAFETY: the point of these tests: C calls with whatever arguments, which the soft
+        // device must survive.
+        let got = unsafe { $call };
+        assert_eq!(
+            got,
+            $code,
+            "{} returned {:?} ({})",
+            stringify!($call),
+            got,
+            last_error()
+        );
+    }};
+}
+
+/// Asserts the last failed call's explanation mentions `part`.
+#[track_caller]
+fn explained(part: &str) {
+    let e = last_error();
+    assert!(e.contains(part), "expected `{part}` in: {e}");
+}
+
+/// Points the soft device at a runtime directory of this process. Every test calls it first.
+fn setup() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("dpakit-comch-capi-{}", std::process::id()));
+        // SAFETY: every test calls this before it touches the soft device, and the OnceLock
+        // holds the other tests back until the variable is set: no thread reads the
+        // environment meanwhile.
+        unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", dir) };
+    });
+}
+
+fn open_dev(pci: &CStr) -> *mut doca_dev {
+    let mut list = null_mut();
+    let mut n = 0;
+    expect!(doca_devinfo_create_list(&mut list, &mut n), DOCA_SUCCESS);
+    let mut dev = null_mut();
+    for i in 0..n as usize {
+        // SAFETY: `list` holds `n` devinfos.
+        let info = unsafe { *list.add(i) };
+        let mut equal = 0;
+        expect!(
+            doca_devinfo_is_equal_pci_addr(info, pci.as_ptr(), &mut equal),
+            DOCA_SUCCESS
+        );
+        if equal != 0 {
+            expect!(doca_dev_open(info, &mut dev), DOCA_SUCCESS);
+        }
+    }
+    expect!(doca_devinfo_destroy_list(list), DOCA_SUCCESS);
+    assert!(!dev.is_null(), "{pci:?} is in the default topology");
+    dev
+}
+
+/// The representor of the host PF, on the Arm device.
+fn open_rep(arm: *mut doca_dev) -> *mut doca_dev_rep {
+    let mut list = null_mut();
+    let mut n = 0;
+    expect!(
+        doca_devinfo_rep_create_list(arm, DOCA_DEVINFO_REP_FILTER_NET as i32, &mut list, &mut n),
+        DOCA_SUCCESS
+    );
+    let mut rep = null_mut();
+    for i in 0..n as usize {
+        // SAFETY: `list` holds `n` representor devinfos.
+        let info = unsafe { *list.add(i) };
+        let mut equal = 0;
+        expect!(
+            doca_devinfo_rep_is_equal_pci_addr(info, HOST.as_ptr(), &mut equal),
+            DOCA_SUCCESS
+        );
+        if equal != 0 {
+            expect!(doca_dev_rep_open(info, &mut rep), DOCA_SUCCESS);
+        }
+    }
+    expect!(doca_devinfo_rep_destroy_list(list), DOCA_SUCCESS);
+    assert!(!rep.is_null(), "the Arm device represents the host PF");
+    rep
+}
+
+fn new_pe() -> *mut doca_pe {
+    let mut pe = null_mut();
+    expect!(doca_pe_create(&mut pe), DOCA_SUCCESS);
+    pe
+}
+
+fn devinfo(dev: *mut doca_dev) -> *mut doca_devinfo {
+    // SAFETY: a live device.
+    unsafe { doca_dev_as_devinfo(dev) }
+}
+
+fn server_ctx(server: *mut doca_comch_server) -> *mut doca_ctx {
+    // SAFETY: a live server.
+    unsafe { doca_comch_server_as_ctx(server) }
+}
+
+fn client_ctx(client: *mut doca_comch_client) -> *mut doca_ctx {
+    // SAFETY: a live client.
+    unsafe { doca_comch_client_as_ctx(client) }
+}
+
+#[track_caller]
+fn state(ctx: *mut doca_ctx) -> doca_ctx_states {
+    let mut s = 0;
+    expect!(doca_ctx_get_state(ctx, &mut s), DOCA_SUCCESS);
+    s
+}
+
+/// Progresses `pes` until `done()` holds (at most 10 s).
+#[track_caller]
+fn progress_until(pes: &[*mut doca_pe], mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        for &pe in pes {
+            // SAFETY: live PEs.
+            unsafe { doca_pe_progress(pe) };
+        }
+        assert!(Instant::now() < deadline, "timed out");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Callbacks
+// ---------------------------------------------------------------------------------------------
+
+thread_local! {
+    /// The connections the servers of this thread's test accepted.
+    static ACCEPTED: RefCell<Vec<*mut doca_comch_connection>> = const { RefCell::new(Vec::new()) };
+}
+
+unsafe extern "C" fn sent(task: *mut doca_comch_task_send, _: doca_data, _: doca_data) {
+    // SAFETY: a completed task, freed once.
+    unsafe { doca_task_free(doca_comch_task_send_as_task(task)) };
+}
+
+unsafe extern "C" fn received(
+    _: *mut doca_comch_event_msg_recv,
+    _: *mut u8,
+    _: u32,
+    _: *mut doca_comch_connection,
+) {
+}
+
+unsafe extern "C" fn connected(
+    _: *mut doca_comch_event_connection_status_changed,
+    conn: *mut doca_comch_connection,
+    ok: u8,
+) {
+    if ok != 0 {
+        ACCEPTED.with(|a| a.borrow_mut().push(conn));
+    }
+}
+
+unsafe extern "C" fn disconnected(
+    _: *mut doca_comch_event_connection_status_changed,
+    conn: *mut doca_comch_connection,
+    _: u8,
+) {
+    ACCEPTED.with(|a| a.borrow_mut().retain(|&c| c != conn));
+}
+
+unsafe extern "C" fn consumer(
+    _: *mut doca_comch_event_consumer,
+    _: *mut doca_comch_connection,
+    _: u32,
+) {
+}
+
+/// A server with everything a start needs but a PE.
+fn configured_server(
+    arm: *mut doca_dev,
+    rep: *mut doca_dev_rep,
+    name: &CStr,
+) -> *mut doca_comch_server {
+    let mut server = null_mut();
+    expect!(
+        doca_comch_server_create(arm, rep, name.as_ptr(), &mut server),
+        DOCA_SUCCESS
+    );
+    expect!(
+        doca_comch_server_task_send_set_conf(server, Some(sent), Some(sent), 8),
+        DOCA_SUCCESS
+    );
+    expect!(
+        doca_comch_server_event_msg_recv_register(server, Some(received)),
+        DOCA_SUCCESS
+    );
+    expect!(
+        doca_comch_server_event_connection_status_changed_register(
+            server,
+            Some(connected),
+            Some(disconnected)
+        ),
+        DOCA_SUCCESS
+    );
+    server
+}
+
+/// A client with everything a start needs but a PE.
+fn configured_client(host: *mut doca_dev, name: &CStr) -> *mut doca_comch_client {
+    let mut client = null_mut();
+    expect!(
+        doca_comch_client_create(host, name.as_ptr(), &mut client),
+        DOCA_SUCCESS
+    );
+    expect!(
+        doca_comch_client_task_send_set_conf(client, Some(sent), Some(sent), 8),
+        DOCA_SUCCESS
+    );
+    expect!(
+        doca_comch_client_event_msg_recv_register(client, Some(received)),
+        DOCA_SUCCESS
+    );
+    client
+}
+
+fn started_server(
+    arm: *mut doca_dev,
+    rep: *mut doca_dev_rep,
+    name: &CStr,
+    pe: *mut doca_pe,
+) -> *mut doca_comch_server {
+    let server = configured_server(arm, rep, name);
+    expect!(doca_pe_connect_ctx(pe, server_ctx(server)), DOCA_SUCCESS);
+    expect!(doca_ctx_start(server_ctx(server)), DOCA_SUCCESS);
+    server
+}
+
+fn stop_and_destroy_server(server: *mut doca_comch_server, pe: *mut doca_pe) {
+    let ctx = server_ctx(server);
+    // SAFETY: a live server.
+    let rc = unsafe { doca_ctx_stop(ctx) };
+    assert!(rc == DOCA_SUCCESS || rc == DOCA_ERROR_IN_PROGRESS, "{rc}");
+    progress_until(&[pe], || state(ctx) == DOCA_CTX_STATE_IDLE);
+    expect!(doca_comch_server_destroy(server), DOCA_SUCCESS);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn null_pointers_are_invalid_value() {
+    setup();
+    let v = DOCA_ERROR_INVALID_VALUE;
+    let arm = open_dev(ARM);
+    let rep = open_rep(arm);
+    let host = open_dev(HOST);
+    let info = devinfo(arm);
+    let name = c"capi-null".as_ptr();
+    let mut n = 0u32;
+    let mut dev = null_mut();
+    let mut rep_out = null_mut();
+    let mut conn = null_mut();
+    let mut value = 0u64;
+
+    // Capabilities.
+    expect!(doca_comch_cap_server_is_supported(null()), v);
+    expect!(doca_comch_cap_client_is_supported(null()), v);
+    expect!(doca_comch_cap_get_max_name_len(null(), &mut n), v);
+    expect!(doca_comch_cap_get_max_name_len(info, null_mut()), v);
+    expect!(doca_comch_cap_get_max_msg_size(null(), &mut n), v);
+    expect!(doca_comch_cap_get_max_msg_size(info, null_mut()), v);
+    expect!(doca_comch_cap_get_max_recv_queue_size(null(), &mut n), v);
+    expect!(doca_comch_cap_get_max_recv_queue_size(info, null_mut()), v);
+    expect!(doca_comch_cap_get_max_clients(null(), &mut n), v);
+    expect!(doca_comch_cap_get_max_clients(info, null_mut()), v);
+    expect!(doca_comch_cap_get_max_send_tasks(null(), &mut n), v);
+    expect!(doca_comch_cap_get_max_send_tasks(info, null_mut()), v);
+
+    // Server: NULL handles, then NULL arguments of a live server.
+    let mut server = null_mut();
+    expect!(
+        doca_comch_server_create(null_mut(), rep, name, &mut server),
+        v
+    );
+    expect!(
+        doca_comch_server_create(arm, null_mut(), name, &mut server),
+        v
+    );
+    expect!(doca_comch_server_create(arm, rep, null(), &mut server), v);
+    expect!(doca_comch_server_create(arm, rep, name, null_mut()), v);
+    expect!(doca_comch_server_destroy(null_mut()), v);
+    expect!(doca_comch_server_as_ctx(null_mut()), null_mut());
+    expect!(doca_comch_server_set_max_msg_size(null_mut(), 64), v);
+    expect!(doca_comch_server_get_max_msg_size(null(), &mut n), v);
+    expect!(doca_comch_server_set_recv_queue_size(null_mut(), 64), v);
+    expect!(doca_comch_server_get_recv_queue_size(null(), &mut n), v);
+    expect!(doca_comch_server_get_device(null(), &mut dev), v);
+    expect!(doca_comch_server_get_device_rep(null(), &mut rep_out), v);
+    expect!(
+        doca_comch_server_task_send_set_conf(null_mut(), Some(sent), Some(sent), 8),
+        v
+    );
+    expect!(
+        doca_comch_server_task_send_alloc_init(null_mut(), null_mut(), null(), 0, null_mut()),
+        v
+    );
+    expect!(
+        doca_comch_server_event_msg_recv_register(null_mut(), Some(received)),
+        v
+    );
+    expect!(
+        doca_comch_server_event_connection_status_changed_register(
+            null_mut(),
+            Some(connected),
+            Some(disconnected)
+        ),
+        v
+    );
+    expect!(
+        doca_comch_server_event_consumer_register(null_mut(), Some(consumer), Some(consumer)),
+        v
+    );
+    expect!(doca_comch_server_disconnect(null_mut(), null_mut()), v);
+
+    expect!(
+        doca_comch_server_create(arm, rep, name, &mut server),
+        DOCA_SUCCESS
+    );
+    expect!(doca_comch_server_get_max_msg_size(server, null_mut()), v);
+    expect!(doca_comch_server_get_recv_queue_size(server, null_mut()), v);
+    expect!(doca_comch_server_get_device(server, null_mut()), v);
+    expect!(doca_comch_server_get_device_rep(server, null_mut()), v);
+    expect!(
+        doca_comch_server_task_send_set_conf(server, None, Some(sent), 8),
+        v
+    );
+    expect!(
+        doca_comch_server_task_send_set_conf(server, Some(sent), None, 8),
+        v
+    );
+    expect!(
+        doca_comch_server_task_send_alloc_init(server, null_mut(), null(), 0, null_mut()),
+        v
+    );
+    explained("peer is NULL");
+    expect!(doca_comch_server_event_msg_recv_register(server, None), v);
+    expect!(
+        doca_comch_server_event_connection_status_changed_register(
+            server,
+            None,
+            Some(disconnected)
+        ),
+        v
+    );
+    expect!(
+        doca_comch_server_event_connection_status_changed_register(server, Some(connected), None),
+        v
+    );
+    expect!(
+        doca_comch_server_event_consumer_register(server, None, Some(consumer)),
+        v
+    );
+    expect!(
+        doca_comch_server_event_consumer_register(server, Some(consumer), None),
+        v
+    );
+    // The getters answer what the server was created on.
+    expect!(doca_comch_server_get_device(server, &mut dev), DOCA_SUCCESS);
+    assert_eq!(dev, arm);
+    expect!(
+        doca_comch_server_get_device_rep(server, &mut rep_out),
+        DOCA_SUCCESS
+    );
+    assert_eq!(rep_out, rep);
+    expect!(doca_comch_server_destroy(server), DOCA_SUCCESS);
+
+    // Client.
+    let mut client = null_mut();
+    expect!(doca_comch_client_create(null_mut(), name, &mut client), v);
+    expect!(doca_comch_client_create(host, null(), &mut client), v);
+    expect!(doca_comch_client_create(host, name, null_mut()), v);
+    expect!(doca_comch_client_destroy(null_mut()), v);
+    expect!(doca_comch_client_as_ctx(null_mut()), null_mut());
+    expect!(doca_comch_client_set_max_msg_size(null_mut(), 64), v);
+    expect!(doca_comch_client_get_max_msg_size(null(), &mut n), v);
+    expect!(doca_comch_client_set_recv_queue_size(null_mut(), 64), v);
+    expect!(doca_comch_client_get_recv_queue_size(null(), &mut n), v);
+    expect!(doca_comch_client_get_device(null(), &mut dev), v);
+    expect!(doca_comch_client_get_connection(null(), &mut conn), v);
+    expect!(
+        doca_comch_client_task_send_set_conf(null_mut(), Some(sent), Some(sent), 8),
+        v
+    );
+    expect!(
+        doca_comch_client_task_send_alloc_init(null_mut(), null_mut(), null(), 0, null_mut()),
+        v
+    );
+    expect!(
+        doca_comch_client_event_msg_recv_register(null_mut(), Some(received)),
+        v
+    );
+    expect!(
+        doca_comch_client_event_consumer_register(null_mut(), Some(consumer), Some(consumer)),
+        v
+    );
+
+    expect!(
+        doca_comch_client_create(host, name, &mut client),
+        DOCA_SUCCESS
+    );
+    expect!(doca_comch_client_get_max_msg_size(client, null_mut()), v);
+    expect!(doca_comch_client_get_recv_queue_size(client, null_mut()), v);
+    expect!(doca_comch_client_get_device(client, null_mut()), v);
+    expect!(
+        doca_comch_client_task_send_set_conf(client, None, Some(sent), 8),
+        v
+    );
+    expect!(
+        doca_comch_client_task_send_set_conf(client, Some(sent), None, 8),
+        v
+    );
+    expect!(
+        doca_comch_client_task_send_alloc_init(client, null_mut(), null(), 0, null_mut()),
+        v
+    );
+    expect!(doca_comch_client_event_msg_recv_register(client, None), v);
+    expect!(
+        doca_comch_client_event_consumer_register(client, None, Some(consumer)),
+        v
+    );
+    expect!(
+        doca_comch_client_event_consumer_register(client, Some(consumer), None),
+        v
+    );
+    expect!(doca_comch_client_get_device(client, &mut dev), DOCA_SUCCESS);
+    assert_eq!(dev, host);
+    expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
+
+    // Send tasks and connections.
+    expect!(doca_comch_task_send_as_task(null_mut()), null_mut());
+    expect!(
+        doca_comch_connection_set_user_data(null_mut(), doca_data { u64_: 1 }),
+        v
+    );
+    // SAFETY: as in `expect!`.
+    let data = unsafe { doca_comch_connection_get_user_data(null()) };
+    // SAFETY: the soft device answers a zeroed doca_data.
+    assert_eq!(unsafe { data.u64_ }, 0);
+    explained("connection is NULL");
+    expect!(doca_comch_server_get_server_ctx(null()), null_mut());
+    expect!(doca_comch_client_get_client_ctx(null()), null_mut());
+    expect!(doca_comch_connection_update_info(null_mut()), v);
+    expect!(
+        doca_comch_connection_get_counter(null(), DOCA_COMCH_COUNTER_SENT_MESSAGES, &mut value),
+        v
+    );
+
+    expect!(doca_dev_close(host), DOCA_SUCCESS);
+    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
+    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+}
+
+#[test]
+fn destroyed_servers_and_clients_are_refused() {
+    setup();
+    let v = DOCA_ERROR_INVALID_VALUE;
+    let arm = open_dev(ARM);
+    let rep = open_rep(arm);
+    let host = open_dev(HOST);
+    let mut n = 0u32;
+
+    let server = configured_server(arm, rep, c"capi-destroyed");
+    expect!(doca_comch_server_destroy(server), DOCA_SUCCESS);
+    expect!(doca_comch_server_set_max_msg_size(server, 64), v);
+    explained("was destroyed");
+    expect!(doca_comch_server_get_max_msg_size(server, &mut n), v);
+    expect!(doca_comch_server_as_ctx(server), null_mut());
+    expect!(doca_ctx_start(server.cast()), v);
+    expect!(doca_comch_server_destroy(server), v);
+    explained("was destroyed");
+
+    let client = configured_client(host, c"capi-destroyed");
+    expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
+    expect!(doca_comch_client_set_recv_queue_size(client, 64), v);
+    explained("was destroyed");
+    expect!(doca_comch_client_get_connection(client, &mut null_mut()), v);
+    expect!(doca_comch_client_as_ctx(client), null_mut());
+    expect!(doca_comch_client_destroy(client), v);
+    explained("was destroyed");
+
+    // The devices were released by the destroys: they close.
+    expect!(doca_dev_close(host), DOCA_SUCCESS);
+    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
+    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+}
+
+#[test]
+fn handles_of_another_kind_are_refused() {
+    setup();
+    let v = DOCA_ERROR_INVALID_VALUE;
+    let arm = open_dev(ARM);
+    let rep = open_rep(arm);
+    let host = open_dev(HOST);
+    let server = configured_server(arm, rep, c"capi-kinds");
+    let client = configured_client(host, c"capi-kinds");
+    let mut n = 0u32;
+
+    // A device where a server belongs.
+    expect!(doca_comch_server_destroy(arm.cast()), v);
+    explained("is a struct doca_dev, not a struct doca_comch_server");
+    expect!(doca_comch_server_as_ctx(arm.cast()), null_mut());
+    expect!(doca_comch_server_set_max_msg_size(arm.cast(), 64), v);
+    // A server and a client swapped, and each where a connection belongs.
+    expect!(doca_comch_client_get_max_msg_size(server.cast(), &mut n), v);
+    explained("is a struct doca_comch_server, not a struct doca_comch_client");
+    expect!(doca_comch_server_get_max_msg_size(client.cast(), &mut n), v);
+    expect!(doca_comch_client_destroy(server_ctx(server).cast()), v);
+    expect!(doca_comch_connection_update_info(server.cast()), v);
+    expect!(doca_comch_server_get_server_ctx(client.cast()), null_mut());
+    // A representor where the device belongs, a device where the representor belongs.
+    let mut other = null_mut();
+    expect!(
+        doca_comch_server_create(rep.cast(), rep, c"capi-kinds-2".as_ptr(), &mut other),
+        v
+    );
+    expect!(
+        doca_comch_server_create(arm, host.cast(), c"capi-kinds-2".as_ptr(), &mut other),
+        v
+    );
+    // A devinfo that is a device.
+    expect!(doca_comch_cap_server_is_supported(arm.cast()), v);
+
+    expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
+    expect!(doca_comch_server_destroy(server), DOCA_SUCCESS);
+    expect!(doca_dev_close(host), DOCA_SUCCESS);
+    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
+    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+}
+
+#[test]
+fn names_have_1_to_119_bytes() {
+    setup();
+    let v = DOCA_ERROR_INVALID_VALUE;
+    let arm = open_dev(ARM);
+    let rep = open_rep(arm);
+    let host = open_dev(HOST);
+    let mut max = 0u32;
+    expect!(
+        doca_comch_cap_get_max_name_len(devinfo(arm), &mut max),
+        DOCA_SUCCESS
+    );
+    assert_eq!(max as usize, MAX_NAME_LEN, "with the NUL");
+    let longest = CString::new("n".repeat(MAX_NAME_LEN - 1)).unwrap();
+    let too_long = CString::new("n".repeat(MAX_NAME_LEN)).unwrap();
+
+    let mut server = null_mut();
+    expect!(
+        doca_comch_server_create(arm, rep, too_long.as_ptr(), &mut server),
+        v
+    );
+    explained("1 to 119 bytes");
+    expect!(
+        doca_comch_server_create(arm, rep, c"".as_ptr(), &mut server),
+        v
+    );
+    expect!(
+        doca_comch_server_create(arm, rep, c"\xff".as_ptr(), &mut server),
+        v
+    );
+    explained("not UTF-8");
+    assert!(server.is_null(), "no server on failure");
+    expect!(
+        doca_comch_server_create(arm, rep, longest.as_ptr(), &mut server),
+        DOCA_SUCCESS
+    );
+    expect!(doca_comch_server_destroy(server), DOCA_SUCCESS);
+
+    let mut client = null_mut();
+    expect!(
+        doca_comch_client_create(host, too_long.as_ptr(), &mut client),
+        v
+    );
+    expect!(doca_comch_client_create(host, c"".as_ptr(), &mut client), v);
+    expect!(
+        doca_comch_client_create(host, longest.as_ptr(), &mut client),
+        DOCA_SUCCESS
+    );
+    expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
+
+    expect!(doca_dev_close(host), DOCA_SUCCESS);
+    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
+    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+}
+
+#[test]
+fn servers_run_on_the_arm_side_and_clients_on_the_host_side() {
+    setup();
+    let ns = DOCA_ERROR_NOT_SUPPORTED;
+    let arm = open_dev(ARM);
+    let rep = open_rep(arm);
+    let host = open_dev(HOST);
+    let vf = open_dev(HOST_VF);
+    let name = c"capi-sides".as_ptr();
+
+    expect!(
+        doca_comch_cap_server_is_supported(devinfo(arm)),
+        DOCA_SUCCESS
+    );
+    expect!(doca_comch_cap_client_is_supported(devinfo(arm)), ns);
+    expect!(doca_comch_cap_server_is_supported(devinfo(host)), ns);
+    expect!(
+        doca_comch_cap_client_is_supported(devinfo(host)),
+        DOCA_SUCCESS
+    );
+    expect!(
+        doca_comch_cap_client_is_supported(devinfo(vf)),
+        DOCA_SUCCESS
+    );
+
+    let mut server = null_mut();
+    expect!(doca_comch_server_create(host, rep, name, &mut server), ns);
+    explained("servers run on the BlueField Arm side");
+    let mut client = null_mut();
+    expect!(doca_comch_client_create(arm, name, &mut client), ns);
+    explained("clients run on the host side");
+    expect!(
+        doca_comch_client_create(vf, name, &mut client),
+        DOCA_SUCCESS
+    );
+    expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
+
+    expect!(doca_dev_close(vf), DOCA_SUCCESS);
+    expect!(doca_dev_close(host), DOCA_SUCCESS);
+    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
+    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+}
+
+#[test]
+fn sizes_are_checked_against_the_capabilities() {
+    setup();
+    let v = DOCA_ERROR_INVALID_VALUE;
+    let arm = open_dev(ARM);
+    let rep = open_rep(arm);
+    let host = open_dev(HOST);
+    let (mut max_msg, mut max_queue, mut max_tasks) = (0u32, 0u32, 0u32);
+    expect!(
+        doca_comch_cap_get_max_msg_size(devinfo(arm), &mut max_msg),
+        DOCA_SUCCESS
+    );
+    assert_eq!(max_msg, MAX_MSG_SIZE);
+    expect!(
+        doca_comch_cap_get_max_recv_queue_size(devinfo(arm), &mut max_queue),
+        DOCA_SUCCESS
+    );
+    expect!(
+        doca_comch_cap_get_max_send_tasks(devinfo(arm), &mut max_tasks),
+        DOCA_SUCCESS
+    );
+
+    let mut server = null_mut();
+    expect!(
+        doca_comch_server_create(arm, rep, c"capi-sizes".as_ptr(), &mut server),
+        DOCA_SUCCESS
+    );
+    let mut got = 0u32;
+    expect!(
+        doca_comch_server_get_max_msg_size(server, &mut got),
+        DOCA_SUCCESS
+    );
+    assert_eq!(got, max_msg, "the default is the device's maximum");
+    expect!(doca_comch_server_set_max_msg_size(server, 0), v);
+    expect!(doca_comch_server_set_max_msg_size(server, max_msg + 1), v);
+    explained("doca_comch_cap_get_max_msg_size");
+    expect!(doca_comch_server_set_max_msg_size(server, 64), DOCA_SUCCESS);
+    expect!(
+        doca_comch_server_get_max_msg_size(server, &mut got),
+        DOCA_SUCCESS
+    );
+    assert_eq!(got, 64);
+    expect!(doca_comch_server_set_recv_queue_size(server, 0), v);
+    expect!(
+        doca_comch_server_set_recv_queue_size(server, max_queue + 1),
+        v
+    );
+    expect!(
+        doca_comch_server_task_send_set_conf(server, Some(sent), Some(sent), 0),
+        v
+    );
+    expect!(
+        doca_comch_server_task_send_set_conf(server, Some(sent), Some(sent), max_tasks + 1),
+        v
+    );
+    expect!(doca_comch_server_destroy(server), DOCA_SUCCESS);
+
+    let mut client = null_mut();
+    expect!(
+        doca_comch_client_create(host, c"capi-sizes".as_ptr(), &mut client),
+        DOCA_SUCCESS
+    );
+    expect!(doca_comch_client_set_max_msg_size(client, 0), v);
+    expect!(doca_comch_client_set_max_msg_size(client, max_msg + 1), v);
+    expect!(
+        doca_comch_client_set_max_msg_size(client, max_msg),
+        DOCA_SUCCESS
+    );
+    expect!(doca_comch_client_set_recv_queue_size(client, 0), v);
+    expect!(
+        doca_comch_client_set_recv_queue_size(client, max_queue + 1),
+        v
+    );
+    expect!(
+        doca_comch_client_task_send_set_conf(client, Some(sent), Some(sent), 0),
+        v
+    );
+    expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
+
+    expect!(doca_dev_close(host), DOCA_SUCCESS);
+    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
+    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+}
+
+#[test]
+fn a_start_needs_send_tasks_callbacks_and_a_pe() {
+    setup();
+    let bad = DOCA_ERROR_BAD_STATE;
+    let arm = open_dev(ARM);
+    let rep = open_rep(arm);
+    let host = open_dev(HOST);
+    let pe = new_pe();
+
+    let mut server = null_mut();
+    expect!(
+        doca_comch_server_create(arm, rep, c"capi-start".as_ptr(), &mut server),
+        DOCA_SUCCESS
+    );
+    let ctx = server_ctx(server);
+    expect!(doca_ctx_start(ctx), bad);
+    explained("doca_comch_server_event_connection_status_changed_register");
+    expect!(
+        doca_comch_server_event_connection_status_changed_register(
+            server,
+            Some(connected),
+            Some(disconnected)
+        ),
+        DOCA_SUCCESS
+    );
+    expect!(doca_ctx_start(ctx), bad);
+    explained("doca_comch_server_task_send_set_conf");
+    expect!(
+        doca_comch_server_task_send_set_conf(server, Some(sent), Some(sent), 8),
+        DOCA_SUCCESS
+    );
+    expect!(doca_ctx_start(ctx), bad);
+    explained("doca_comch_server_event_msg_recv_register");
+    expect!(
+        doca_comch_server_event_msg_recv_register(server, Some(received)),
+        DOCA_SUCCESS
+    );
+    expect!(doca_ctx_start(ctx), bad);
+    assert_eq!(state(ctx), DOCA_CTX_STATE_IDLE, "no PE yet");
+    expect!(doca_pe_connect_ctx(pe, ctx), DOCA_SUCCESS);
+    expect!(doca_ctx_start(ctx), DOCA_SUCCESS);
+    assert_eq!(state(ctx), DOCA_CTX_STATE_RUNNING);
+    stop_and_destroy_server(server, pe);
+
+    let mut client = null_mut();
+    expect!(
+        doca_comch_client_create(host, c"capi-start".as_ptr(), &mut client),
+        DOCA_SUCCESS
+    );
+    let ctx = client_ctx(client);
+    expect!(doca_pe_connect_ctx(pe, ctx), DOCA_SUCCESS);
+    expect!(doca_ctx_start(ctx), bad);
+    explained("doca_comch_client_task_send_set_conf");
+    expect!(
+        doca_comch_client_task_send_set_conf(client, Some(sent), Some(sent), 8),
+        DOCA_SUCCESS
+    );
+    expect!(doca_ctx_start(ctx), bad);
+    explained("doca_comch_client_event_msg_recv_register");
+    expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
+
+    expect!(doca_pe_destroy(pe), DOCA_SUCCESS);
+    expect!(doca_dev_close(host), DOCA_SUCCESS);
+    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
+    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+}
+
+#[test]
+fn a_running_server_takes_no_configuration_and_no_destroy() {
+    setup();
+    let bad = DOCA_ERROR_BAD_STATE;
+    let arm = open_dev(ARM);
+    let rep = open_rep(arm);
+    let pe = new_pe();
+    let server = started_server(arm, rep, c"capi-running", pe);
+
+    expect!(doca_comch_server_set_max_msg_size(server, 64), bad);
+    expect!(doca_comch_server_set_recv_queue_size(server, 64), bad);
+    expect!(
+        doca_comch_server_task_send_set_conf(server, Some(sent), Some(sent), 8),
+        bad
+    );
+    expect!(
+        doca_comch_server_event_msg_recv_register(server, Some(received)),
+        bad
+    );
+    expect!(
+        doca_comch_server_event_connection_status_changed_register(
+            server,
+            Some(connected),
+            Some(disconnected)
+        ),
+        bad
+    );
+    expect!(
+        doca_comch_server_event_consumer_register(server, Some(consumer), Some(consumer)),
+        bad
+    );
+    expect!(doca_ctx_start(server_ctx(server)), bad);
+    expect!(doca_comch_server_destroy(server), bad);
+    explained("destroy the server");
+    // What it was created on stays open while it lives.
+    expect!(doca_pe_destroy(pe), DOCA_ERROR_IN_USE);
+    expect!(doca_dev_rep_close(rep), DOCA_ERROR_IN_USE);
+    expect!(doca_dev_close(arm), DOCA_ERROR_IN_USE);
+    // Getters still answer.
+    let mut size = 0;
+    expect!(
+        doca_comch_server_get_max_msg_size(server, &mut size),
+        DOCA_SUCCESS
+    );
+    stop_and_destroy_server(server, pe);
+
+    expect!(doca_pe_destroy(pe), DOCA_SUCCESS);
+    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
+    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+}
+
+#[test]
+fn a_client_starts_in_progress_and_a_stop_returns_it_to_idle() {
+    setup();
+    let bad = DOCA_ERROR_BAD_STATE;
+    let host = open_dev(HOST);
+    let pe = new_pe();
+    // No server of this name: the client keeps trying while STARTING.
+    let client = configured_client(host, c"capi-nobody-listens");
+    let ctx = client_ctx(client);
+    let mut conn = null_mut();
+    expect!(doca_comch_client_get_connection(client, &mut conn), bad);
+    explained("once RUNNING");
+    expect!(doca_pe_connect_ctx(pe, ctx), DOCA_SUCCESS);
+    expect!(doca_ctx_start(ctx), DOCA_ERROR_IN_PROGRESS);
+    assert_eq!(state(ctx), DOCA_CTX_STATE_STARTING);
+    for _ in 0..100 {
+        // SAFETY: a live PE.
+        unsafe { doca_pe_progress(pe) };
+    }
+    assert_eq!(state(ctx), DOCA_CTX_STATE_STARTING);
+    expect!(doca_comch_client_get_connection(client, &mut conn), bad);
+    assert!(conn.is_null());
+    // Starting is not IDLE: no configuration, no second start, no destroy.
+    expect!(doca_comch_client_set_max_msg_size(client, 64), bad);
+    expect!(
+        doca_comch_client_task_send_set_conf(client, Some(sent), Some(sent), 8),
+        bad
+    );
+    expect!(
+        doca_comch_client_event_msg_recv_register(client, Some(received)),
+        bad
+    );
+    expect!(doca_ctx_start(ctx), bad);
+    expect!(doca_comch_client_destroy(client), bad);
+
+    expect!(doca_ctx_stop(ctx), DOCA_SUCCESS);
+    assert_eq!(state(ctx), DOCA_CTX_STATE_IDLE);
+    expect!(doca_ctx_stop(ctx), bad);
+    // IDLE again: it can be started again, or destroyed.
+    expect!(doca_ctx_start(ctx), DOCA_ERROR_IN_PROGRESS);
+    expect!(doca_ctx_stop(ctx), DOCA_SUCCESS);
+    expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
+
+    expect!(doca_pe_destroy(pe), DOCA_SUCCESS);
+    expect!(doca_dev_close(host), DOCA_SUCCESS);
+}
+
+#[test]
+fn connections_sends_and_counters_are_checked() {
+    setup();
+    let v = DOCA_ERROR_INVALID_VALUE;
+    let arm = open_dev(ARM);
+    let rep = open_rep(arm);
+    let host = open_dev(HOST);
+    let (spe, cpe) = (new_pe(), new_pe());
+    // Both sides agree on 64-byte messages (or the server refuses the client).
+    let server = configured_server(arm, rep, c"capi-conn");
+    expect!(doca_comch_server_set_max_msg_size(server, 64), DOCA_SUCCESS);
+    expect!(doca_pe_connect_ctx(spe, server_ctx(server)), DOCA_SUCCESS);
+    expect!(doca_ctx_start(server_ctx(server)), DOCA_SUCCESS);
+    let client = configured_client(host, c"capi-conn");
+    expect!(doca_comch_client_set_max_msg_size(client, 64), DOCA_SUCCESS);
+    let cctx = client_ctx(client);
+    expect!(doca_pe_connect_ctx(cpe, cctx), DOCA_SUCCESS);
+    expect!(doca_ctx_start(cctx), DOCA_ERROR_IN_PROGRESS);
+    progress_until(&[spe, cpe], || {
+        state(cctx) == DOCA_CTX_STATE_RUNNING && ACCEPTED.with(|a| a.borrow().len() == 1)
+    });
+    let accepted = ACCEPTED.with(|a| a.borrow()[0]);
+    let mut conn = null_mut();
+    expect!(
+        doca_comch_client_get_connection(client, &mut conn),
+        DOCA_SUCCESS
+    );
+    expect!(doca_comch_client_get_connection(client, null_mut()), v);
+
+    // Each connection knows its side.
+    expect!(doca_comch_server_get_server_ctx(accepted), server);
+    expect!(doca_comch_client_get_client_ctx(accepted), null_mut());
+    expect!(doca_comch_client_get_client_ctx(conn), client);
+    expect!(doca_comch_server_get_server_ctx(conn), null_mut());
+
+    // Messages: NULL with a length, NULL out-parameter, larger than the max message size.
+    let msg = [7u8; 65];
+    let mut task = null_mut();
+    expect!(
+        doca_comch_client_task_send_alloc_init(client, conn, null(), 4, &mut task),
+        v
+    );
+    expect!(
+        doca_comch_client_task_send_alloc_init(client, conn, msg.as_ptr().cast(), 4, null_mut()),
+        v
+    );
+    expect!(
+        doca_comch_client_task_send_alloc_init(client, conn, msg.as_ptr().cast(), 65, &mut task),
+        v
+    );
+    explained("larger than the max message size");
+    expect!(
+        doca_comch_server_task_send_alloc_init(
+            server,
+            accepted,
+            msg.as_ptr().cast(),
+            65,
+            &mut task
+        ),
+        v
+    );
+    expect!(
+        doca_comch_client_task_send_alloc_init(client, conn, msg.as_ptr().cast(), 64, &mut task),
+        DOCA_SUCCESS
+    );
+    // SAFETY: allocated above, never submitted.
+    unsafe { doca_task_free(doca_comch_task_send_as_task(task)) };
+
+    // A connection of another context: another server's, or the client's on the server.
+    let other = started_server(arm, rep, c"capi-conn-other", spe);
+    expect!(
+        doca_comch_server_task_send_alloc_init(other, accepted, msg.as_ptr().cast(), 4, &mut task),
+        v
+    );
+    explained("belongs to another");
+    expect!(doca_comch_server_disconnect(other, accepted), v);
+    expect!(
+        doca_comch_server_task_send_alloc_init(server, conn, msg.as_ptr().cast(), 4, &mut task),
+        v
+    );
+    expect!(
+        doca_comch_client_task_send_alloc_init(client, accepted, msg.as_ptr().cast(), 4, &mut task),
+        v
+    );
+    expect!(doca_comch_server_disconnect(server, null_mut()), v);
+    stop_and_destroy_server(other, spe);
+
+    // Counters: the four DOCA defines, nothing else.
+    let mut value = 0u64;
+    expect!(doca_comch_connection_update_info(conn), DOCA_SUCCESS);
+    for counter in [
+        DOCA_COMCH_COUNTER_SENT_MESSAGES,
+        DOCA_COMCH_COUNTER_SENT_BYTES,
+        DOCA_COMCH_COUNTER_RECV_MESSAGES,
+        DOCA_COMCH_COUNTER_RECV_BYTES,
+    ] {
+        expect!(
+            doca_comch_connection_get_counter(conn, counter, &mut value),
+            DOCA_SUCCESS
+        );
+        assert_eq!(value, 0, "nothing sent yet");
+    }
+    expect!(doca_comch_connection_get_counter(conn, 0, &mut value), v);
+    expect!(doca_comch_connection_get_counter(conn, 5, &mut value), v);
+    explained("not a doca_comch_counter");
+    expect!(
+        doca_comch_connection_get_counter(conn, DOCA_COMCH_COUNTER_SENT_BYTES, null_mut()),
+        v
+    );
+
+    // User data stays with the connection.
+    expect!(
+        doca_comch_connection_set_user_data(accepted, doca_data { u64_: 0xfeed }),
+        DOCA_SUCCESS
+    );
+    // SAFETY: a live connection; the data holds an integer.
+    let data = unsafe { doca_comch_connection_get_user_data(accepted).u64_ };
+    assert_eq!(data, 0xfeed);
+
+    // The client stops (the server hears of it), then the server.
+    // SAFETY: a live client.
+    let rc = unsafe { doca_ctx_stop(cctx) };
+    assert!(rc == DOCA_SUCCESS || rc == DOCA_ERROR_IN_PROGRESS, "{rc}");
+    progress_until(&[spe, cpe], || {
+        state(cctx) == DOCA_CTX_STATE_IDLE && ACCEPTED.with(|a| a.borrow().is_empty())
+    });
+    expect!(
+        doca_comch_client_get_connection(client, &mut conn),
+        DOCA_ERROR_BAD_STATE
+    );
+    // Both ends of the closed connection are gone for good.
+    expect!(doca_comch_connection_update_info(conn), v);
+    explained("was destroyed");
+    expect!(
+        doca_comch_server_task_send_alloc_init(server, accepted, msg.as_ptr().cast(), 4, &mut task),
+        v
+    );
+    expect!(doca_comch_server_disconnect(server, accepted), v);
+    expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
+    stop_and_destroy_server(server, spe);
+
+    expect!(doca_pe_destroy(cpe), DOCA_SUCCESS);
+    expect!(doca_pe_destroy(spe), DOCA_SUCCESS);
+    expect!(doca_dev_close(host), DOCA_SUCCESS);
+    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
+    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+}
