@@ -1,43 +1,20 @@
 //! The datapath allocates nothing once warm: a counting global allocator sees zero allocations
 //! across thousands of CPU → DPA → CPU round trips, on every thread of the process.
 
+#[path = "support/counting.rs"]
+mod counting;
+
+use counting::allocations;
 use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
 use dpakit::soft::SchedMode;
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 fn allocations_during(path: &MsgqPath, round_trips: u64, pipelined: bool) -> u64 {
     let timeout = Duration::from_secs(10);
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let before = allocations();
     if pipelined {
         let depth = u64::from(path.depth());
         for i in 0..round_trips {
@@ -69,7 +46,7 @@ fn allocations_during(path: &MsgqPath, round_trips: u64, pipelined: bool) -> u64
             assert_eq!(reply.msg, msg);
         }
     }
-    ALLOCATIONS.load(Ordering::SeqCst) - before
+    allocations() - before
 }
 
 #[test]

@@ -268,3 +268,18 @@ fn the_safe_api_loans_writes_and_sends_into_a_consumer() {
     drop(consumer);
     p.client.stop().unwrap();
 }
+
+#[test]
+fn chained_buffers_are_not_supported() {
+    let dev = Dev::open_by_pci("b1:00.0").unwrap();
+    let mut mem = fast::Memory::new(dev.as_raw(), 8192, 2, true);
+    let (a, b) = (mem.buf(0, 4096), mem.buf(4096, 4096));
+    // SAFETY: two live buffers of ours.
+    let rc = unsafe { dpakit_sys::doca_buf_chain_list(a, b) };
+    assert_eq!(rc, dpakit_sys::DOCA_ERROR_NOT_SUPPORTED);
+    for buf in [a, b] {
+        let mut left = 0;
+        // SAFETY: as above.
+        unsafe { dpakit_sys::doca_buf_dec_refcount(buf, &mut left) };
+    }
+}

@@ -55,6 +55,10 @@ doca_error_t doca_buf_set_data_len(struct doca_buf *buf, size_t data_len);
 DOCA_STABLE
 doca_error_t doca_buf_reset_data_len(struct doca_buf *buf);
 
+/* Appends list2 to list1. The soft device keeps buffers unchained: DOCA_ERROR_NOT_SUPPORTED. */
+DOCA_STABLE
+doca_error_t doca_buf_chain_list(struct doca_buf *list1, struct doca_buf *list2);
+
 #ifdef __cplusplus
 }
 #endif

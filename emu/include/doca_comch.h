@@ -112,6 +112,14 @@ DOCA_STABLE doca_error_t doca_comch_server_event_consumer_register(struct doca_c
 DOCA_STABLE doca_error_t doca_comch_server_disconnect(struct doca_comch_server *comch_server,
 						      struct doca_comch_connection *connection);
 
+/* DOCA 2.7 names of the two functions renamed in 2.8, for programs written against 2.7. */
+DOCA_DEPRECATED doca_error_t doca_comch_server_event_connection_register(
+	struct doca_comch_server *comch_server,
+	doca_comch_event_connection_status_changed_cb_t connect_event_cb,
+	doca_comch_event_connection_status_changed_cb_t disconnect_event_cb);
+DOCA_DEPRECATED doca_error_t doca_comch_server_get_device_repr(const struct doca_comch_server *comch_server,
+							       struct doca_dev_rep **repr);
+
 /* Client (host side): connects to the server of a name through its device. */
 DOCA_STABLE doca_error_t doca_comch_client_create(struct doca_dev *dev,
 						  const char *name,

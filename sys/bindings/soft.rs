@@ -479,6 +479,9 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn doca_buf_reset_data_len(buf: *mut doca_buf) -> doca_error_t;
 }
+unsafe extern "C" {
+    pub fn doca_buf_chain_list(list1: *mut doca_buf, list2: *mut doca_buf) -> doca_error_t;
+}
 #[repr(C)]
 #[derive(Debug)]
 pub struct doca_buf_inventory {
@@ -703,6 +706,19 @@ unsafe extern "C" {
     pub fn doca_comch_server_disconnect(
         comch_server: *mut doca_comch_server,
         connection: *mut doca_comch_connection,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_event_connection_register(
+        comch_server: *mut doca_comch_server,
+        connect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+        disconnect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comch_server_get_device_repr(
+        comch_server: *const doca_comch_server,
+        repr: *mut *mut doca_dev_rep,
     ) -> doca_error_t;
 }
 unsafe extern "C" {

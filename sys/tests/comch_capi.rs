@@ -1063,3 +1063,28 @@ fn connections_sends_and_counters_are_checked() {
     expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
     expect!(doca_dev_close(arm), DOCA_SUCCESS);
 }
+
+#[test]
+fn the_doca_2_7_names_reach_the_same_functions() {
+    setup();
+    let arm = open_dev(c"03:00.0");
+    let rep = open_rep(arm);
+    let server = configured_server(arm, rep, c"old-names");
+    let mut got = null_mut();
+    expect!(
+        doca_comch_server_get_device_repr(server, &mut got),
+        DOCA_SUCCESS
+    );
+    assert_eq!(got, rep);
+    expect!(
+        doca_comch_server_event_connection_register(server, Some(connected), Some(disconnected)),
+        DOCA_SUCCESS
+    );
+    expect!(
+        doca_comch_server_event_connection_register(server, None, Some(disconnected)),
+        DOCA_ERROR_INVALID_VALUE
+    );
+    expect!(doca_comch_server_destroy(server), DOCA_SUCCESS);
+    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
+    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+}

@@ -24,10 +24,14 @@ macro_rules! ok {
     }};
 }
 
+/// The soft device's explanation of the thread's last failed call (none on DOCA's libraries).
 pub fn last_error() -> String {
+    let Some(soft) = dpakit_sys::soft::api() else {
+        return String::new();
+    };
     let mut buf = [0u8; 512];
     // SAFETY: a writable buffer of its length.
-    unsafe { dpakit_soft_last_error(buf.as_mut_ptr().cast(), buf.len()) };
+    unsafe { (soft.last_error)(buf.as_mut_ptr().cast(), buf.len()) };
     std::ffi::CStr::from_bytes_until_nul(&buf)
         .unwrap()
         .to_string_lossy()

@@ -229,3 +229,21 @@ pub unsafe extern "C" fn doca_buf_reset_data_len(buf: *mut doca_buf) -> doca_err
         self::buf(buf)?.buf.reset_data_len()
     })
 }
+
+/// `doca_buf_chain_list`: `NOT_SUPPORTED`. Comch (the soft device's only user of buffer lists)
+/// refuses chained buffers, so the soft device does not build them.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_chain_list(
+    list1: *mut doca_buf,
+    list2: *mut doca_buf,
+) -> doca_error_t {
+    call("doca_buf_chain_list", || {
+        self::buf(list1)?;
+        self::buf(list2)?;
+        bail!(
+            NotSupported,
+            "chained buffers are not supported: DOCA Comch takes one buffer per task, and the \
+             soft device builds no chains"
+        )
+    })
+}

@@ -641,3 +641,32 @@ pub unsafe extern "C" fn doca_comch_server_disconnect(
         s.disconnect(connection.cast())
     })
 }
+
+/// `doca_comch_server_event_connection_register`: the DOCA 2.7 name of
+/// [`doca_comch_server_event_connection_status_changed_register`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_event_connection_register(
+    comch_server: *mut doca_comch_server,
+    connect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+    disconnect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+) -> doca_error_t {
+    // SAFETY: the same contract as the function it names.
+    unsafe {
+        doca_comch_server_event_connection_status_changed_register(
+            comch_server,
+            connect_event_cb,
+            disconnect_event_cb,
+        )
+    }
+}
+
+/// `doca_comch_server_get_device_repr`: the DOCA 2.7 name of
+/// [`doca_comch_server_get_device_rep`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_get_device_repr(
+    comch_server: *const doca_comch_server,
+    repr: *mut *mut doca_dev_rep,
+) -> doca_error_t {
+    // SAFETY: the same contract as the function it names.
+    unsafe { doca_comch_server_get_device_rep(comch_server, repr) }
+}
