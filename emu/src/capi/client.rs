@@ -364,56 +364,6 @@ pub unsafe extern "C" fn doca_comch_client_as_ctx(
     })
 }
 
-macro_rules! client_setter {
-    ($name:ident, $method:ident) => {
-        #[doc = concat!("`", stringify!($name), "`.")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            comch_client: *mut doca_comch_client,
-            size: u32,
-        ) -> doca_error_t {
-            call(stringify!($name), || {
-                client(comch_client, "comch_client")?.ep.$method(size)
-            })
-        }
-    };
-}
-
-macro_rules! client_getter {
-    ($name:ident, $field:ident) => {
-        #[doc = concat!("`", stringify!($name), "`.")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            comch_client: *const doca_comch_client,
-            size: *mut u32,
-        ) -> doca_error_t {
-            call(stringify!($name), || {
-                let v = client(comch_client, "comch_client")?.ep.$field.get();
-                // SAFETY: writable by the C contract (checked non-null).
-                unsafe { out(size, "size", v) }
-            })
-        }
-    };
-}
-
-client_setter!(doca_comch_client_set_max_msg_size, set_max_msg_size);
-client_setter!(doca_comch_client_set_recv_queue_size, set_recv_queue_size);
-client_getter!(doca_comch_client_get_max_msg_size, max_msg_size);
-client_getter!(doca_comch_client_get_recv_queue_size, recv_queue_size);
-
-/// `doca_comch_client_get_device`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_client_get_device(
-    comch_client: *const doca_comch_client,
-    dev: *mut *mut doca_dev,
-) -> doca_error_t {
-    call("doca_comch_client_get_device", || {
-        let d = client(comch_client, "comch_client")?.ep.dev;
-        // SAFETY: writable by the C contract (checked non-null).
-        unsafe { out(dev, "dev", d.cast()) }
-    })
-}
-
 /// `doca_comch_client_get_connection`: `BAD_STATE` until the client runs.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_comch_client_get_connection(
@@ -434,62 +384,15 @@ pub unsafe extern "C" fn doca_comch_client_get_connection(
     })
 }
 
-/// `doca_comch_client_task_send_set_conf`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_client_task_send_set_conf(
-    comch_client: *mut doca_comch_client,
-    task_completion_cb: doca_comch_task_send_completion_cb_t,
-    task_error_cb: doca_comch_task_send_completion_cb_t,
-    num_send_tasks: u32,
-) -> doca_error_t {
-    call("doca_comch_client_task_send_set_conf", || {
-        client(comch_client, "comch_client")?.ep.set_send_conf(
-            task_completion_cb,
-            task_error_cb,
-            num_send_tasks,
-        )
-    })
-}
-
-/// `doca_comch_client_task_send_alloc_init`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_client_task_send_alloc_init(
-    comch_client: *mut doca_comch_client,
-    peer: *mut doca_comch_connection,
-    msg: *const c_void,
-    len: u32,
-    task: *mut *mut doca_comch_task_send,
-) -> doca_error_t {
-    call("doca_comch_client_task_send_alloc_init", || {
-        client(comch_client, "comch_client")?
-            .ep
-            .alloc_send(peer, msg, len, task)
-    })
-}
-
-/// `doca_comch_client_event_msg_recv_register`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_client_event_msg_recv_register(
-    comch_client: *mut doca_comch_client,
-    recv_event_cb: doca_comch_event_msg_recv_cb_t,
-) -> doca_error_t {
-    call("doca_comch_client_event_msg_recv_register", || {
-        client(comch_client, "comch_client")?
-            .ep
-            .set_recv_cb(recv_event_cb)
-    })
-}
-
-/// `doca_comch_client_event_consumer_register`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_client_event_consumer_register(
-    comch_client: *mut doca_comch_client,
-    new_consumer_event_cb: doca_comch_event_consumer_cb_t,
-    expired_consumer_event_cb: doca_comch_event_consumer_cb_t,
-) -> doca_error_t {
-    call("doca_comch_client_event_consumer_register", || {
-        client(comch_client, "comch_client")?
-            .ep
-            .set_consumer_cbs(new_consumer_event_cb, expired_consumer_event_cb)
-    })
+super::comch_api::endpoint_functions! {
+    object: doca_comch_client, param: comch_client, get: client,
+    set_max_msg_size: doca_comch_client_set_max_msg_size,
+    set_recv_queue_size: doca_comch_client_set_recv_queue_size,
+    get_max_msg_size: doca_comch_client_get_max_msg_size,
+    get_recv_queue_size: doca_comch_client_get_recv_queue_size,
+    get_device: doca_comch_client_get_device,
+    task_send_set_conf: doca_comch_client_task_send_set_conf,
+    task_send_alloc_init: doca_comch_client_task_send_alloc_init,
+    event_msg_recv_register: doca_comch_client_event_msg_recv_register,
+    event_consumer_register: doca_comch_client_event_consumer_register,
 }

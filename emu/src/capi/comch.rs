@@ -4,13 +4,13 @@
 use super::connection::{ConnObj, ConnState, connection};
 use super::ctx::CtxCore;
 use super::fast_path::RemoteConsumer;
-use super::registry::{self, Kind, Object};
+use super::out;
+use super::registry::{Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
 use super::types::*;
-use super::{call, call_value, out};
 use crate::error::{ErrorCode, Result, bail, err};
 use crate::limits::{
-    COMCH_DEFAULT_RECV_QUEUE_SIZE, COMCH_MAX_CLIENTS, COMCH_MAX_MSG_SIZE, COMCH_MAX_NAME_LEN,
+    COMCH_DEFAULT_RECV_QUEUE_SIZE, COMCH_MAX_MSG_SIZE, COMCH_MAX_NAME_LEN,
     COMCH_MAX_RECV_QUEUE_SIZE, COMCH_MAX_SEND_TASKS,
 };
 use crate::wire::Recv;
@@ -451,118 +451,4 @@ impl Drop for Endpoint {
     fn drop(&mut self) {
         self.done.get_mut().clear();
     }
-}
-
-/// The task behind a `struct doca_comch_task_send *`.
-pub(crate) fn send_task<'a>(
-    ptr: *const doca_comch_task_send,
-    param: &str,
-) -> Result<&'a ComchSendTask> {
-    registry::get::<ComchSendTask>(ptr.cast(), param)
-}
-
-/// `doca_comch_task_send_as_task`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_task_send_as_task(
-    task: *mut doca_comch_task_send,
-) -> *mut doca_task {
-    call_value("doca_comch_task_send_as_task", std::ptr::null_mut(), || {
-        send_task(task, "task")?;
-        Ok(task.cast())
-    })
-}
-
-/// A capability of the control path: `value` if the device hosts a server or a client.
-fn control_cap(
-    devinfo: *const doca_devinfo,
-    value: usize,
-    dst: *mut u32,
-    param: &str,
-) -> Result<()> {
-    let info = super::dev::devinfo(devinfo, "devinfo")?;
-    if !info.caps().comch {
-        info.comch_cap_server_is_supported()?;
-    }
-    // SAFETY: writable by the C contract (checked non-null).
-    unsafe { out(dst, param, value as u32) }
-}
-
-/// `doca_comch_cap_server_is_supported`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_cap_server_is_supported(
-    devinfo: *const doca_devinfo,
-) -> doca_error_t {
-    call("doca_comch_cap_server_is_supported", || {
-        super::dev::devinfo(devinfo, "devinfo")?.comch_cap_server_is_supported()
-    })
-}
-
-/// `doca_comch_cap_client_is_supported`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_cap_client_is_supported(
-    devinfo: *const doca_devinfo,
-) -> doca_error_t {
-    call("doca_comch_cap_client_is_supported", || {
-        super::dev::devinfo(devinfo, "devinfo")?.comch_cap_client_is_supported()
-    })
-}
-
-/// `doca_comch_cap_get_max_name_len` (with the NUL).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_cap_get_max_name_len(
-    devinfo: *const doca_devinfo,
-    max_name_len: *mut u32,
-) -> doca_error_t {
-    call("doca_comch_cap_get_max_name_len", || {
-        control_cap(devinfo, COMCH_MAX_NAME_LEN, max_name_len, "max_name_len")
-    })
-}
-
-/// `doca_comch_cap_get_max_msg_size`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_cap_get_max_msg_size(
-    devinfo: *const doca_devinfo,
-    size: *mut u32,
-) -> doca_error_t {
-    call("doca_comch_cap_get_max_msg_size", || {
-        control_cap(devinfo, COMCH_MAX_MSG_SIZE, size, "size")
-    })
-}
-
-/// `doca_comch_cap_get_max_recv_queue_size`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_cap_get_max_recv_queue_size(
-    devinfo: *const doca_devinfo,
-    size: *mut u32,
-) -> doca_error_t {
-    call("doca_comch_cap_get_max_recv_queue_size", || {
-        control_cap(devinfo, COMCH_MAX_RECV_QUEUE_SIZE, size, "size")
-    })
-}
-
-/// `doca_comch_cap_get_max_clients`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_cap_get_max_clients(
-    devinfo: *const doca_devinfo,
-    num_clients: *mut u32,
-) -> doca_error_t {
-    call("doca_comch_cap_get_max_clients", || {
-        control_cap(devinfo, COMCH_MAX_CLIENTS, num_clients, "num_clients")
-    })
-}
-
-/// `doca_comch_cap_get_max_send_tasks`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_cap_get_max_send_tasks(
-    devinfo: *const doca_devinfo,
-    max_send_tasks: *mut u32,
-) -> doca_error_t {
-    call("doca_comch_cap_get_max_send_tasks", || {
-        control_cap(
-            devinfo,
-            COMCH_MAX_SEND_TASKS,
-            max_send_tasks,
-            "max_send_tasks",
-        )
-    })
 }

@@ -17,6 +17,7 @@
 mod buf;
 mod client;
 mod comch;
+mod comch_api;
 mod connection;
 mod consumer;
 mod consumer_completion;
@@ -39,7 +40,7 @@ pub mod types;
 
 pub use buf::*;
 pub use client::*;
-pub use comch::*;
+pub use comch_api::*;
 pub use connection::*;
 pub use consumer::*;
 pub use consumer_completion::*;

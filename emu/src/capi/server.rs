@@ -472,56 +472,6 @@ pub unsafe extern "C" fn doca_comch_server_as_ctx(
     })
 }
 
-macro_rules! server_setter {
-    ($name:ident, $method:ident) => {
-        #[doc = concat!("`", stringify!($name), "`.")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            comch_server: *mut doca_comch_server,
-            size: u32,
-        ) -> doca_error_t {
-            call(stringify!($name), || {
-                server(comch_server, "comch_server")?.ep.$method(size)
-            })
-        }
-    };
-}
-
-macro_rules! server_getter {
-    ($name:ident, $field:ident) => {
-        #[doc = concat!("`", stringify!($name), "`.")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $name(
-            comch_server: *const doca_comch_server,
-            size: *mut u32,
-        ) -> doca_error_t {
-            call(stringify!($name), || {
-                let v = server(comch_server, "comch_server")?.ep.$field.get();
-                // SAFETY: writable by the C contract (checked non-null).
-                unsafe { out(size, "size", v) }
-            })
-        }
-    };
-}
-
-server_setter!(doca_comch_server_set_max_msg_size, set_max_msg_size);
-server_setter!(doca_comch_server_set_recv_queue_size, set_recv_queue_size);
-server_getter!(doca_comch_server_get_max_msg_size, max_msg_size);
-server_getter!(doca_comch_server_get_recv_queue_size, recv_queue_size);
-
-/// `doca_comch_server_get_device`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_server_get_device(
-    comch_server: *const doca_comch_server,
-    dev: *mut *mut doca_dev,
-) -> doca_error_t {
-    call("doca_comch_server_get_device", || {
-        let d = server(comch_server, "comch_server")?.ep.dev;
-        // SAFETY: writable by the C contract (checked non-null).
-        unsafe { out(dev, "dev", d.cast()) }
-    })
-}
-
 /// `doca_comch_server_get_device_rep`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_comch_server_get_device_rep(
@@ -532,52 +482,6 @@ pub unsafe extern "C" fn doca_comch_server_get_device_rep(
         let r = server(comch_server, "comch_server")?.rep;
         // SAFETY: writable by the C contract (checked non-null).
         unsafe { out(rep, "rep", r.cast()) }
-    })
-}
-
-/// `doca_comch_server_task_send_set_conf`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_server_task_send_set_conf(
-    comch_server: *mut doca_comch_server,
-    task_completion_cb: doca_comch_task_send_completion_cb_t,
-    task_error_cb: doca_comch_task_send_completion_cb_t,
-    num_send_tasks: u32,
-) -> doca_error_t {
-    call("doca_comch_server_task_send_set_conf", || {
-        server(comch_server, "comch_server")?.ep.set_send_conf(
-            task_completion_cb,
-            task_error_cb,
-            num_send_tasks,
-        )
-    })
-}
-
-/// `doca_comch_server_task_send_alloc_init`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_server_task_send_alloc_init(
-    comch_server: *mut doca_comch_server,
-    peer: *mut doca_comch_connection,
-    msg: *const c_void,
-    len: u32,
-    task: *mut *mut doca_comch_task_send,
-) -> doca_error_t {
-    call("doca_comch_server_task_send_alloc_init", || {
-        server(comch_server, "comch_server")?
-            .ep
-            .alloc_send(peer, msg, len, task)
-    })
-}
-
-/// `doca_comch_server_event_msg_recv_register`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_server_event_msg_recv_register(
-    comch_server: *mut doca_comch_server,
-    recv_event_cb: doca_comch_event_msg_recv_cb_t,
-) -> doca_error_t {
-    call("doca_comch_server_event_msg_recv_register", || {
-        server(comch_server, "comch_server")?
-            .ep
-            .set_recv_cb(recv_event_cb)
     })
 }
 
@@ -606,20 +510,6 @@ pub unsafe extern "C" fn doca_comch_server_event_connection_status_changed_regis
             Ok(())
         },
     )
-}
-
-/// `doca_comch_server_event_consumer_register`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_server_event_consumer_register(
-    comch_server: *mut doca_comch_server,
-    new_consumer_event_cb: doca_comch_event_consumer_cb_t,
-    expired_consumer_event_cb: doca_comch_event_consumer_cb_t,
-) -> doca_error_t {
-    call("doca_comch_server_event_consumer_register", || {
-        server(comch_server, "comch_server")?
-            .ep
-            .set_consumer_cbs(new_consumer_event_cb, expired_consumer_event_cb)
-    })
 }
 
 /// `doca_comch_server_disconnect`: `IN_USE` while producers or consumers exist on the
@@ -669,4 +559,17 @@ pub unsafe extern "C" fn doca_comch_server_get_device_repr(
 ) -> doca_error_t {
     // SAFETY: the same contract as the function it names.
     unsafe { doca_comch_server_get_device_rep(comch_server, repr) }
+}
+
+super::comch_api::endpoint_functions! {
+    object: doca_comch_server, param: comch_server, get: server,
+    set_max_msg_size: doca_comch_server_set_max_msg_size,
+    set_recv_queue_size: doca_comch_server_set_recv_queue_size,
+    get_max_msg_size: doca_comch_server_get_max_msg_size,
+    get_recv_queue_size: doca_comch_server_get_recv_queue_size,
+    get_device: doca_comch_server_get_device,
+    task_send_set_conf: doca_comch_server_task_send_set_conf,
+    task_send_alloc_init: doca_comch_server_task_send_alloc_init,
+    event_msg_recv_register: doca_comch_server_event_msg_recv_register,
+    event_consumer_register: doca_comch_server_event_consumer_register,
 }
