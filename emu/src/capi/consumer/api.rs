@@ -328,7 +328,9 @@ pub unsafe extern "C" fn doca_comch_consumer_create(
         let conn = crate::capi::connection::connection(comch_connection, "comch_connection")?;
         crate::capi::mmap::mmap(buf_mmap, "buf_mmap")?;
         crate::capi::non_null(consumer, "consumer")?;
-        if conn.state.get() != crate::capi::connection::ConnState::Connected {
+        // Endpoints may be created on other threads than the connection's: read only what is
+        // shared with them.
+        if conn.shared.is_closed() {
             bail!(NotConnected, "the connection is closed");
         }
         let shared = conn.shared.clone();

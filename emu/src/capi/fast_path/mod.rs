@@ -24,6 +24,8 @@ pub(crate) struct ConnShared {
     next_producer_id: AtomicU32,
     /// Producers and consumers alive on the connection.
     pub users: AtomicU32,
+    /// Set once the connection closed: what other threads may read of its state.
+    closed: std::sync::atomic::AtomicBool,
     /// The peer's consumers, as announced.
     remote: Mutex<Vec<Arc<RemoteConsumer>>>,
 }
@@ -41,6 +43,7 @@ impl ConnShared {
             next_consumer_id: AtomicU32::new(1),
             next_producer_id: AtomicU32::new(1),
             users: AtomicU32::new(0),
+            closed: std::sync::atomic::AtomicBool::new(false),
             remote: Mutex::new(Vec::new()),
         }))
     }
@@ -124,10 +127,16 @@ impl ConnShared {
 
     /// The connection closed: every consumer of the peer is gone.
     pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
         let mut remote = self.remote.lock().unwrap_or_else(|p| p.into_inner());
         for c in remote.drain(..) {
             c.dead.store(true, Ordering::Release);
         }
+    }
+
+    /// Whether the connection closed (readable from any thread).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
     }
 
     fn find_remote(&self, id: u32) -> Option<Arc<RemoteConsumer>> {

@@ -303,7 +303,9 @@ pub unsafe extern "C" fn doca_comch_producer_create(
     call("doca_comch_producer_create", || {
         let conn = crate::capi::connection::connection(comch_connection, "comch_connection")?;
         crate::capi::non_null(producer, "producer")?;
-        if conn.state.get() != crate::capi::connection::ConnState::Connected {
+        // Endpoints may be created on other threads than the connection's: read only what is
+        // shared with them.
+        if conn.shared.is_closed() {
             bail!(NotConnected, "the connection is closed");
         }
         let shared = conn.shared.clone();
