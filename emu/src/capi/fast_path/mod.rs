@@ -161,6 +161,28 @@ unsafe impl Send for Mapping {}
 // SAFETY: as above.
 unsafe impl Sync for Mapping {}
 
+/// `INVALID_VALUE` unless `fd` is a memory file of at least `len` bytes that cannot shrink:
+/// mapping anything else from a peer could fault on access.
+pub(super) fn check_shared_file(fd: RawFd, len: usize) -> Result<()> {
+    // SAFETY: no pointers.
+    let seals = unsafe { libc::fcntl(fd, libc::F_GET_SEALS) };
+    // SAFETY: stat is plain data; fstat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid stat buffer.
+    let size = if unsafe { libc::fstat(fd, &mut st) } == 0 {
+        st.st_size as u64
+    } else {
+        0
+    };
+    if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 || size < len as u64 {
+        bail!(
+            InvalidValue,
+            "the peer announced a memory file that is not a sealed memfd of {len} bytes"
+        );
+    }
+    Ok(())
+}
+
 impl Mapping {
     pub(super) fn map(fd: RawFd, len: usize) -> Result<Mapping> {
         // SAFETY: a fresh shared mapping of `len` bytes of `fd`; the result is checked.
@@ -193,7 +215,8 @@ impl Drop for Mapping {
 
 pub(super) fn memfd(name: &std::ffi::CStr, len: usize) -> Result<OwnedFd> {
     // SAFETY: a NUL-terminated name; the result is checked.
-    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    let fd =
+        unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
     if fd < 0 {
         bail!(
             OperatingSystem,
@@ -208,6 +231,15 @@ pub(super) fn memfd(name: &std::ffi::CStr, len: usize) -> Result<OwnedFd> {
         bail!(
             OperatingSystem,
             "ftruncate: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // Sealed against shrinking: a peer maps it and must never touch pages that went away.
+    // SAFETY: no pointers.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_SHRINK) } < 0 {
+        bail!(
+            OperatingSystem,
+            "sealing a memfd: {}",
             std::io::Error::last_os_error()
         );
     }
@@ -270,3 +302,31 @@ pub(crate) fn share_mmap(addr: *mut u8, len: usize) -> Result<SharedMemory> {
 
 mod ring;
 pub(crate) use ring::{Attempt, FastConsumer, FastProducer, RemoteConsumer};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_sealed_memfds_of_the_announced_size_are_mapped() {
+        let good = memfd(c"test", 8192).unwrap();
+        assert!(check_shared_file(good.as_raw_fd(), 8192).is_ok());
+        assert!(
+            check_shared_file(good.as_raw_fd(), 8193).is_err(),
+            "smaller than announced"
+        );
+        // SAFETY: a NUL-terminated name; the result is checked below.
+        let raw = unsafe { libc::memfd_create(c"unsealed".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(raw >= 0);
+        // SAFETY: a fresh descriptor nothing else owns.
+        let unsealed = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: no pointers.
+        unsafe { libc::ftruncate(unsealed.as_raw_fd(), 8192) };
+        assert!(
+            check_shared_file(unsealed.as_raw_fd(), 4096).is_err(),
+            "a file the peer could shrink"
+        );
+        // SAFETY: no pointers; shrinking a sealed memfd must fail.
+        assert!(unsafe { libc::ftruncate(good.as_raw_fd(), 0) } < 0);
+    }
+}

@@ -1,7 +1,7 @@
 //! The ring a consumer shares with the peer's producers: its posted receives and its
 //! completions, with the consumer and producer sides that use it.
 
-use super::{ConnShared, Mapping, SharedMemory, memfd};
+use super::{ConnShared, Mapping, SharedMemory, check_shared_file, memfd};
 use crate::error::{ErrorCode, Result, bail, err};
 use crate::limits::MAX_IMM_DATA_LEN;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -289,6 +289,8 @@ impl RemoteConsumer {
         let wake = fds.pop().expect("three");
         let data_fd = fds.pop().expect("three");
         let ring_fd = fds.pop().expect("three");
+        check_shared_file(ring_fd.as_raw_fd(), ring_len as usize)?;
+        check_shared_file(data_fd.as_raw_fd(), data_len as usize)?;
         let ring = Ring {
             map: Mapping::map(ring_fd.as_raw_fd(), ring_len as usize)?,
             depth,
