@@ -391,8 +391,8 @@ impl FastProducer {
                 break post;
             }
         };
-        let end = post.offset as usize + data.len();
-        if end > c.data.len {
+        let end = (post.offset as usize).checked_add(data.len());
+        if end.is_none_or(|end| end > c.data.len) {
             return Err(err(
                 ErrorCode::InvalidValue,
                 "the consumer posted a buffer outside its memory",
