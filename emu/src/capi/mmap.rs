@@ -37,7 +37,8 @@ impl MmapObj {
         if !self.mmap.allows_pci_write() {
             bail!(
                 InvalidValue,
-                "a consumer's mmap needs DOCA_ACCESS_FLAG_PCI_READ_WRITE                  (doca_mmap_set_permissions): the peer's producers write into it"
+                "a consumer's mmap needs DOCA_ACCESS_FLAG_PCI_READ_WRITE \
+                 (doca_mmap_set_permissions): the peer's producers write into it"
             );
         }
         let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());

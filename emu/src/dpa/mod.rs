@@ -105,7 +105,9 @@ impl App {
         if desc.magic != SoftApp::MAGIC {
             bail!(
                 InvalidValue,
-                "{app:p} is not a DPA app of the soft device (no dpakit app descriptor there):                  pass the app symbol of a dpakit app library (dpa_app!, DPAKIT_SOFT_APP or                  `cargo xtask build-dpa`)"
+                "{app:p} is not a DPA app of the soft device (no dpakit app descriptor there): \
+                 pass the app symbol of a dpakit app library (dpa_app!, DPAKIT_SOFT_APP or \
+                 `cargo xtask build-dpa`)"
             );
         }
         if desc.version != SoftApp::VERSION {
@@ -148,7 +150,8 @@ impl App {
                 SoftKernel::RPC if k.num_args as usize <= RPC_MAX_ARGS => KernelKind::Rpc,
                 _ => bail!(
                     InvalidValue,
-                    "kernel {i} (`{kname}`) of DPA app `{name}` has kind {} with {} arguments:                      a thread kernel takes 1, an RPC at most {RPC_MAX_ARGS}",
+                    "kernel {i} (`{kname}`) of DPA app `{name}` has kind {} with {} arguments: \
+                     a thread kernel takes 1, an RPC at most {RPC_MAX_ARGS}",
                     k.kind,
                     k.num_args
                 ),
