@@ -17,17 +17,35 @@ const C_PROGRAMS: &[(&str, &[&str])] = &[
     ("tests/c/argp_log.c", &[]),
 ];
 
-/// The Comch control-path ping-pong in C: server, client.
-const C_PAIR: (&str, &str) = (
-    "examples/c/comch_ctrl_server.c",
-    "examples/c/comch_ctrl_client.c",
-);
+/// A Comch echo CI runs between processes: the C server with the C client, then the Rust server
+/// example with the C client, each side with `args`.
+struct Pair {
+    /// Names its runtime directories.
+    name: &'static str,
+    c_server: &'static str,
+    c_client: &'static str,
+    rust_server: &'static str,
+    args: &'static [&'static str],
+}
 
-/// The Rust server example the C client also runs against.
-const RUST_SERVER_EXAMPLE: &str = "ctrl_path_server";
-
-/// Exchanges each pair makes in CI (the server's `-c` and the client's).
-const PAIR_EXCHANGES: &str = "2000";
+/// The control-path ping-pong and the fast-path echo (64 KiB messages: data crosses each way
+/// 2000 times without making the run long).
+const PAIRS: &[Pair] = &[
+    Pair {
+        name: "ctrl",
+        c_server: "examples/c/comch_ctrl_server.c",
+        c_client: "examples/c/comch_ctrl_client.c",
+        rust_server: "ctrl_path_server",
+        args: &["-c", "2000"],
+    },
+    Pair {
+        name: "data",
+        c_server: "examples/c/comch_data_server.c",
+        c_client: "examples/c/comch_data_client.c",
+        rust_server: "data_path_server",
+        args: &["-c", "2000", "-b", "65536"],
+    },
+];
 
 /// How long a pair's server may take to exit after its client did before it is killed.
 const SERVER_GRACE: Duration = Duration::from_secs(10);
@@ -128,39 +146,45 @@ pub fn c_programs(prefix: &Path) -> Result {
     Ok(())
 }
 
-/// The Comch control path between processes: the C server with the C client, then the Rust
-/// server example with the C client. Runs after [`doca_feature`], whose build of the kit the
-/// Rust server reuses (it links the prefix's libraries, like the C client).
+/// The Comch pairs between processes, for the control path and the fast path. Runs after
+/// [`doca_feature`], whose build of the kit the Rust servers reuse (they link the prefix's
+/// libraries, like the C clients).
 pub fn comch_pairs(prefix: &Path, cargo: impl Fn(&[&str], &[(&str, &str)]) -> Result) -> Result {
     let flags = pkg_config_flags(prefix)?;
     let app_dir = app_dir();
-    let c_server = build_c(C_PAIR.0, &flags, &app_dir)?;
-    let c_client = build_c(C_PAIR.1, &flags, &app_dir)?;
-    run_pair("c-c", &c_server, &c_client)?;
-
     let env = doca_env(prefix)?;
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    cargo(
-        &[
-            "build",
-            "--release",
-            "--features",
-            "doca",
-            "--example",
-            RUST_SERVER_EXAMPLE,
-        ],
-        &env,
-    )?;
-    let rust_server = doca_target_dir()
-        .join("release")
-        .join("examples")
-        .join(RUST_SERVER_EXAMPLE);
-    run_pair("rust-c", &rust_server, &c_client)
+    let mut build = vec!["build", "--release", "--features", "doca"];
+    for pair in PAIRS {
+        build.extend(["--example", pair.rust_server]);
+    }
+    cargo(&build, &env)?;
+    for pair in PAIRS {
+        let c_server = build_c(pair.c_server, &flags, &app_dir)?;
+        let c_client = build_c(pair.c_client, &flags, &app_dir)?;
+        let rust_server = doca_target_dir()
+            .join("release")
+            .join("examples")
+            .join(pair.rust_server);
+        run_pair(
+            &format!("{}-c-c", pair.name),
+            &c_server,
+            &c_client,
+            pair.args,
+        )?;
+        run_pair(
+            &format!("{}-rust-c", pair.name),
+            &rust_server,
+            &c_client,
+            pair.args,
+        )?;
+    }
+    Ok(())
 }
 
-/// Runs `server` in the background and `client` against it, both with `-c PAIR_EXCHANGES` and
-/// a fresh runtime directory `target/comch-pairs/<dir>` for their sockets.
-fn run_pair(dir: &str, server: &Path, client: &Path) -> Result {
+/// Runs `server` in the background and `client` against it, both with `args` and a fresh
+/// runtime directory `target/comch-pairs/<dir>` for their sockets, which must be empty after.
+fn run_pair(dir: &str, server: &Path, client: &Path, args: &[&str]) -> Result {
     let runtime = workspace_root()
         .join("target")
         .join("comch-pairs")
@@ -177,12 +201,12 @@ fn run_pair(dir: &str, server: &Path, client: &Path) -> Result {
         .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     let run = |program: &Path| {
         let mut cmd = Command::new(program);
-        cmd.args(["-c", PAIR_EXCHANGES])
-            .env("DPAKIT_SOFT_RUNTIME_DIR", &runtime);
+        cmd.args(args).env("DPAKIT_SOFT_RUNTIME_DIR", &runtime);
         cmd
     };
+    let args = args.join(" ");
     eprintln!(
-        "$ DPAKIT_SOFT_RUNTIME_DIR={} {} -c {PAIR_EXCHANGES} &",
+        "$ DPAKIT_SOFT_RUNTIME_DIR={} {} {args} &",
         runtime.display(),
         server.display()
     );
@@ -192,7 +216,7 @@ fn run_pair(dir: &str, server: &Path, client: &Path) -> Result {
             .map_err(|e| format!("cannot run {}: {e}", server.display()))?,
     );
     eprintln!(
-        "$ DPAKIT_SOFT_RUNTIME_DIR={} {} -c {PAIR_EXCHANGES}",
+        "$ DPAKIT_SOFT_RUNTIME_DIR={} {} {args}",
         runtime.display(),
         client.display()
     );
@@ -391,6 +415,22 @@ mod tests {
             e.contains("client failed") && e.contains("server failed"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn every_pair_names_sources_and_examples_that_exist() {
+        let root = workspace_root();
+        for pair in PAIRS {
+            for source in [pair.c_server, pair.c_client] {
+                assert!(root.join(source).is_file(), "{source}");
+            }
+            let example = root
+                .join("examples")
+                .join(pair.rust_server)
+                .with_extension("rs");
+            assert!(example.is_file(), "{}", example.display());
+            assert_eq!(pair.args[0], "-c", "both sides take the exchange count");
+        }
     }
 
     #[test]
