@@ -34,13 +34,14 @@
 
 DOCA_LOG_REGISTER(COMCH_CTRL_CLIENT);
 
+#include "comch_common.h"
+
 #define MAX_NAME_LEN 120	/* what doca_comch_cap_get_max_name_len reports, with the NUL */
 #define MAX_TEXT_LEN 4096
 #define NUM_SEND_TASKS 1	/* one message at a time */
 #define SPIN_USEC 200		/* keep polling this long after an event before sleeping */
 #define CONNECT_TIMEOUT_SEC 5
 #define ECHO_TIMEOUT_SEC 5
-#define STOP_TIMEOUT_SEC 5
 
 struct client_config {
 	char pci_addr[DOCA_DEVINFO_PCI_ADDR_SIZE];
@@ -62,25 +63,7 @@ struct client_state {
 	uint64_t send_errors;
 };
 
-static double now_sec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* ---- Flags ---- */
-
-static doca_error_t copy_flag(char *dst, size_t size, const char *value, const char *flag)
-{
-	if (strlen(value) >= size) {
-		DOCA_LOG_ERR("--%s takes at most %zu characters", flag, size - 1);
-		return DOCA_ERROR_INVALID_VALUE;
-	}
-	strcpy(dst, value);
-	return DOCA_SUCCESS;
-}
 
 static doca_error_t pci_addr_flag(void *param, void *config)
 {
@@ -116,27 +99,6 @@ static doca_error_t count_flag(void *param, void *config)
 	return DOCA_SUCCESS;
 }
 
-static doca_error_t register_flag(const char *short_name, const char *long_name, const char *arguments,
-				  const char *description, enum doca_argp_type type,
-				  doca_argp_param_cb_t callback)
-{
-	struct doca_argp_param *param;
-	doca_error_t result = doca_argp_param_create(&param);
-
-	if (result != DOCA_SUCCESS)
-		return result;
-	doca_argp_param_set_short_name(param, short_name);
-	doca_argp_param_set_long_name(param, long_name);
-	doca_argp_param_set_arguments(param, arguments);
-	doca_argp_param_set_description(param, description);
-	doca_argp_param_set_type(param, type);
-	doca_argp_param_set_callback(param, callback);
-	result = doca_argp_register_param(param);
-	if (result != DOCA_SUCCESS)
-		doca_argp_param_destroy(param);
-	return result;
-}
-
 static doca_error_t register_flags(void)
 {
 	doca_error_t result;
@@ -155,42 +117,6 @@ static doca_error_t register_flags(void)
 		result = register_flag("s", "server-name", "<NAME>",
 				       "name of the server (default dpakit_comch_ctrl)",
 				       DOCA_ARGP_TYPE_STRING, server_name_flag);
-	return result;
-}
-
-/* ---- Device ---- */
-
-static doca_error_t open_device(const char *pci_addr, struct doca_dev **dev)
-{
-	struct doca_devinfo **list;
-	uint32_t n;
-	doca_error_t result = doca_devinfo_create_list(&list, &n);
-
-	if (result != DOCA_SUCCESS) {
-		DOCA_LOG_ERR("cannot list devices: %s", doca_error_get_descr(result));
-		return result;
-	}
-	*dev = NULL;
-	result = DOCA_ERROR_NOT_FOUND;
-	for (uint32_t i = 0; i < n; i++) {
-		uint8_t equal = 0;
-
-		if (doca_devinfo_is_equal_pci_addr(list[i], pci_addr, &equal) != DOCA_SUCCESS || !equal)
-			continue;
-		result = doca_comch_cap_client_is_supported(list[i]);
-		if (result != DOCA_SUCCESS) {
-			DOCA_LOG_ERR("device %s cannot host a Comch client (%s): give a host-side device",
-				     pci_addr, doca_error_get_descr(result));
-			break;
-		}
-		result = doca_dev_open(list[i], dev);
-		if (result != DOCA_SUCCESS)
-			DOCA_LOG_ERR("cannot open device %s: %s", pci_addr, doca_error_get_descr(result));
-		break;
-	}
-	if (result == DOCA_ERROR_NOT_FOUND)
-		DOCA_LOG_ERR("no device at PCI address %s", pci_addr);
-	doca_devinfo_destroy_list(list);
 	return result;
 }
 
@@ -255,17 +181,6 @@ static void state_changed(const union doca_data user_data, struct doca_ctx *ctx,
 }
 
 /* ---- Progress ---- */
-
-/* Sleeps on the PE's notification handle until work arrives or timeout_ms passes. */
-static void sleep_on_pe(struct doca_pe *pe, doca_notification_handle_t handle, int timeout_ms)
-{
-	struct pollfd pfd = {.fd = handle, .events = POLLIN};
-
-	if (doca_pe_request_notification(pe) != DOCA_SUCCESS)
-		return;
-	(void)poll(&pfd, 1, timeout_ms);
-	doca_pe_clear_notification(pe, handle);
-}
 
 /*
  * Progresses until done(state) holds; false once the deadline passes. Busy for a moment after
@@ -407,7 +322,7 @@ static doca_error_t run(const struct client_config *cfg, struct doca_dev *dev, s
 	if (state->ctx_state != DOCA_CTX_STATE_IDLE) {
 		stopped = doca_ctx_stop(ctx);
 		if (stopped == DOCA_SUCCESS || stopped == DOCA_ERROR_IN_PROGRESS)
-			stopped = progress_until(pe, handle, state, idle, now_sec() + STOP_TIMEOUT_SEC) ?
+			stopped = progress_until(pe, handle, state, idle, now_sec() + COMCH_STOP_TIMEOUT_SEC) ?
 					  DOCA_SUCCESS :
 					  DOCA_ERROR_TIME_OUT;
 		if (stopped != DOCA_SUCCESS) {
@@ -458,7 +373,7 @@ int main(int argc, char **argv)
 	if (result != DOCA_SUCCESS)
 		goto argp_destroy; /* the parser has said what is wrong */
 
-	if (open_device(cfg.pci_addr, &dev) != DOCA_SUCCESS)
+	if (open_device(cfg.pci_addr, doca_comch_cap_client_is_supported, "a Comch client (give a host-side device)", &dev) != DOCA_SUCCESS)
 		goto argp_destroy;
 	/* The longest message, "TEXT N", must fit in one Comch message. */
 	result = doca_comch_cap_get_max_msg_size(doca_dev_as_devinfo(dev), &max_msg_size);

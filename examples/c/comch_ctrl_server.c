@@ -35,10 +35,11 @@
 
 DOCA_LOG_REGISTER(COMCH_CTRL_SERVER);
 
+#include "comch_common.h"
+
 #define MAX_NAME_LEN 120	/* what doca_comch_cap_get_max_name_len reports, with the NUL */
 #define NUM_SEND_TASKS 32	/* echoes in flight at once, over every client */
 #define SPIN_USEC 200		/* keep polling this long after an event before sleeping */
-#define STOP_TIMEOUT_SEC 5
 
 struct server_config {
 	char pci_addr[DOCA_DEVINFO_PCI_ADDR_SIZE];
@@ -65,25 +66,7 @@ static void on_signal(int signo)
 	interrupted = 1;
 }
 
-static double now_sec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* ---- Flags ---- */
-
-static doca_error_t copy_flag(char *dst, size_t size, const char *value, const char *flag)
-{
-	if (strlen(value) >= size) {
-		DOCA_LOG_ERR("--%s takes at most %zu characters", flag, size - 1);
-		return DOCA_ERROR_INVALID_VALUE;
-	}
-	strcpy(dst, value);
-	return DOCA_SUCCESS;
-}
 
 static doca_error_t pci_addr_flag(void *param, void *config)
 {
@@ -119,27 +102,6 @@ static doca_error_t count_flag(void *param, void *config)
 	return DOCA_SUCCESS;
 }
 
-static doca_error_t register_flag(const char *short_name, const char *long_name, const char *arguments,
-				  const char *description, enum doca_argp_type type,
-				  doca_argp_param_cb_t callback)
-{
-	struct doca_argp_param *param;
-	doca_error_t result = doca_argp_param_create(&param);
-
-	if (result != DOCA_SUCCESS)
-		return result;
-	doca_argp_param_set_short_name(param, short_name);
-	doca_argp_param_set_long_name(param, long_name);
-	doca_argp_param_set_arguments(param, arguments);
-	doca_argp_param_set_description(param, description);
-	doca_argp_param_set_type(param, type);
-	doca_argp_param_set_callback(param, callback);
-	result = doca_argp_register_param(param);
-	if (result != DOCA_SUCCESS)
-		doca_argp_param_destroy(param);
-	return result;
-}
-
 static doca_error_t register_flags(void)
 {
 	doca_error_t result;
@@ -160,71 +122,6 @@ static doca_error_t register_flags(void)
 				       "exit after echoing this many messages, once no client is left "
 				       "(default 1000)",
 				       DOCA_ARGP_TYPE_INT, count_flag);
-	return result;
-}
-
-/* ---- Devices ---- */
-
-static doca_error_t open_device(const char *pci_addr, struct doca_dev **dev)
-{
-	struct doca_devinfo **list;
-	uint32_t n;
-	doca_error_t result = doca_devinfo_create_list(&list, &n);
-
-	if (result != DOCA_SUCCESS) {
-		DOCA_LOG_ERR("cannot list devices: %s", doca_error_get_descr(result));
-		return result;
-	}
-	*dev = NULL;
-	result = DOCA_ERROR_NOT_FOUND;
-	for (uint32_t i = 0; i < n; i++) {
-		uint8_t equal = 0;
-
-		if (doca_devinfo_is_equal_pci_addr(list[i], pci_addr, &equal) != DOCA_SUCCESS || !equal)
-			continue;
-		result = doca_comch_cap_server_is_supported(list[i]);
-		if (result != DOCA_SUCCESS) {
-			DOCA_LOG_ERR("device %s cannot host a Comch server (%s): give the Arm-side device",
-				     pci_addr, doca_error_get_descr(result));
-			break;
-		}
-		result = doca_dev_open(list[i], dev);
-		if (result != DOCA_SUCCESS)
-			DOCA_LOG_ERR("cannot open device %s: %s", pci_addr, doca_error_get_descr(result));
-		break;
-	}
-	if (result == DOCA_ERROR_NOT_FOUND)
-		DOCA_LOG_ERR("no device at PCI address %s", pci_addr);
-	doca_devinfo_destroy_list(list);
-	return result;
-}
-
-static doca_error_t open_representor(struct doca_dev *dev, const char *pci_addr, struct doca_dev_rep **rep)
-{
-	struct doca_devinfo_rep **list;
-	uint32_t n;
-	doca_error_t result = doca_devinfo_rep_create_list(dev, DOCA_DEVINFO_REP_FILTER_NET, &list, &n);
-
-	if (result != DOCA_SUCCESS) {
-		DOCA_LOG_ERR("cannot list representors: %s", doca_error_get_descr(result));
-		return result;
-	}
-	*rep = NULL;
-	result = DOCA_ERROR_NOT_FOUND;
-	for (uint32_t i = 0; i < n; i++) {
-		uint8_t equal = 0;
-
-		if (doca_devinfo_rep_is_equal_pci_addr(list[i], pci_addr, &equal) != DOCA_SUCCESS || !equal)
-			continue;
-		result = doca_dev_rep_open(list[i], rep);
-		if (result != DOCA_SUCCESS)
-			DOCA_LOG_ERR("cannot open representor %s: %s", pci_addr,
-				     doca_error_get_descr(result));
-		break;
-	}
-	if (result == DOCA_ERROR_NOT_FOUND)
-		DOCA_LOG_ERR("the device has no network representor at PCI address %s", pci_addr);
-	doca_devinfo_rep_destroy_list(list);
 	return result;
 }
 
@@ -332,36 +229,6 @@ static void state_changed(const union doca_data user_data, struct doca_ctx *ctx,
 	DOCA_LOG_DBG("server context: state %d -> %d", prev_state, next_state);
 }
 
-/* ---- Progress ---- */
-
-/* Sleeps on the PE's notification handle until work arrives or timeout_ms passes. */
-static void sleep_on_pe(struct doca_pe *pe, doca_notification_handle_t handle, int timeout_ms)
-{
-	struct pollfd pfd = {.fd = handle, .events = POLLIN};
-
-	if (doca_pe_request_notification(pe) != DOCA_SUCCESS)
-		return;
-	(void)poll(&pfd, 1, timeout_ms);
-	doca_pe_clear_notification(pe, handle);
-}
-
-/* Stops a context and progresses until it is IDLE. */
-static doca_error_t stop_ctx(struct doca_pe *pe, struct doca_ctx *ctx)
-{
-	enum doca_ctx_states st = DOCA_CTX_STATE_IDLE;
-	double deadline = now_sec() + STOP_TIMEOUT_SEC;
-	doca_error_t result = doca_ctx_stop(ctx);
-
-	if (result != DOCA_SUCCESS && result != DOCA_ERROR_IN_PROGRESS)
-		return result;
-	while (doca_ctx_get_state(ctx, &st) == DOCA_SUCCESS && st != DOCA_CTX_STATE_IDLE) {
-		if (now_sec() > deadline)
-			return DOCA_ERROR_TIME_OUT;
-		doca_pe_progress(pe);
-	}
-	return DOCA_SUCCESS;
-}
-
 /* ---- Main ---- */
 
 /* Echoed COUNT messages, and the clients that came have all left. */
@@ -467,7 +334,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
-	if (open_device(cfg.pci_addr, &dev) != DOCA_SUCCESS)
+	if (open_device(cfg.pci_addr, doca_comch_cap_server_is_supported, "a Comch server (give the Arm-side device)", &dev) != DOCA_SUCCESS)
 		goto argp_destroy;
 	if (open_representor(dev, cfg.rep_pci_addr, &rep) != DOCA_SUCCESS)
 		goto dev_close;

@@ -41,9 +41,10 @@
 
 DOCA_LOG_REGISTER(COMCH_DATA_CLIENT);
 
+#include "comch_common.h"
+
 #define MAX_NAME_LEN 120	/* what doca_comch_cap_get_max_name_len reports, with the NUL */
 #define MAX_MSG_SIZE (1u << 20)
-#define PAGE_SIZE 4096		/* consumer memory gets pages of its own */
 #define NUM_RECV 4		/* receives the consumer keeps posted */
 #define NUM_SEND 1		/* one message at a time */
 #define NUM_CTRL_TASKS 1	/* the control path carries no messages here, but a start needs tasks */
@@ -51,23 +52,12 @@ DOCA_LOG_REGISTER(COMCH_DATA_CLIENT);
 #define SPIN_USEC 2000		/* poll this long after an event: longer than a 1 MiB echo takes */
 #define CONNECT_TIMEOUT_SEC 5
 #define ECHO_TIMEOUT_SEC 5
-#define STOP_TIMEOUT_SEC 5
 
 struct client_config {
 	char pci_addr[DOCA_DEVINFO_PCI_ADDR_SIZE];
 	char server_name[MAX_NAME_LEN];
 	int count;
 	int size;
-};
-
-/* A page-aligned memory range registered with an mmap and cut into equal buffers. */
-struct buffers {
-	uint8_t *mem;
-	size_t size; /* bytes per buffer */
-	uint32_t num;
-	struct doca_mmap *mmap;
-	struct doca_buf_inventory *inventory;
-	struct doca_buf *bufs[NUM_RECV > NUM_SEND ? NUM_RECV : NUM_SEND];
 };
 
 /* What the callbacks share, reached through the contexts' user data. */
@@ -91,14 +81,6 @@ struct client_state {
 	uint64_t recv_errors;
 };
 
-static double now_sec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Byte i of message n; the Rust client uses the same rule, so either client may be checked by hand. */
 static inline uint8_t pattern_byte(uint64_t n, size_t i)
 {
@@ -121,16 +103,6 @@ static uint64_t decode_number(const uint8_t imm[IMM_LEN])
 }
 
 /* ---- Flags ---- */
-
-static doca_error_t copy_flag(char *dst, size_t size, const char *value, const char *flag)
-{
-	if (strlen(value) >= size) {
-		DOCA_LOG_ERR("--%s takes at most %zu characters", flag, size - 1);
-		return DOCA_ERROR_INVALID_VALUE;
-	}
-	strcpy(dst, value);
-	return DOCA_SUCCESS;
-}
 
 static doca_error_t pci_addr_flag(void *param, void *config)
 {
@@ -172,27 +144,6 @@ static doca_error_t size_flag(void *param, void *config)
 	return DOCA_SUCCESS;
 }
 
-static doca_error_t register_flag(const char *short_name, const char *long_name, const char *arguments,
-				  const char *description, enum doca_argp_type type,
-				  doca_argp_param_cb_t callback)
-{
-	struct doca_argp_param *param;
-	doca_error_t result = doca_argp_param_create(&param);
-
-	if (result != DOCA_SUCCESS)
-		return result;
-	doca_argp_param_set_short_name(param, short_name);
-	doca_argp_param_set_long_name(param, long_name);
-	doca_argp_param_set_arguments(param, arguments);
-	doca_argp_param_set_description(param, description);
-	doca_argp_param_set_type(param, type);
-	doca_argp_param_set_callback(param, callback);
-	result = doca_argp_register_param(param);
-	if (result != DOCA_SUCCESS)
-		doca_argp_param_destroy(param);
-	return result;
-}
-
 static doca_error_t register_flags(void)
 {
 	doca_error_t result;
@@ -212,114 +163,6 @@ static doca_error_t register_flags(void)
 				       "bytes per message, at most 1 MiB; the server's -b must be as large "
 				       "(default 4096)",
 				       DOCA_ARGP_TYPE_INT, size_flag);
-	return result;
-}
-
-/* ---- Device ---- */
-
-static doca_error_t open_device(const char *pci_addr, struct doca_dev **dev)
-{
-	struct doca_devinfo **list;
-	uint32_t n;
-	doca_error_t result = doca_devinfo_create_list(&list, &n);
-
-	if (result != DOCA_SUCCESS) {
-		DOCA_LOG_ERR("cannot list devices: %s", doca_error_get_descr(result));
-		return result;
-	}
-	*dev = NULL;
-	result = DOCA_ERROR_NOT_FOUND;
-	for (uint32_t i = 0; i < n; i++) {
-		uint8_t equal = 0;
-
-		if (doca_devinfo_is_equal_pci_addr(list[i], pci_addr, &equal) != DOCA_SUCCESS || !equal)
-			continue;
-		result = doca_comch_cap_client_is_supported(list[i]);
-		if (result == DOCA_SUCCESS)
-			result = doca_comch_consumer_cap_is_supported(list[i]);
-		if (result == DOCA_SUCCESS)
-			result = doca_comch_producer_cap_is_supported(list[i]);
-		if (result != DOCA_SUCCESS) {
-			DOCA_LOG_ERR("device %s cannot host a Comch client with a fast path (%s): give a "
-				     "host-side device",
-				     pci_addr, doca_error_get_descr(result));
-			break;
-		}
-		result = doca_dev_open(list[i], dev);
-		if (result != DOCA_SUCCESS)
-			DOCA_LOG_ERR("cannot open device %s: %s", pci_addr, doca_error_get_descr(result));
-		break;
-	}
-	if (result == DOCA_ERROR_NOT_FOUND)
-		DOCA_LOG_ERR("no device at PCI address %s", pci_addr);
-	doca_devinfo_destroy_list(list);
-	return result;
-}
-
-/* Whether buffers of `size` bytes fit what the device's producers and consumers take. */
-static bool size_supported(struct doca_dev *dev, size_t size)
-{
-	uint32_t producer_max = 0, consumer_max = 0;
-
-	if (doca_comch_producer_cap_get_max_buf_size(doca_dev_as_devinfo(dev), &producer_max) != DOCA_SUCCESS ||
-	    doca_comch_consumer_cap_get_max_buf_size(doca_dev_as_devinfo(dev), &consumer_max) != DOCA_SUCCESS)
-		return false;
-	return size <= producer_max && size <= consumer_max;
-}
-
-/* ---- Memory ---- */
-
-static void buffers_destroy(struct buffers *b)
-{
-	for (uint32_t i = 0; i < b->num; i++)
-		if (b->bufs[i] != NULL)
-			doca_buf_dec_refcount(b->bufs[i], NULL);
-	if (b->inventory != NULL && doca_buf_inventory_destroy(b->inventory) != DOCA_SUCCESS)
-		DOCA_LOG_ERR("cannot destroy a buffer inventory");
-	if (b->mmap != NULL && doca_mmap_destroy(b->mmap) != DOCA_SUCCESS)
-		DOCA_LOG_ERR("cannot destroy an mmap");
-	free(b->mem);
-	memset(b, 0, sizeof(*b));
-}
-
-/* `num` buffers of `size` bytes in page-aligned memory of their own, registered on `dev`. */
-static doca_error_t buffers_create(struct doca_dev *dev, uint32_t access, uint32_t num, size_t size,
-				   struct buffers *b)
-{
-	size_t len = ((num * size + PAGE_SIZE - 1) / PAGE_SIZE) * PAGE_SIZE;
-	void *mem = NULL;
-	doca_error_t result;
-
-	memset(b, 0, sizeof(*b));
-	if (posix_memalign(&mem, PAGE_SIZE, len) != 0) {
-		DOCA_LOG_ERR("out of memory for %u buffers of %zu bytes", num, size);
-		return DOCA_ERROR_NO_MEMORY;
-	}
-	memset(mem, 0, len);
-	b->mem = mem;
-	b->size = size;
-	b->num = num;
-	result = doca_mmap_create(&b->mmap);
-	if (result == DOCA_SUCCESS)
-		result = doca_mmap_set_memrange(b->mmap, b->mem, len);
-	if (result == DOCA_SUCCESS)
-		result = doca_mmap_set_permissions(b->mmap, access);
-	if (result == DOCA_SUCCESS)
-		result = doca_mmap_add_dev(b->mmap, dev);
-	if (result == DOCA_SUCCESS)
-		result = doca_mmap_start(b->mmap);
-	if (result == DOCA_SUCCESS)
-		result = doca_buf_inventory_create(num, &b->inventory);
-	if (result == DOCA_SUCCESS)
-		result = doca_buf_inventory_start(b->inventory);
-	for (uint32_t i = 0; i < num && result == DOCA_SUCCESS; i++)
-		result = doca_buf_inventory_buf_get_by_addr(b->inventory, b->mmap, b->mem + i * size, size,
-							    &b->bufs[i]);
-	if (result != DOCA_SUCCESS) {
-		DOCA_LOG_ERR("cannot register %u buffers of %zu bytes: %s", num, size,
-			     doca_error_get_descr(result));
-		buffers_destroy(b);
-	}
 	return result;
 }
 
@@ -416,16 +259,6 @@ static void message_failed(struct doca_comch_producer_task_send *task, union doc
 	doca_task_free(t);
 }
 
-/* Posts a receive (again); a stopping consumer refuses it, and the task is ours to free. */
-static void post_receive(struct doca_comch_consumer_task_post_recv *task)
-{
-	struct doca_task *t = doca_comch_consumer_task_post_recv_as_task(task);
-
-	doca_buf_reset_data_len(doca_comch_consumer_task_post_recv_get_buf(task));
-	if (doca_task_submit(t) != DOCA_SUCCESS)
-		doca_task_free(t);
-}
-
 /* Whether an echo is message `n`'s bytes exactly. */
 static bool echo_matches(const struct client_state *state, uint64_t n, const uint8_t *data, size_t len)
 {
@@ -474,17 +307,6 @@ static void receive_failed(struct doca_comch_consumer_task_post_recv *task, unio
 
 /* ---- Progress ---- */
 
-/* Sleeps on the PE's notification handle until work arrives or timeout_ms passes. */
-static void sleep_on_pe(struct doca_pe *pe, doca_notification_handle_t handle, int timeout_ms)
-{
-	struct pollfd pfd = {.fd = handle, .events = POLLIN};
-
-	if (doca_pe_request_notification(pe) != DOCA_SUCCESS)
-		return;
-	(void)poll(&pfd, 1, timeout_ms);
-	doca_pe_clear_notification(pe, handle);
-}
-
 /*
  * Progresses until done(state) holds; false once the deadline passes. Busy for a moment after
  * each event (an echo comes back within microseconds), then asleep on the notification handle.
@@ -509,26 +331,6 @@ static bool progress_until(struct doca_pe *pe, doca_notification_handle_t handle
 			sleep_on_pe(pe, handle, 10);
 	}
 	return true;
-}
-
-/* Stops a context and progresses until it is IDLE. */
-static doca_error_t stop_ctx(struct doca_pe *pe, struct doca_ctx *ctx)
-{
-	enum doca_ctx_states st = DOCA_CTX_STATE_IDLE;
-	double deadline = now_sec() + STOP_TIMEOUT_SEC;
-	doca_error_t result;
-
-	if (doca_ctx_get_state(ctx, &st) == DOCA_SUCCESS && st == DOCA_CTX_STATE_IDLE)
-		return DOCA_SUCCESS;
-	result = doca_ctx_stop(ctx);
-	if (result != DOCA_SUCCESS && result != DOCA_ERROR_IN_PROGRESS)
-		return result;
-	while (doca_ctx_get_state(ctx, &st) == DOCA_SUCCESS && st != DOCA_CTX_STATE_IDLE) {
-		if (now_sec() > deadline)
-			return DOCA_ERROR_TIME_OUT;
-		doca_pe_progress(pe);
-	}
-	return DOCA_SUCCESS;
 }
 
 /* Connected (RUNNING), or refused by the server (back to IDLE). */
@@ -652,6 +454,18 @@ static doca_error_t fast_path_stop(struct doca_pe *pe, struct client_state *stat
 	}
 	buffers_destroy(&state->tx);
 	buffers_destroy(&state->rx);
+	return result;
+}
+
+/* The device hosts a Comch client and both ends of the fast path. */
+static doca_error_t client_with_fast_path(const struct doca_devinfo *devinfo)
+{
+	doca_error_t result = doca_comch_cap_client_is_supported(devinfo);
+
+	if (result == DOCA_SUCCESS)
+		result = doca_comch_consumer_cap_is_supported(devinfo);
+	if (result == DOCA_SUCCESS)
+		result = doca_comch_producer_cap_is_supported(devinfo);
 	return result;
 }
 
@@ -786,7 +600,7 @@ static doca_error_t run(const struct client_config *cfg, struct doca_dev *dev, s
 	if (state->ctx_state != DOCA_CTX_STATE_IDLE) {
 		stopped = doca_ctx_stop(ctx);
 		if (stopped == DOCA_SUCCESS || stopped == DOCA_ERROR_IN_PROGRESS)
-			stopped = progress_until(pe, handle, state, idle, now_sec() + STOP_TIMEOUT_SEC) ?
+			stopped = progress_until(pe, handle, state, idle, now_sec() + COMCH_STOP_TIMEOUT_SEC) ?
 					  DOCA_SUCCESS :
 					  DOCA_ERROR_TIME_OUT;
 		if (stopped != DOCA_SUCCESS) {
@@ -836,7 +650,7 @@ int main(int argc, char **argv)
 	if (result != DOCA_SUCCESS)
 		goto argp_destroy; /* the parser has said what is wrong */
 
-	if (open_device(cfg.pci_addr, &dev) != DOCA_SUCCESS)
+	if (open_device(cfg.pci_addr, client_with_fast_path, "a Comch client with a fast path (give a host-side device)", &dev) != DOCA_SUCCESS)
 		goto argp_destroy;
 	state.msg_size = (size_t)cfg.size;
 	if (!size_supported(dev, state.msg_size)) {
