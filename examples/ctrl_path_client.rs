@@ -10,7 +10,10 @@
 //! cargo run --release --example ctrl_path_client [-- -p b1:00.0 -s NAME -t TEXT -c COUNT]
 //! ```
 
-use clap::{Arg, Command, value_parser};
+#[path = "support/cli.rs"]
+mod cli;
+
+use clap::{Command, value_parser};
 use dpakit::ErrorCode;
 use dpakit::comch::Client;
 use dpakit::ctx::CtxState;
@@ -34,39 +37,31 @@ struct Flags {
 fn flags() -> Flags {
     let mut m = Command::new("ctrl_path_client")
         .about("Sends Comch messages to a server one at a time and checks each echo")
+        .arg(cli::flag(
+            "pci-addr",
+            'p',
+            "PCI_ADDR",
+            "b1:00.0",
+            "host device to connect through",
+        ))
+        .arg(cli::flag(
+            "text",
+            't',
+            "TEXT",
+            "ping",
+            "message text; the N-th message is \"TEXT N\"",
+        ))
         .arg(
-            Arg::new("pci-addr")
-                .short('p')
-                .long("pci-addr")
-                .value_name("PCI_ADDR")
-                .default_value("b1:00.0")
-                .help("host device to connect through"),
+            cli::flag("count", 'c', "COUNT", "1000", "messages to exchange")
+                .value_parser(value_parser!(u32).range(1..)),
         )
-        .arg(
-            Arg::new("text")
-                .short('t')
-                .long("text")
-                .value_name("TEXT")
-                .default_value("ping")
-                .help("message text; the N-th message is \"TEXT N\""),
-        )
-        .arg(
-            Arg::new("count")
-                .short('c')
-                .long("count")
-                .value_name("COUNT")
-                .value_parser(value_parser!(u32).range(1..))
-                .default_value("1000")
-                .help("messages to exchange"),
-        )
-        .arg(
-            Arg::new("server-name")
-                .short('s')
-                .long("server-name")
-                .value_name("NAME")
-                .default_value("dpakit_comch_ctrl")
-                .help("name of the server"),
-        )
+        .arg(cli::flag(
+            "server-name",
+            's',
+            "NAME",
+            "dpakit_comch_ctrl",
+            "name of the server",
+        ))
         .get_matches();
     let mut text = |id: &str| m.remove_one::<String>(id).expect("has a default");
     Flags {

@@ -9,7 +9,10 @@
 //! cargo run --release --example ctrl_path_server [-- -p 03:00.0 -r b1:00.0 -s NAME -c COUNT]
 //! ```
 
-use clap::{Arg, Command, value_parser};
+#[path = "support/cli.rs"]
+mod cli;
+
+use clap::{Command, value_parser};
 use dpakit::ErrorCode;
 use dpakit::comch::Server;
 use dpakit::dev::{Dev, DevRep};
@@ -30,38 +33,36 @@ struct Flags {
 fn flags() -> Flags {
     let mut m = Command::new("ctrl_path_server")
         .about("Echoes every Comch message back to the client that sent it")
+        .arg(cli::flag(
+            "pci-addr",
+            'p',
+            "PCI_ADDR",
+            "03:00.0",
+            "Arm-side device to listen on",
+        ))
+        .arg(cli::flag(
+            "rep-pci",
+            'r',
+            "PCI_ADDR",
+            "b1:00.0",
+            "representor of the clients' host function",
+        ))
+        .arg(cli::flag(
+            "server-name",
+            's',
+            "NAME",
+            "dpakit_comch_ctrl",
+            "name clients connect to",
+        ))
         .arg(
-            Arg::new("pci-addr")
-                .short('p')
-                .long("pci-addr")
-                .value_name("PCI_ADDR")
-                .default_value("03:00.0")
-                .help("Arm-side device to listen on"),
-        )
-        .arg(
-            Arg::new("rep-pci")
-                .short('r')
-                .long("rep-pci")
-                .value_name("PCI_ADDR")
-                .default_value("b1:00.0")
-                .help("representor of the clients' host function"),
-        )
-        .arg(
-            Arg::new("server-name")
-                .short('s')
-                .long("server-name")
-                .value_name("NAME")
-                .default_value("dpakit_comch_ctrl")
-                .help("name clients connect to"),
-        )
-        .arg(
-            Arg::new("count")
-                .short('c')
-                .long("count")
-                .value_name("COUNT")
-                .value_parser(value_parser!(u64))
-                .default_value("1000")
-                .help("exit after echoing this many messages, once no client is left"),
+            cli::flag(
+                "count",
+                'c',
+                "COUNT",
+                "1000",
+                "exit after echoing this many messages, once no client is left",
+            )
+            .value_parser(value_parser!(u64)),
         )
         .get_matches();
     let mut text = |id: &str| m.remove_one::<String>(id).expect("has a default");

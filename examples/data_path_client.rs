@@ -13,7 +13,10 @@
 //! cargo run --release --example data_path_client [-- -p b1:00.0 -s NAME -c COUNT -b SIZE]
 //! ```
 
-use clap::{Arg, Command, value_parser};
+#[path = "support/cli.rs"]
+mod cli;
+
+use clap::{Command, value_parser};
 use dpakit::ErrorCode;
 use dpakit::comch::{Client, Consumer, Producer};
 use dpakit::ctx::CtxState;
@@ -40,39 +43,33 @@ struct Flags {
 fn flags() -> Flags {
     let mut m = Command::new("data_path_client")
         .about("Sends messages through a Comch producer one at a time and checks each echo")
+        .arg(cli::flag(
+            "pci-addr",
+            'p',
+            "PCI_ADDR",
+            "b1:00.0",
+            "host device to connect through",
+        ))
+        .arg(cli::flag(
+            "server-name",
+            's',
+            "NAME",
+            "dpakit_comch_data",
+            "name of the server",
+        ))
         .arg(
-            Arg::new("pci-addr")
-                .short('p')
-                .long("pci-addr")
-                .value_name("PCI_ADDR")
-                .default_value("b1:00.0")
-                .help("host device to connect through"),
+            cli::flag("count", 'c', "COUNT", "1000", "messages to exchange")
+                .value_parser(value_parser!(u32).range(1..)),
         )
         .arg(
-            Arg::new("server-name")
-                .short('s')
-                .long("server-name")
-                .value_name("NAME")
-                .default_value("dpakit_comch_data")
-                .help("name of the server"),
-        )
-        .arg(
-            Arg::new("count")
-                .short('c')
-                .long("count")
-                .value_name("COUNT")
-                .value_parser(value_parser!(u32).range(1..))
-                .default_value("1000")
-                .help("messages to exchange"),
-        )
-        .arg(
-            Arg::new("size")
-                .short('b')
-                .long("size")
-                .value_name("BYTES")
-                .value_parser(value_parser!(u32).range(1..=MAX_MSG_SIZE))
-                .default_value("4096")
-                .help("bytes per message, at most 1 MiB; the server's -b must be as large"),
+            cli::flag(
+                "size",
+                'b',
+                "BYTES",
+                "4096",
+                "bytes per message, at most 1 MiB; the server's -b must be as large",
+            )
+            .value_parser(value_parser!(u32).range(1..=MAX_MSG_SIZE)),
         )
         .get_matches();
     let mut text = |id: &str| m.remove_one::<String>(id).expect("has a default");

@@ -11,7 +11,10 @@
 //! cargo run --release --example data_path_server [-- -p 03:00.0 -r b1:00.0 -s NAME -c COUNT -b SIZE]
 //! ```
 
-use clap::{Arg, Command, value_parser};
+#[path = "support/cli.rs"]
+mod cli;
+
+use clap::{Command, value_parser};
 use dpakit::ErrorCode;
 use dpakit::comch::{Connection, Consumer, Producer, Received, Server};
 use dpakit::dev::{Dev, DevRep};
@@ -38,47 +41,46 @@ struct Flags {
 fn flags() -> Flags {
     let mut m = Command::new("data_path_server")
         .about("Echoes every message a client's producer sends back to the client's consumer")
+        .arg(cli::flag(
+            "pci-addr",
+            'p',
+            "PCI_ADDR",
+            "03:00.0",
+            "Arm-side device to listen on",
+        ))
+        .arg(cli::flag(
+            "rep-pci",
+            'r',
+            "PCI_ADDR",
+            "b1:00.0",
+            "representor of the clients' host function",
+        ))
+        .arg(cli::flag(
+            "server-name",
+            's',
+            "NAME",
+            "dpakit_comch_data",
+            "name clients connect to",
+        ))
         .arg(
-            Arg::new("pci-addr")
-                .short('p')
-                .long("pci-addr")
-                .value_name("PCI_ADDR")
-                .default_value("03:00.0")
-                .help("Arm-side device to listen on"),
+            cli::flag(
+                "count",
+                'c',
+                "COUNT",
+                "1000",
+                "exit after echoing this many messages, once no client is left",
+            )
+            .value_parser(value_parser!(u64)),
         )
         .arg(
-            Arg::new("rep-pci")
-                .short('r')
-                .long("rep-pci")
-                .value_name("PCI_ADDR")
-                .default_value("b1:00.0")
-                .help("representor of the clients' host function"),
-        )
-        .arg(
-            Arg::new("server-name")
-                .short('s')
-                .long("server-name")
-                .value_name("NAME")
-                .default_value("dpakit_comch_data")
-                .help("name clients connect to"),
-        )
-        .arg(
-            Arg::new("count")
-                .short('c')
-                .long("count")
-                .value_name("COUNT")
-                .value_parser(value_parser!(u64))
-                .default_value("1000")
-                .help("exit after echoing this many messages, once no client is left"),
-        )
-        .arg(
-            Arg::new("size")
-                .short('b')
-                .long("size")
-                .value_name("BYTES")
-                .value_parser(value_parser!(u32).range(1..=MAX_MSG_SIZE))
-                .default_value("4096")
-                .help("largest message echoed, at most 1 MiB; at least the clients' -b"),
+            cli::flag(
+                "size",
+                'b',
+                "BYTES",
+                "4096",
+                "largest message echoed, at most 1 MiB; at least the clients' -b",
+            )
+            .value_parser(value_parser!(u32).range(1..=MAX_MSG_SIZE)),
         )
         .get_matches();
     let mut text = |id: &str| m.remove_one::<String>(id).expect("has a default");
