@@ -50,7 +50,8 @@ pub fn run() -> Result {
     Ok(())
 }
 
-/// The lock-free ring's loom model, in its own target dir (the cfg changes every crate).
+/// The loom models of the lock-free rings (MsgQ and the Comch fast path), in their own target
+/// dir (the cfg changes every crate).
 fn loom() -> Result {
     let target = workspace_root().join("target").join("loom");
     let target = target.to_str().expect("UTF-8 path");

@@ -153,6 +153,9 @@ impl ConnShared {
 pub(crate) struct Mapping {
     pub(super) ptr: *mut u8,
     pub(super) len: usize,
+    /// Heap memory standing in for a mapping (the ring's loom model), freed instead of
+    /// unmapped.
+    heap: bool,
 }
 
 // SAFETY: the mapping is plain shared memory; every access through it is either to atomics or
@@ -202,14 +205,44 @@ impl Mapping {
         Ok(Mapping {
             ptr: ptr.cast(),
             len,
+            heap: false,
         })
+    }
+
+    /// `len` zeroed bytes of heap, aligned to a cache line, in place of a mapping.
+    #[cfg_attr(not(loom), allow(dead_code))]
+    pub(super) fn heap(len: usize) -> Mapping {
+        let layout = Self::heap_layout(len);
+        // SAFETY: a non-zero size (at least one cache line).
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Mapping {
+            ptr,
+            len,
+            heap: true,
+        }
+    }
+
+    fn heap_layout(len: usize) -> std::alloc::Layout {
+        std::alloc::Layout::from_size_align(len.max(64), 64).expect("a valid layout")
+    }
+
+    pub(super) fn is_heap(&self) -> bool {
+        self.heap
     }
 }
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: our own mapping, unmapped once.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+        if self.heap {
+            // SAFETY: allocated in `heap` with this layout, freed once.
+            unsafe { std::alloc::dealloc(self.ptr, Self::heap_layout(self.len)) };
+        } else {
+            // SAFETY: our own mapping, unmapped once.
+            unsafe { libc::munmap(self.ptr.cast(), self.len) };
+        }
     }
 }
 
@@ -301,7 +334,8 @@ pub(crate) fn share_mmap(addr: *mut u8, len: usize) -> Result<SharedMemory> {
 }
 
 mod ring;
-pub(crate) use ring::{Attempt, FastConsumer, FastProducer, RemoteConsumer};
+mod sides;
+pub(crate) use sides::{Attempt, FastConsumer, FastProducer, RemoteConsumer};
 
 #[cfg(test)]
 mod tests {

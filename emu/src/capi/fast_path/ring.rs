@@ -1,37 +1,40 @@
 //! The ring a consumer shares with the peer's producers: its posted receives and its
-//! completions, with the consumer and producer sides that use it.
+//! completions. The consumer posts receives (one writer); producers claim them (a CAS on the
+//! head) and publish completions into slots they claim with a fetch-add, each slot carrying the
+//! round it belongs to; the consumer takes completions in slot order and hands each slot back.
+//! Only atomics are shared, through the concurrency facade, so loom checks the protocol.
 
-use super::{ConnShared, Mapping, SharedMemory, check_shared_file, memfd};
-use crate::error::{ErrorCode, Result, bail, err};
+use super::Mapping;
 use crate::limits::MAX_IMM_DATA_LEN;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-// ---------------------------------------------------------------------------------------------
-// The ring region: posted receives and completions of one consumer
-// ---------------------------------------------------------------------------------------------
+use crate::sync::{AtomicU64, Ordering};
 
 /// A posted receive: where the data goes and how much fits.
 #[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct Post {
-    offset: u64,
-    capacity: u64,
-    task: u32,
-    _pad: u32,
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Post {
+    pub offset: u64,
+    pub capacity: u64,
+    pub task: u32,
+    pub _pad: u32,
 }
 
-/// A completion: which receive, how much data, from whom, and the immediate data.
+/// What a completion says: which receive, how much data, from whom, the immediate data.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Done {
+    pub task: u32,
+    pub producer: u32,
+    pub len: u64,
+    pub imm_len: u32,
+    pub imm: [u8; MAX_IMM_DATA_LEN],
+}
+
+/// A completion slot.
 #[repr(C)]
 struct Comp {
     /// Its round: `index` while free for producers, `index + 1` once written.
     seq: AtomicU64,
-    task: u32,
-    producer: u32,
-    len: u64,
-    imm_len: u32,
-    imm: [u8; MAX_IMM_DATA_LEN],
+    done: Done,
 }
 
 /// The head of the region; each counter on its own cache line.
@@ -50,28 +53,84 @@ struct Header {
 #[repr(C, align(64))]
 struct Line(AtomicU64);
 
-/// A consumer's ring region, mapped by both sides.
+/// What a producer's claim found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Claim {
+    /// The receive is this producer's to fill.
+    Got(Post),
+    /// Nothing posted.
+    Empty,
+    /// The next posted receive has only this much room: the send is too large (the receive
+    /// stays posted).
+    TooLarge(u64),
+}
+
+/// A completion slot that never came back (a consumer breaking the rules, or dead).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Stall {
+    /// The consumer stopped (or `gone` said so).
+    Gone,
+    /// The slot did not free within the bound.
+    Stuck,
+}
+
+/// A consumer's ring region over `mem` (a shared mapping, or heap memory in the model).
 pub(crate) struct Ring {
-    map: Mapping,
+    mem: Mapping,
     depth: u64,
 }
 
 impl Ring {
-    fn bytes(depth: u64) -> usize {
+    /// Bytes of a ring of `depth` (a power of two) receives.
+    pub(crate) fn bytes(depth: u64) -> usize {
         std::mem::size_of::<Header>()
             + depth as usize * (std::mem::size_of::<Post>() + std::mem::size_of::<Comp>())
     }
 
-    fn header(&self) -> &Header {
-        // SAFETY: the region starts with a Header (checked size at mapping).
-        unsafe { &*self.map.ptr.cast::<Header>() }
+    /// The consumer's side: lays a fresh ring out in `mem` (at least `bytes(depth)` long).
+    pub(crate) fn create(mem: Mapping, depth: u64) -> Ring {
+        assert!(mem.len >= Self::bytes(depth) && depth.is_power_of_two());
+        let ring = Ring { mem, depth };
+        // SAFETY: the region is ours alone until it is announced; each object is written in
+        // place at its aligned offset inside it.
+        unsafe {
+            ring.mem.ptr.cast::<Header>().write(Header {
+                post_head: Line(AtomicU64::new(0)),
+                post_tail: Line(AtomicU64::new(0)),
+                comp_tail: Line(AtomicU64::new(0)),
+                alive: Line(AtomicU64::new(1)),
+            });
+            for i in 0..depth {
+                ring.comp_ptr(i).write(Comp {
+                    seq: AtomicU64::new(i),
+                    done: Done {
+                        task: 0,
+                        producer: 0,
+                        len: 0,
+                        imm_len: 0,
+                        imm: [0; MAX_IMM_DATA_LEN],
+                    },
+                });
+            }
+        }
+        ring
     }
 
-    fn post(&self, i: u64) -> *mut Post {
+    /// A producer's side: the ring a consumer laid out in `mem` (size checked by the caller).
+    pub(crate) fn attach(mem: Mapping, depth: u64) -> Ring {
+        Ring { mem, depth }
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the region starts with a Header (laid out by `create`; size checked).
+        unsafe { &*self.mem.ptr.cast::<Header>() }
+    }
+
+    fn post_ptr(&self, i: u64) -> *mut Post {
         let base = std::mem::size_of::<Header>();
         // SAFETY: `i % depth` indexes the post array inside the region.
         unsafe {
-            self.map
+            self.mem
                 .ptr
                 .add(base)
                 .cast::<Post>()
@@ -79,13 +138,12 @@ impl Ring {
         }
     }
 
-    fn comp(&self, i: u64) -> &Comp {
+    fn comp_ptr(&self, i: u64) -> *mut Comp {
         let base =
             std::mem::size_of::<Header>() + self.depth as usize * std::mem::size_of::<Post>();
         // SAFETY: `i % depth` indexes the completion array inside the region.
         unsafe {
-            &*self
-                .map
+            self.mem
                 .ptr
                 .add(base)
                 .cast::<Comp>()
@@ -93,359 +151,228 @@ impl Ring {
         }
     }
 
-    fn comp_mut(&self, i: u64) -> *mut Comp {
-        (self.comp(i) as *const Comp).cast_mut()
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Consumer side
-// ---------------------------------------------------------------------------------------------
-
-/// What a received completion says.
-pub(crate) struct Received {
-    pub task: u32,
-    pub len: usize,
-    pub producer: u32,
-    pub imm: [u8; MAX_IMM_DATA_LEN],
-    pub imm_len: u32,
-}
-
-/// A running consumer on a connection.
-pub(crate) struct FastConsumer {
-    pub id: u32,
-    ring: Ring,
-    ring_fd: OwnedFd,
-    wake: OwnedFd,
-    memory: Arc<SharedMemory>,
-    shared: Arc<ConnShared>,
-    /// Completions consumed so far.
-    head: std::cell::Cell<u64>,
-}
-
-impl FastConsumer {
-    /// Makes the ring for `num_tasks` receives and announces the consumer to the peer.
-    pub(crate) fn start(
-        shared: Arc<ConnShared>,
-        id: u32,
-        num_tasks: u32,
-        imm_len: u32,
-        memory: Arc<SharedMemory>,
-    ) -> Result<FastConsumer> {
-        let depth = u64::from(num_tasks.next_power_of_two());
-        let len = Ring::bytes(depth);
-        let ring_fd = memfd(c"dpakit-comch-ring", len)?;
-        let ring = Ring {
-            map: Mapping::map(ring_fd.as_raw_fd(), len)?,
-            depth,
-        };
-        for i in 0..depth {
-            ring.comp(i).seq.store(i, Ordering::Relaxed);
-        }
-        ring.header().alive.0.store(1, Ordering::Release);
-        // SAFETY: no pointers; the result is checked.
-        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if wake < 0 {
-            bail!(
-                OperatingSystem,
-                "eventfd: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        // SAFETY: a fresh descriptor nothing else owns.
-        let wake = unsafe { OwnedFd::from_raw_fd(wake) };
-        let c = FastConsumer {
-            id,
-            ring,
-            ring_fd,
-            wake,
-            memory,
-            shared,
-            head: std::cell::Cell::new(0),
-        };
-        c.announce(depth, imm_len)?;
-        Ok(c)
+    fn comp(&self, i: u64) -> &Comp {
+        // SAFETY: a slot laid out by `create`; its `seq` is only ever accessed atomically.
+        unsafe { &*self.comp_ptr(i) }
     }
 
-    fn announce(&self, depth: u64, imm_len: u32) -> Result<()> {
-        let msg = crate::wire::proto::consumer_new(
-            self.id,
-            depth,
-            imm_len,
-            Ring::bytes(depth) as u64,
-            self.memory.len as u64,
-        );
-        self.shared.send(
-            &[&msg],
-            &[
-                self.ring_fd.as_raw_fd(),
-                self.memory.fd.as_raw_fd(),
-                self.wake.as_raw_fd(),
-            ],
-        )
+    /// Whether the consumer runs.
+    pub(crate) fn alive(&self) -> bool {
+        self.header().alive.0.load(Ordering::Acquire) != 0
     }
 
-    /// The descriptor the consumer's PE watches.
-    pub(crate) fn wake_fd(&self) -> RawFd {
-        self.wake.as_raw_fd()
+    /// The consumer stops: producers see it gone.
+    pub(crate) fn stop(&self) {
+        self.header().alive.0.store(0, Ordering::Release);
     }
 
-    /// Posts task `task`'s buffer: data lands at `data` (the buffer's tail), at most
-    /// `capacity` bytes. The buffer lies in the shared memory (checked by the caller).
-    pub(crate) fn post(&self, task: u32, data: usize, capacity: usize) {
-        let h = self.ring.header();
+    /// Consumer: posts a receive. At most `depth` receives may be outstanding (posted and not
+    /// taken back through `next`), which the consumer's task pool guarantees.
+    pub(crate) fn post(&self, post: Post) {
+        let h = self.header();
         let tail = h.post_tail.0.load(Ordering::Relaxed);
-        // SAFETY: the slot at `tail` is free: at most `depth` receives are outstanding, and a
-        // producer reads a post before it completes its task.
-        unsafe {
-            self.ring.post(tail).write(Post {
-                offset: (data - self.memory.base) as u64,
-                capacity: capacity as u64,
-                task,
-                _pad: 0,
-            })
-        };
+        // SAFETY: the slot at `tail` is free: its previous receive was claimed and completed
+        // (at most `depth` outstanding), and a producer reads a post before it completes.
+        unsafe { self.post_ptr(tail).write(post) };
         h.post_tail.0.store(tail + 1, Ordering::Release);
     }
 
-    /// The next completion, if one is ready.
-    pub(crate) fn next(&self) -> Option<Received> {
-        let head = self.head.get();
-        let comp = self.ring.comp(head);
-        if comp.seq.load(Ordering::Acquire) != head + 1 {
-            return None;
-        }
-        let slot = self.ring.comp_mut(head);
-        // SAFETY: the producer finished writing the slot (seq = head + 1, acquired) and no one
-        // writes it again until we hand it back below.
-        let r = unsafe {
-            Received {
-                task: (*slot).task,
-                len: (*slot).len as usize,
-                producer: (*slot).producer,
-                imm: (*slot).imm,
-                imm_len: (*slot).imm_len,
-            }
-        };
-        comp.seq.store(head + self.ring.depth, Ordering::Release);
-        self.head.set(head + 1);
-        Some(r)
-    }
-
-    /// Whether a completion is ready.
-    pub(crate) fn ready(&self) -> bool {
-        let head = self.head.get();
-        self.ring.comp(head).seq.load(Ordering::Acquire) == head + 1
-    }
-
-    /// Consumes the wake-up signal (the PE's handle stays readable until it is read).
-    pub(crate) fn clear_wake(&self) {
-        let mut v = 0u64;
-        // SAFETY: reads 8 bytes into a live u64; EAGAIN means no signal.
-        unsafe { libc::read(self.wake.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
-    }
-
-    /// Stops: producers see the consumer gone, the peer is told.
-    pub(crate) fn stop(&self) {
-        self.ring.header().alive.0.store(0, Ordering::Release);
-        let _ = self.shared.send(
-            &[&crate::wire::proto::with_id(
-                crate::wire::proto::TAG_CONSUMER_GONE,
-                self.id,
-            )],
-            &[],
-        );
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Producer side
-// ---------------------------------------------------------------------------------------------
-
-/// A consumer of the peer, as a producer sees it.
-pub(crate) struct RemoteConsumer {
-    pub id: u32,
-    imm_len: u32,
-    ring: Ring,
-    data: Mapping,
-    wake: OwnedFd,
-    /// Set when the consumer is gone or the connection closed.
-    pub(super) dead: AtomicBool,
-}
-
-impl RemoteConsumer {
-    /// Maps what a `CONSUMER_NEW` message carried: descriptors ring, data, wake-up.
-    pub(crate) fn attach(
-        id: u32,
-        depth: u64,
-        imm_len: u32,
-        ring_len: u64,
-        data_len: u64,
-        mut fds: Vec<OwnedFd>,
-    ) -> Result<Arc<RemoteConsumer>> {
-        if fds.len() != 3 || !depth.is_power_of_two() || ring_len as usize != Ring::bytes(depth) {
-            bail!(InvalidValue, "a malformed consumer announcement");
-        }
-        let wake = fds.pop().expect("three");
-        let data_fd = fds.pop().expect("three");
-        let ring_fd = fds.pop().expect("three");
-        check_shared_file(ring_fd.as_raw_fd(), ring_len as usize)?;
-        check_shared_file(data_fd.as_raw_fd(), data_len as usize)?;
-        let ring = Ring {
-            map: Mapping::map(ring_fd.as_raw_fd(), ring_len as usize)?,
-            depth,
-        };
-        let data = Mapping::map(data_fd.as_raw_fd(), data_len as usize)?;
-        Ok(Arc::new(RemoteConsumer {
-            id,
-            imm_len: imm_len.min(MAX_IMM_DATA_LEN as u32),
-            ring,
-            data,
-            wake,
-            dead: AtomicBool::new(false),
-        }))
-    }
-}
-
-/// What one attempt to send found.
-pub(crate) enum Attempt {
-    /// Written and published.
-    Sent,
-    /// No receive posted yet: try again later.
-    Wait,
-}
-
-/// A running producer on a connection.
-pub(crate) struct FastProducer {
-    pub id: u32,
-    shared: Arc<ConnShared>,
-    /// Consumers looked up before, so the datapath takes no lock.
-    known: std::cell::RefCell<Vec<Arc<RemoteConsumer>>>,
-}
-
-impl FastProducer {
-    pub(crate) fn new(shared: Arc<ConnShared>, id: u32) -> FastProducer {
-        FastProducer {
-            id,
-            shared,
-            known: std::cell::RefCell::new(Vec::with_capacity(8)),
-        }
-    }
-
-    fn consumer(&self, id: u32) -> Result<Arc<RemoteConsumer>> {
-        if let Some(c) = self.known.borrow().iter().find(|c| c.id == id) {
-            return Ok(c.clone());
-        }
-        let Some(c) = self.shared.find_remote(id) else {
-            bail!(
-                NotFound,
-                "no consumer with id {id} on this connection (the peer announces its consumers \
-                 through the new-consumer event; ids are not reused)"
-            );
-        };
-        self.known.borrow_mut().push(c.clone());
-        Ok(c)
-    }
-
-    /// Sends `data` and `imm` to consumer `id`: `Wait` while it has no receive posted,
-    /// `INVALID_VALUE` if the posted buffer or its immediate room is too small, `NOT_FOUND`
-    /// once it is gone.
-    pub(crate) fn try_send(&self, id: u32, data: &[u8], imm: &[u8]) -> Result<Attempt> {
-        let c = self.consumer(id)?;
-        let h = c.ring.header();
-        if c.dead.load(Ordering::Acquire) || h.alive.0.load(Ordering::Acquire) == 0 {
-            self.known.borrow_mut().retain(|k| k.id != id);
-            bail!(NotFound, "consumer {id} is gone");
-        }
-        if imm.len() > c.imm_len as usize {
-            bail!(
-                InvalidValue,
-                "{} bytes of immediate data for consumer {id}, which takes {} \
-                 (doca_comch_consumer_set_imm_data_len)",
-                imm.len(),
-                c.imm_len
-            );
-        }
-        let post = loop {
+    /// Producer: claims the next posted receive for `len` bytes.
+    pub(crate) fn claim(&self, len: u64) -> Claim {
+        let h = self.header();
+        loop {
             let head = h.post_head.0.load(Ordering::Acquire);
             if head == h.post_tail.0.load(Ordering::Acquire) {
-                return Ok(Attempt::Wait);
+                return Claim::Empty;
             }
             // SAFETY: a posted slot (head < tail, acquired); it is not rewritten before the
-            // receive it describes completes.
-            let post = unsafe { c.ring.post(head).read() };
-            if data.len() as u64 > post.capacity {
-                bail!(
-                    InvalidValue,
-                    "a {}-byte send is larger than consumer {id}'s posted buffer ({} bytes free \
-                     at its tail)",
-                    data.len(),
-                    post.capacity
-                );
+            // receive it describes completes, which needs this claim first.
+            let post = unsafe { self.post_ptr(head).read() };
+            if len > post.capacity {
+                return Claim::TooLarge(post.capacity);
             }
             if h.post_head
                 .0
                 .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                break post;
+                return Claim::Got(post);
             }
-        };
-        let end = (post.offset as usize).checked_add(data.len());
-        if end.is_none_or(|end| end > c.data.len) {
-            return Err(err(
-                ErrorCode::InvalidValue,
-                "the consumer posted a buffer outside its memory",
-            ));
         }
-        // SAFETY: `[offset, offset + len)` lies inside the consumer's shared memory (checked),
-        // and the claimed receive gives this producer that range until it publishes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                data.as_ptr(),
-                c.data.ptr.add(post.offset as usize),
-                data.len(),
-            )
-        };
-        let s = h.comp_tail.0.fetch_add(1, Ordering::AcqRel);
-        let comp = c.ring.comp(s);
-        // The slot frees once the consumer took the completion `depth` rounds ago; at most
-        // `depth` receives are outstanding, so a consumer keeping the rules never makes this
-        // wait. One that broke them (or its process died mid-way) costs a bounded wait.
+    }
+
+    /// Producer: publishes a completion for a claimed receive. The slot frees once the
+    /// consumer took the completion `depth` rounds earlier; with at most `depth` receives
+    /// outstanding a consumer keeping the rules never makes this wait, and one that breaks them
+    /// (or whose process died) costs a bounded wait: `gone` is asked while waiting.
+    pub(crate) fn complete(&self, done: Done, gone: impl Fn() -> bool) -> Result<(), Stall> {
+        let s = self.header().comp_tail.0.fetch_add(1, Ordering::AcqRel);
+        let comp = self.comp(s);
         let mut spins = 0u32;
         let mut deadline = None;
         while comp.seq.load(Ordering::Acquire) != s {
-            if h.alive.0.load(Ordering::Acquire) == 0 || c.dead.load(Ordering::Acquire) {
-                bail!(NotFound, "consumer {id} is gone");
+            if !self.alive() || gone() {
+                return Err(Stall::Gone);
             }
-            spins += 1;
+            spins = spins.wrapping_add(1);
             if spins % 1024 == 0 {
                 let now = std::time::Instant::now();
                 let limit = *deadline.get_or_insert(now + std::time::Duration::from_secs(1));
                 if now > limit {
-                    bail!(
-                        IoFailed,
-                        "consumer {id} does not return completion slots: its ring is corrupt"
-                    );
+                    return Err(Stall::Stuck);
                 }
             }
-            std::hint::spin_loop();
+            crate::sync::spin_loop();
         }
-        let slot = c.ring.comp_mut(s);
-        let mut imm_buf = [0u8; MAX_IMM_DATA_LEN];
-        imm_buf[..imm.len()].copy_from_slice(imm);
-        // SAFETY: the slot is ours (seq == s) until we publish it below.
-        unsafe {
-            (*slot).task = post.task;
-            (*slot).producer = self.id;
-            (*slot).len = data.len() as u64;
-            (*slot).imm_len = imm.len() as u32;
-            (*slot).imm = imm_buf;
-        }
+        // SAFETY: the slot is ours (seq == s, acquired) until we publish it below.
+        unsafe { (&raw mut (*self.comp_ptr(s)).done).write(done) };
         comp.seq.store(s + 1, Ordering::Release);
-        let one = 1u64;
-        // SAFETY: writes 8 bytes to the consumer's eventfd; a full counter already signals.
-        unsafe { libc::write(c.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
-        Ok(Attempt::Sent)
+        Ok(())
+    }
+
+    /// Consumer: the completion in slot `head` (the count taken so far), if written; the slot
+    /// goes back to producers.
+    pub(crate) fn next(&self, head: u64) -> Option<Done> {
+        let comp = self.comp(head);
+        if comp.seq.load(Ordering::Acquire) != head + 1 {
+            return None;
+        }
+        // SAFETY: the producer finished writing the slot (seq = head + 1, acquired) and no one
+        // writes it again until we hand it back below.
+        let done = unsafe { (&raw const (*self.comp_ptr(head)).done).read() };
+        comp.seq.store(head + self.depth, Ordering::Release);
+        Some(done)
+    }
+
+    /// Consumer: whether `next(head)` has a completion.
+    pub(crate) fn ready(&self, head: u64) -> bool {
+        self.comp(head).seq.load(Ordering::Acquire) == head + 1
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // In the model the atomics are loom objects in heap memory: end their lives. Shared
+        // mappings hold plain atomics another process may still use; nothing to drop there.
+        if self.mem.is_heap() {
+            // SAFETY: laid out by `create` (heap rings are only made that way), dropped once.
+            unsafe {
+                std::ptr::drop_in_place(self.mem.ptr.cast::<Header>());
+                for i in 0..self.depth {
+                    std::ptr::drop_in_place(self.comp_ptr(i));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom {
+    use super::*;
+    use ::loom::sync::Arc;
+
+    fn done(task: u32, producer: u32) -> Done {
+        Done {
+            task,
+            producer,
+            len: 1,
+            imm_len: 0,
+            imm: [0; MAX_IMM_DATA_LEN],
+        }
+    }
+
+    /// Two producers race for two posted receives: each receive is claimed once, and the
+    /// consumer takes two completions, one per receive, whatever the interleaving.
+    #[test]
+    fn two_producers_claim_each_receive_once() {
+        ::loom::model(|| {
+            let ring = Arc::new(Ring::create(Mapping::heap(Ring::bytes(2)), 2));
+            for task in 0..2 {
+                ring.post(Post {
+                    offset: u64::from(task) * 8,
+                    capacity: 8,
+                    task,
+                    _pad: 0,
+                });
+            }
+            let producers: Vec<_> = (0..2)
+                .map(|k| {
+                    let ring = ring.clone();
+                    ::loom::thread::spawn(move || {
+                        let Claim::Got(post) = ring.claim(1) else {
+                            panic!("two receives for two producers");
+                        };
+                        ring.complete(done(post.task, k), || false).unwrap();
+                    })
+                })
+                .collect();
+            let mut got = Vec::new();
+            while got.len() < 2 {
+                match ring.next(got.len() as u64) {
+                    Some(d) => got.push(d),
+                    None => ::loom::thread::yield_now(),
+                }
+            }
+            for p in producers {
+                p.join().unwrap();
+            }
+            got.sort_by_key(|d| d.task);
+            assert_eq!(got.iter().map(|d| d.task).collect::<Vec<_>>(), [0, 1]);
+            let mut by = got.iter().map(|d| d.producer).collect::<Vec<_>>();
+            by.sort();
+            assert_eq!(by, [0, 1]);
+            assert_eq!(ring.claim(1), Claim::Empty);
+        });
+    }
+
+    /// One producer sends three messages through a ring of depth 2 while the consumer takes
+    /// each completion and posts its receive again: slots wrap, order holds.
+    #[test]
+    fn slots_wrap_in_order() {
+        ::loom::model(|| {
+            let ring = Arc::new(Ring::create(Mapping::heap(Ring::bytes(2)), 2));
+            for task in 0..2 {
+                ring.post(Post {
+                    offset: 0,
+                    capacity: 8,
+                    task,
+                    _pad: 0,
+                });
+            }
+            let producer = {
+                let ring = ring.clone();
+                ::loom::thread::spawn(move || {
+                    for n in 0..3u32 {
+                        let post = loop {
+                            match ring.claim(1) {
+                                Claim::Got(p) => break p,
+                                Claim::Empty => ::loom::thread::yield_now(),
+                                Claim::TooLarge(_) => panic!("every receive fits"),
+                            }
+                        };
+                        let mut d = done(post.task, 0);
+                        d.len = u64::from(n);
+                        ring.complete(d, || false).unwrap();
+                    }
+                })
+            };
+            let mut lens = Vec::new();
+            while lens.len() < 3 {
+                match ring.next(lens.len() as u64) {
+                    Some(d) => {
+                        lens.push(d.len);
+                        ring.post(Post {
+                            offset: 0,
+                            capacity: 8,
+                            task: d.task,
+                            _pad: 0,
+                        });
+                    }
+                    None => ::loom::thread::yield_now(),
+                }
+            }
+            producer.join().unwrap();
+            assert_eq!(lens, [0, 1, 2]);
+        });
     }
 }
