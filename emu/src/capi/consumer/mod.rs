@@ -223,8 +223,16 @@ impl ConsumerObj {
             let imm = &imm[..(r.imm_len as usize).min(MAX_IMM_DATA_LEN)];
             let grown = self.tasks.with(r.task, |t| t.buf.get()).and_then(|b| {
                 let buf = super::buf::buf(b.cast()).ok()?;
-                let len = buf.buf.get_data_len().ok()?;
-                buf.buf.set_data_len(len + r.len).ok()
+                let view = buf.buf.view().ok()?;
+                let tail = view.data as usize + view.data_len;
+                // The producer checked the posted room; a peer that lied does not get further.
+                if tail.checked_add(r.len)? > view.head as usize + view.len {
+                    return None;
+                }
+                if let Some(Running::Fast(fast)) = self.running.borrow().as_ref() {
+                    fast.settle(tail, r.len);
+                }
+                buf.buf.set_data_len(view.data_len + r.len).ok()
             });
             let status = match (grown, r.len) {
                 (Some(()), _) | (None, 0) => 0,

@@ -285,51 +285,96 @@ fn page_size() -> usize {
     if n > 0 { n as usize } else { 4096 }
 }
 
-/// An mmap's memory as a shared file: the pages covering its range, now backed by `fd`.
+/// An mmap's memory as a shared file: `fd` holds the pages covering the range; the pages the
+/// range covers whole are the same memory as the program's (moved in place), and the partial
+/// first and last pages, which other objects of the program may share, are copied from the
+/// file when a producer's data lands there ([`settle`](Self::settle)).
 pub(crate) struct SharedMemory {
     pub fd: OwnedFd,
-    /// Page-aligned start of the shared pages, and their length.
+    /// Page-aligned start of the file's pages in the program's address space, and their length.
     pub base: usize,
     pub len: usize,
+    /// The file, mapped here too: where the partial pages' bytes arrive.
+    view: Mapping,
+    /// The parts of the range on partial pages (absolute addresses, start..end).
+    edges: [(usize, usize); 2],
 }
 
-/// Moves the pages covering `[addr, addr + len)` onto a memfd, in place: the process sees the
-/// same bytes at the same addresses, and a peer that maps the memfd writes into them directly,
-/// as a device writes into registered memory. Bytes of other objects on the first and last
-/// page move with them, unchanged.
+impl SharedMemory {
+    /// Makes `len` bytes a producer wrote at `addr` visible at `addr`: bytes on the partial
+    /// pages are copied from the file (those on whole pages are there already).
+    pub(crate) fn settle(&self, addr: usize, len: usize) {
+        let end = addr.saturating_add(len);
+        for &(lo, hi) in &self.edges {
+            let (s, e) = (addr.max(lo), end.min(hi));
+            if s < e {
+                // SAFETY: `[s, e)` lies in the registered range (an edge of it) and at the same
+                // offset in the file's view; the producer published these bytes (acquired by
+                // the completion) and the receive they belong to is the caller's.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        self.view.ptr.add(s - self.base),
+                        s as *mut u8,
+                        e - s,
+                    )
+                };
+            }
+        }
+    }
+}
+
+/// Shares the range `[addr, addr + len)` with peers through a memfd covering its pages. The
+/// pages the range covers whole are moved onto the file in place — the program sees the same
+/// bytes at the same addresses, and a peer writes into them directly, as a device writes into
+/// registered memory. The partial first and last pages stay the program's own (other objects
+/// may live there and be written by other threads meanwhile); the file's copy of them is
+/// brought over by [`SharedMemory::settle`].
 pub(crate) fn share_mmap(addr: *mut u8, len: usize) -> Result<SharedMemory> {
     let page = page_size();
-    let base = addr as usize & !(page - 1);
-    let end = (addr as usize + len).div_ceil(page) * page;
-    let span = end - base;
+    let start = addr as usize;
+    let end = start + len;
+    let base = start & !(page - 1);
+    let span = end.div_ceil(page) * page - base;
+    let whole = (start.div_ceil(page) * page, end & !(page - 1));
     let fd = memfd(c"dpakit-comch-mmap", span)?;
-    let staging = Mapping::map(fd.as_raw_fd(), span)?;
-    // SAFETY: `[base, base + span)` are the mapped pages holding the program's registered
-    // range (DOCA's rule: the range is mapped, readable memory); the staging mapping is ours.
-    unsafe { std::ptr::copy_nonoverlapping(base as *const u8, staging.ptr, span) };
-    drop(staging);
-    // SAFETY: replaces exactly the pages just copied with the same bytes, shared.
-    let ptr = unsafe {
-        libc::mmap(
-            base as *mut libc::c_void,
-            span,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_FIXED,
-            fd.as_raw_fd(),
-            0,
-        )
-    };
-    if ptr == libc::MAP_FAILED {
-        bail!(
-            OperatingSystem,
-            "cannot share the mmap's pages: {}",
-            std::io::Error::last_os_error()
-        );
+    let view = Mapping::map(fd.as_raw_fd(), span)?;
+    if whole.0 < whole.1 {
+        let (lo, n) = (whole.0, whole.1 - whole.0);
+        // SAFETY: `[lo, lo + n)` are whole pages inside the program's registered range
+        // (mapped, readable memory by DOCA's rule), copied into our view of the file.
+        unsafe { std::ptr::copy_nonoverlapping(lo as *const u8, view.ptr.add(lo - base), n) };
+        // SAFETY: replaces exactly those pages, which hold only the registered range, with
+        // the same bytes, shared.
+        let ptr = unsafe {
+            libc::mmap(
+                lo as *mut libc::c_void,
+                n,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                fd.as_raw_fd(),
+                (lo - base) as libc::off_t,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            bail!(
+                OperatingSystem,
+                "cannot share the mmap's pages: {}",
+                std::io::Error::last_os_error()
+            );
+        }
     }
+    let edges = if whole.0 < whole.1 {
+        [(start, whole.0.min(end)), (whole.1.max(start), end)]
+    } else {
+        // No whole page: the range sits inside one or two partial pages.
+        [(start, end), (end, end)]
+    };
     Ok(SharedMemory {
         fd,
         base,
         len: span,
+        view,
+        edges,
     })
 }
 
@@ -340,6 +385,52 @@ pub(crate) use sides::{Attempt, FastConsumer, FastProducer, RemoteConsumer};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sharing_moves_whole_pages_only_and_settles_the_edges() {
+        let page = page_size();
+        let mut mem = vec![0u8; 6 * page];
+        let base = mem.as_mut_ptr() as usize;
+        // Page-align inside the vector, then start the range mid-page.
+        let aligned = base.div_ceil(page) * page;
+        let start = aligned + 100;
+        let len = 3 * page;
+        for (i, b) in mem.iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let before: Vec<u8> = mem.clone();
+        let shared = share_mmap(start as *mut u8, len).unwrap();
+        assert_eq!(mem, before, "sharing changes no byte");
+        let peer = Mapping::map(shared.fd.as_raw_fd(), shared.len).unwrap();
+        let at = |addr: usize| addr - shared.base;
+        // A write by the peer on a whole page is visible at once.
+        let interior = aligned + page + 10;
+        // SAFETY: inside the peer's mapping of the file.
+        unsafe { *peer.ptr.add(at(interior)) = 0xAA };
+        assert_eq!(mem[interior - base], 0xAA);
+        // One on the partial first page shows once settled, and only inside the range.
+        // SAFETY: as above.
+        unsafe {
+            *peer.ptr.add(at(start)) = 0xBB;
+            *peer.ptr.add(at(start - 1)) = 0xCC;
+        }
+        assert_eq!(mem[start - base], before[start - base]);
+        shared.settle(start - 1, 2);
+        assert_eq!(mem[start - base], 0xBB);
+        assert_eq!(
+            mem[start - 1 - base],
+            before[start - 1 - base],
+            "not ours to write"
+        );
+        // The partial last page likewise.
+        let last = start + len - 1;
+        // SAFETY: as above.
+        unsafe { *peer.ptr.add(at(last)) = 0xDD };
+        shared.settle(last, 1);
+        assert_eq!(mem[last - base], 0xDD);
+        drop(peer);
+        drop(shared);
+    }
 
     #[test]
     fn only_sealed_memfds_of_the_announced_size_are_mapped() {

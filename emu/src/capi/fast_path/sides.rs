@@ -119,6 +119,11 @@ impl FastConsumer {
         })
     }
 
+    /// Makes a producer's `len` bytes at `addr` (a posted buffer's tail) visible there.
+    pub(crate) fn settle(&self, addr: usize, len: usize) {
+        self.memory.settle(addr, len);
+    }
+
     /// Whether a completion is ready.
     pub(crate) fn ready(&self) -> bool {
         self.ring.ready(self.head.get())
