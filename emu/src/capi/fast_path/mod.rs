@@ -387,6 +387,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "memfd and mmap are system calls miri does not run")]
     fn sharing_moves_whole_pages_only_and_settles_the_edges() {
         let page = page_size();
         let mut mem = vec![0u8; 6 * page];
@@ -433,6 +434,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "memfd and fcntl are system calls miri does not run")]
     fn only_sealed_memfds_of_the_announced_size_are_mapped() {
         let good = memfd(c"test", 8192).unwrap();
         assert!(check_shared_file(good.as_raw_fd(), 8192).is_ok());
