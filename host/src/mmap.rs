@@ -102,11 +102,20 @@ impl Mmap {
     /// `doca_mmap_create` + `doca_mmap_set_memrange` over `len` zeroed bytes the mmap owns.
     #[doc(alias = "doca_mmap_create")]
     pub fn alloc(len: usize) -> Result<Mmap> {
+        Self::alloc_aligned(len, Self::ALLOC_ALIGN)
+    }
+
+    /// [`alloc`](Self::alloc) with memory aligned to `align` (a power of two), e.g. a page for
+    /// receive buffers a device or a peer writes into.
+    pub fn alloc_aligned(len: usize, align: usize) -> Result<Mmap> {
         if len == 0 {
             bail!(InvalidValue, "an mmap covers at least one byte");
         }
-        let Ok(layout) = Layout::from_size_align(len, Self::ALLOC_ALIGN) else {
-            bail!(InvalidValue, "cannot lay out {len} bytes aligned to 64");
+        let Ok(layout) = Layout::from_size_align(len, align) else {
+            bail!(
+                InvalidValue,
+                "cannot lay out {len} bytes aligned to {align}"
+            );
         };
         // SAFETY: `layout` has a non-zero size.
         let Some(ptr) = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }) else {

@@ -27,7 +27,8 @@ impl Slots {
         size: usize,
         access: AccessFlags,
     ) -> Result<Slots> {
-        let mmap = Mmap::alloc(n as usize * size.max(1))?;
+        // Whole pages: a peer writes into a consumer's pages in place (see docs/comch.md).
+        let mmap = Mmap::alloc_aligned(n as usize * size.max(1), 4096)?;
         mmap.set_permissions(access)?;
         mmap.add_dev(dev)?;
         mmap.start()?;
