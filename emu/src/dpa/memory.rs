@@ -52,7 +52,10 @@ impl DeviceMemory {
             bail!(InvalidValue, "doca_dpa_mem_alloc of 0 bytes");
         }
         let mut a = self.allocations.lock().unwrap_or_else(|p| p.into_inner());
-        if a.total + size > self.limit {
+        if a.total
+            .checked_add(size)
+            .is_none_or(|total| total > self.limit)
+        {
             bail!(
                 NoMemory,
                 "DPA device memory exhausted: {} bytes in use, {size} requested, limit {} bytes",

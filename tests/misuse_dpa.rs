@@ -1,0 +1,43 @@
+//! Misuse of a DPA context through the public API is an error naming the rule, never a crash.
+
+use dpakit::dpa::Dpa;
+use dpakit::soft::SchedMode;
+use dpakit::{ErrorCode, kit_app, open_dpa_dev};
+
+#[test]
+fn zero_workers_is_invalid_value_in_every_scheduling_mode() {
+    for mode in [SchedMode::BusyPoll, SchedMode::Sleep] {
+        let e = Dpa::builder(&open_dpa_dev().unwrap())
+            .app(kit_app())
+            .sched_mode(mode)
+            .workers(0)
+            .start()
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{mode:?}: {e}");
+    }
+}
+
+#[test]
+fn pinning_to_a_cpu_that_does_not_exist_is_invalid_value() {
+    let e = Dpa::builder(&open_dpa_dev().unwrap())
+        .app(kit_app())
+        .sched_mode(SchedMode::BusyPoll)
+        .workers(1)
+        .pin_workers(vec![100_000])
+        .start()
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+}
+
+#[test]
+fn allocating_more_than_the_device_has_is_no_memory_not_an_overflow() {
+    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
+        .app(kit_app())
+        .sched_mode(SchedMode::BusyPoll)
+        .workers(1)
+        .start()
+        .unwrap();
+    let _one = dpa.mem_alloc(64).unwrap();
+    let e = dpa.mem_alloc(usize::MAX).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::NoMemory, "{e}");
+}
