@@ -41,3 +41,29 @@ fn allocating_more_than_the_device_has_is_no_memory_not_an_overflow() {
     let e = dpa.mem_alloc(usize::MAX).unwrap_err();
     assert_eq!(e.code(), ErrorCode::NoMemory, "{e}");
 }
+
+#[test]
+fn an_mmap_gives_one_dpa_handle_per_device_however_often_asked() {
+    use dpakit::mmap::{AccessFlags, Mmap};
+    let dev = open_dpa_dev().unwrap();
+    let mmap = Mmap::alloc(4096).unwrap();
+    mmap.set_permissions(AccessFlags::LOCAL_READ_WRITE).unwrap();
+    mmap.add_dev(&dev).unwrap();
+    assert_eq!(
+        mmap.dpa_handle(&dev).unwrap_err().code(),
+        ErrorCode::NotPermitted,
+        "not started"
+    );
+    mmap.start().unwrap();
+    let first = mmap.dpa_handle(&dev).unwrap();
+    for _ in 0..2_000 {
+        assert_eq!(mmap.dpa_handle(&dev).unwrap(), first);
+    }
+    let other = Mmap::alloc(4096).unwrap();
+    other.start().unwrap();
+    assert_eq!(
+        other.dpa_handle(&dev).unwrap_err().code(),
+        ErrorCode::NotFound,
+        "the device was not added"
+    );
+}
