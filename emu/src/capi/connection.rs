@@ -67,7 +67,7 @@ impl ConnObj {
         sock: SeqPacket,
         max_waiting: usize,
     ) -> Result<*mut c_void> {
-        let shared = ConnShared::new(sock.fd())?;
+        let shared = ConnShared::new(&sock)?;
         registry::register(Box::new(ConnObj {
             owner,
             is_server,

@@ -268,6 +268,15 @@ impl SeqPacket {
         self.fd.as_raw_fd()
     }
 
+    /// A second handle of the same connection (`dup`), for use from another thread.
+    pub(crate) fn try_clone(&self) -> Result<SeqPacket> {
+        let fd = self
+            .fd
+            .try_clone()
+            .map_err(|e| Error::new(ErrorCode::OperatingSystem, format!("dup: {e}")))?;
+        Ok(SeqPacket { fd })
+    }
+
     /// Ends the connection both ways now (the peer reads end-of-file), even while descriptors
     /// of it live on.
     pub(crate) fn shutdown(&self) {

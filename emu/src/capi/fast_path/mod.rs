@@ -11,6 +11,7 @@
 //! the peer's consumers.
 
 use crate::error::{Result, bail};
+use crate::wire::SeqPacket;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,7 +20,7 @@ use std::sync::{Arc, Mutex};
 /// other threads than the connection's server or client.
 pub(crate) struct ConnShared {
     /// The connection's socket (a duplicate), for consumers to announce themselves.
-    sock: OwnedFd,
+    sock: SeqPacket,
     next_consumer_id: AtomicU32,
     next_producer_id: AtomicU32,
     /// Producers and consumers alive on the connection.
@@ -31,15 +32,9 @@ pub(crate) struct ConnShared {
 }
 
 impl ConnShared {
-    pub(crate) fn new(sock: RawFd) -> Result<Arc<ConnShared>> {
-        // SAFETY: duplicating a descriptor we hold; the result is checked.
-        let fd = unsafe { libc::fcntl(sock, libc::F_DUPFD_CLOEXEC, 0) };
-        if fd < 0 {
-            bail!(OperatingSystem, "dup: {}", std::io::Error::last_os_error());
-        }
+    pub(crate) fn new(sock: &SeqPacket) -> Result<Arc<ConnShared>> {
         Ok(Arc::new(ConnShared {
-            // SAFETY: a fresh descriptor nothing else owns.
-            sock: unsafe { OwnedFd::from_raw_fd(fd) },
+            sock: sock.try_clone()?,
             next_consumer_id: AtomicU32::new(1),
             next_producer_id: AtomicU32::new(1),
             users: AtomicU32::new(0),
@@ -59,53 +54,13 @@ impl ConnShared {
     }
 
     /// Sends a control message on the connection from any thread (one `sendmsg`, atomic on a
-    /// `SOCK_SEQPACKET` socket).
+    /// `SOCK_SEQPACKET` socket), waiting while the peer is slow to drain: announcements are
+    /// rare, so waiting is fine.
     fn send(&self, parts: &[&[u8]], fds: &[RawFd]) -> Result<()> {
-        let mut iov = [libc::iovec {
-            iov_base: std::ptr::null_mut(),
-            iov_len: 0,
-        }; 2];
-        for (v, p) in iov.iter_mut().zip(parts) {
-            v.iov_base = p.as_ptr() as *mut libc::c_void;
-            v.iov_len = p.len();
+        while !self.sock.send(parts, fds)? {
+            std::thread::yield_now();
         }
-        #[repr(C, align(8))]
-        struct Control([u8; 64]);
-        let mut control = Control([0; 64]);
-        // SAFETY: msghdr is plain data; the pointers set below stay valid during sendmsg.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = iov.as_mut_ptr();
-        msg.msg_iovlen = parts.len().min(2) as _;
-        if !fds.is_empty() {
-            let bytes = std::mem::size_of_val(fds) as u32;
-            msg.msg_control = control.0.as_mut_ptr().cast();
-            // SAFETY: arithmetic.
-            msg.msg_controllen = unsafe { libc::CMSG_SPACE(bytes) } as _;
-            // SAFETY: at most 3 descriptors: CMSG_SPACE(12) = 32 bytes fit the aligned buffer.
-            unsafe {
-                let cmsg = libc::CMSG_FIRSTHDR(&msg);
-                (*cmsg).cmsg_level = libc::SOL_SOCKET;
-                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-                (*cmsg).cmsg_len = libc::CMSG_LEN(bytes) as _;
-                std::ptr::copy_nonoverlapping(
-                    fds.as_ptr(),
-                    libc::CMSG_DATA(cmsg).cast(),
-                    fds.len(),
-                );
-            }
-        }
-        loop {
-            // SAFETY: `msg` describes live buffers.
-            let n = unsafe { libc::sendmsg(self.sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
-            if n >= 0 {
-                return Ok(());
-            }
-            match std::io::Error::last_os_error().raw_os_error() {
-                // The peer is slow to drain: announcements are rare, so waiting is fine.
-                Some(libc::EAGAIN) | Some(libc::EINTR) => std::thread::yield_now(),
-                _ => bail!(NotConnected, "the connection is closed"),
-            }
-        }
+        Ok(())
     }
 
     /// The peer announced a consumer.
