@@ -39,6 +39,21 @@ static inline double now_sec(void)
 
 /* ---- Flags ---- */
 
+#define COMCH_MAX_NAME_LEN 120 /* what doca_comch_cap_get_max_name_len reports, with the NUL */
+#define COMCH_MAX_TEXT_LEN 4096
+#define COMCH_MAX_MSG_SIZE (1u << 20) /* the largest fast-path message the examples move */
+
+/* The flags of the Comch examples; each program registers the ones it takes. */
+struct comch_flags {
+	char pci_addr[DOCA_DEVINFO_PCI_ADDR_SIZE];
+	char rep_pci_addr[DOCA_DEVINFO_REP_PCI_ADDR_SIZE];
+	char server_name[COMCH_MAX_NAME_LEN];
+	char text[COMCH_MAX_TEXT_LEN];
+	int count;
+	int min_count; /* 1 for clients (they exchange at least one message), 0 for servers */
+	int size;
+};
+
 static inline doca_error_t copy_flag(char *dst, size_t size, const char *value, const char *flag)
 {
 	if (strlen(value) >= size) {
@@ -46,6 +61,61 @@ static inline doca_error_t copy_flag(char *dst, size_t size, const char *value, 
 		return DOCA_ERROR_INVALID_VALUE;
 	}
 	strcpy(dst, value);
+	return DOCA_SUCCESS;
+}
+
+static inline doca_error_t pci_addr_flag(void *param, void *config)
+{
+	struct comch_flags *cfg = config;
+
+	return copy_flag(cfg->pci_addr, sizeof(cfg->pci_addr), param, "pci-addr");
+}
+
+static inline doca_error_t rep_pci_flag(void *param, void *config)
+{
+	struct comch_flags *cfg = config;
+
+	return copy_flag(cfg->rep_pci_addr, sizeof(cfg->rep_pci_addr), param, "rep-pci");
+}
+
+static inline doca_error_t server_name_flag(void *param, void *config)
+{
+	struct comch_flags *cfg = config;
+
+	return copy_flag(cfg->server_name, sizeof(cfg->server_name), param, "server-name");
+}
+
+static inline doca_error_t text_flag(void *param, void *config)
+{
+	struct comch_flags *cfg = config;
+
+	return copy_flag(cfg->text, sizeof(cfg->text), param, "text");
+}
+
+static inline doca_error_t count_flag(void *param, void *config)
+{
+	struct comch_flags *cfg = config;
+	int count = *(int *)param;
+
+	if (count < cfg->min_count) {
+		DOCA_LOG_ERR("--count takes %s, not %d",
+			     cfg->min_count > 0 ? "a positive count" : "a count of 0 or more", count);
+		return DOCA_ERROR_INVALID_VALUE;
+	}
+	cfg->count = count;
+	return DOCA_SUCCESS;
+}
+
+static inline doca_error_t size_flag(void *param, void *config)
+{
+	struct comch_flags *cfg = config;
+	int size = *(int *)param;
+
+	if (size < 1 || (unsigned int)size > COMCH_MAX_MSG_SIZE) {
+		DOCA_LOG_ERR("--size takes 1 to %u bytes, not %d", COMCH_MAX_MSG_SIZE, size);
+		return DOCA_ERROR_INVALID_VALUE;
+	}
+	cfg->size = size;
 	return DOCA_SUCCESS;
 }
 

@@ -36,19 +36,10 @@ DOCA_LOG_REGISTER(COMCH_CTRL_CLIENT);
 
 #include "comch_common.h"
 
-#define MAX_NAME_LEN 120	/* what doca_comch_cap_get_max_name_len reports, with the NUL */
-#define MAX_TEXT_LEN 4096
 #define NUM_SEND_TASKS 1	/* one message at a time */
 #define SPIN_USEC 200		/* keep polling this long after an event before sleeping */
 #define CONNECT_TIMEOUT_SEC 5
 #define ECHO_TIMEOUT_SEC 5
-
-struct client_config {
-	char pci_addr[DOCA_DEVINFO_PCI_ADDR_SIZE];
-	char text[MAX_TEXT_LEN];
-	char server_name[MAX_NAME_LEN];
-	int count;
-};
 
 /* What the callbacks share, reached through the context's user data. */
 struct client_state {
@@ -64,40 +55,6 @@ struct client_state {
 };
 
 /* ---- Flags ---- */
-
-static doca_error_t pci_addr_flag(void *param, void *config)
-{
-	struct client_config *cfg = config;
-
-	return copy_flag(cfg->pci_addr, sizeof(cfg->pci_addr), param, "pci-addr");
-}
-
-static doca_error_t text_flag(void *param, void *config)
-{
-	struct client_config *cfg = config;
-
-	return copy_flag(cfg->text, sizeof(cfg->text), param, "text");
-}
-
-static doca_error_t server_name_flag(void *param, void *config)
-{
-	struct client_config *cfg = config;
-
-	return copy_flag(cfg->server_name, sizeof(cfg->server_name), param, "server-name");
-}
-
-static doca_error_t count_flag(void *param, void *config)
-{
-	struct client_config *cfg = config;
-	int count = *(int *)param;
-
-	if (count < 1) {
-		DOCA_LOG_ERR("--count takes a positive count, not %d", count);
-		return DOCA_ERROR_INVALID_VALUE;
-	}
-	cfg->count = count;
-	return DOCA_SUCCESS;
-}
 
 static doca_error_t register_flags(void)
 {
@@ -228,7 +185,7 @@ static bool idle(const struct client_state *state)
 /* ---- Main ---- */
 
 /* Sends count messages one at a time, each checked against its echo; the average round trip. */
-static doca_error_t ping_pong(const struct client_config *cfg, struct doca_pe *pe,
+static doca_error_t ping_pong(const struct comch_flags *cfg, struct doca_pe *pe,
 			      doca_notification_handle_t handle, struct client_state *state,
 			      double *avg_usec)
 {
@@ -264,7 +221,7 @@ static doca_error_t ping_pong(const struct client_config *cfg, struct doca_pe *p
 	return DOCA_SUCCESS;
 }
 
-static doca_error_t run(const struct client_config *cfg, struct doca_dev *dev, struct doca_pe *pe,
+static doca_error_t run(const struct comch_flags *cfg, struct doca_dev *dev, struct doca_pe *pe,
 			struct client_state *state)
 {
 	struct doca_ctx *ctx;
@@ -343,11 +300,12 @@ destroy:
 
 int main(int argc, char **argv)
 {
-	struct client_config cfg = {
+	struct comch_flags cfg = {
 		.pci_addr = "b1:00.0",
 		.text = "ping",
 		.server_name = "dpakit_comch_ctrl",
 		.count = 1000,
+		.min_count = 1,
 	};
 	struct client_state state = {0};
 	struct doca_dev *dev = NULL;

@@ -37,16 +37,8 @@ DOCA_LOG_REGISTER(COMCH_CTRL_SERVER);
 
 #include "comch_common.h"
 
-#define MAX_NAME_LEN 120	/* what doca_comch_cap_get_max_name_len reports, with the NUL */
 #define NUM_SEND_TASKS 32	/* echoes in flight at once, over every client */
 #define SPIN_USEC 200		/* keep polling this long after an event before sleeping */
-
-struct server_config {
-	char pci_addr[DOCA_DEVINFO_PCI_ADDR_SIZE];
-	char rep_pci_addr[DOCA_DEVINFO_REP_PCI_ADDR_SIZE];
-	char server_name[MAX_NAME_LEN];
-	int count;
-};
 
 /* What the callbacks share, reached through the context's user data. */
 struct server_state {
@@ -67,40 +59,6 @@ static void on_signal(int signo)
 }
 
 /* ---- Flags ---- */
-
-static doca_error_t pci_addr_flag(void *param, void *config)
-{
-	struct server_config *cfg = config;
-
-	return copy_flag(cfg->pci_addr, sizeof(cfg->pci_addr), param, "pci-addr");
-}
-
-static doca_error_t rep_pci_flag(void *param, void *config)
-{
-	struct server_config *cfg = config;
-
-	return copy_flag(cfg->rep_pci_addr, sizeof(cfg->rep_pci_addr), param, "rep-pci");
-}
-
-static doca_error_t server_name_flag(void *param, void *config)
-{
-	struct server_config *cfg = config;
-
-	return copy_flag(cfg->server_name, sizeof(cfg->server_name), param, "server-name");
-}
-
-static doca_error_t count_flag(void *param, void *config)
-{
-	struct server_config *cfg = config;
-	int count = *(int *)param;
-
-	if (count < 0) {
-		DOCA_LOG_ERR("--count takes a count of 0 or more, not %d", count);
-		return DOCA_ERROR_INVALID_VALUE;
-	}
-	cfg->count = count;
-	return DOCA_SUCCESS;
-}
 
 static doca_error_t register_flags(void)
 {
@@ -232,12 +190,12 @@ static void state_changed(const union doca_data user_data, struct doca_ctx *ctx,
 /* ---- Main ---- */
 
 /* Echoed COUNT messages, and the clients that came have all left. */
-static bool finished(const struct server_config *cfg, const struct server_state *state)
+static bool finished(const struct comch_flags *cfg, const struct server_state *state)
 {
 	return state->echoed >= (uint64_t)cfg->count && state->clients_served > 0 && state->clients == 0;
 }
 
-static doca_error_t serve(const struct server_config *cfg, struct doca_dev *dev, struct doca_dev_rep *rep,
+static doca_error_t serve(const struct comch_flags *cfg, struct doca_dev *dev, struct doca_dev_rep *rep,
 			  struct doca_pe *pe, struct server_state *state)
 {
 	struct doca_ctx *ctx;
@@ -301,11 +259,12 @@ destroy:
 
 int main(int argc, char **argv)
 {
-	struct server_config cfg = {
+	struct comch_flags cfg = {
 		.pci_addr = "03:00.0",
 		.rep_pci_addr = "b1:00.0",
 		.server_name = "dpakit_comch_ctrl",
 		.count = 1000,
+		.min_count = 0,
 	};
 	struct server_state state = {0};
 	struct doca_dev *dev = NULL;

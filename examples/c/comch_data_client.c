@@ -43,8 +43,6 @@ DOCA_LOG_REGISTER(COMCH_DATA_CLIENT);
 
 #include "comch_common.h"
 
-#define MAX_NAME_LEN 120	/* what doca_comch_cap_get_max_name_len reports, with the NUL */
-#define MAX_MSG_SIZE (1u << 20)
 #define NUM_RECV 4		/* receives the consumer keeps posted */
 #define NUM_SEND 1		/* one message at a time */
 #define NUM_CTRL_TASKS 1	/* the control path carries no messages here, but a start needs tasks */
@@ -52,13 +50,6 @@ DOCA_LOG_REGISTER(COMCH_DATA_CLIENT);
 #define SPIN_USEC 2000		/* poll this long after an event: longer than a 1 MiB echo takes */
 #define CONNECT_TIMEOUT_SEC 5
 #define ECHO_TIMEOUT_SEC 5
-
-struct client_config {
-	char pci_addr[DOCA_DEVINFO_PCI_ADDR_SIZE];
-	char server_name[MAX_NAME_LEN];
-	int count;
-	int size;
-};
 
 /* What the callbacks share, reached through the contexts' user data. */
 struct client_state {
@@ -103,46 +94,6 @@ static uint64_t decode_number(const uint8_t imm[IMM_LEN])
 }
 
 /* ---- Flags ---- */
-
-static doca_error_t pci_addr_flag(void *param, void *config)
-{
-	struct client_config *cfg = config;
-
-	return copy_flag(cfg->pci_addr, sizeof(cfg->pci_addr), param, "pci-addr");
-}
-
-static doca_error_t server_name_flag(void *param, void *config)
-{
-	struct client_config *cfg = config;
-
-	return copy_flag(cfg->server_name, sizeof(cfg->server_name), param, "server-name");
-}
-
-static doca_error_t count_flag(void *param, void *config)
-{
-	struct client_config *cfg = config;
-	int count = *(int *)param;
-
-	if (count < 1) {
-		DOCA_LOG_ERR("--count takes a positive count, not %d", count);
-		return DOCA_ERROR_INVALID_VALUE;
-	}
-	cfg->count = count;
-	return DOCA_SUCCESS;
-}
-
-static doca_error_t size_flag(void *param, void *config)
-{
-	struct client_config *cfg = config;
-	int size = *(int *)param;
-
-	if (size < 1 || (unsigned int)size > MAX_MSG_SIZE) {
-		DOCA_LOG_ERR("--size takes 1 to %u bytes, not %d", MAX_MSG_SIZE, size);
-		return DOCA_ERROR_INVALID_VALUE;
-	}
-	cfg->size = size;
-	return DOCA_SUCCESS;
-}
 
 static doca_error_t register_flags(void)
 {
@@ -472,7 +423,7 @@ static doca_error_t client_with_fast_path(const struct doca_devinfo *devinfo)
 /* ---- Main ---- */
 
 /* Sends count messages one at a time, each checked against its echo; the elapsed time. */
-static doca_error_t echo_all(const struct client_config *cfg, struct doca_pe *pe,
+static doca_error_t echo_all(const struct comch_flags *cfg, struct doca_pe *pe,
 			     doca_notification_handle_t handle, struct client_state *state, double *elapsed)
 {
 	struct doca_buf *buf = state->tx.bufs[0];
@@ -522,7 +473,7 @@ static doca_error_t echo_all(const struct client_config *cfg, struct doca_pe *pe
 	return DOCA_SUCCESS;
 }
 
-static doca_error_t run(const struct client_config *cfg, struct doca_dev *dev, struct doca_pe *pe,
+static doca_error_t run(const struct comch_flags *cfg, struct doca_dev *dev, struct doca_pe *pe,
 			struct client_state *state)
 {
 	struct doca_ctx *ctx;
@@ -621,10 +572,11 @@ destroy:
 
 int main(int argc, char **argv)
 {
-	struct client_config cfg = {
+	struct comch_flags cfg = {
 		.pci_addr = "b1:00.0",
 		.server_name = "dpakit_comch_data",
 		.count = 1000,
+		.min_count = 1,
 		.size = 4096,
 	};
 	struct client_state state = {0};

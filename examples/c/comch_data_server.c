@@ -43,20 +43,10 @@ DOCA_LOG_REGISTER(COMCH_DATA_SERVER);
 
 #include "comch_common.h"
 
-#define MAX_NAME_LEN 120	/* what doca_comch_cap_get_max_name_len reports, with the NUL */
-#define MAX_MSG_SIZE (1u << 20)
 #define NUM_BUFS 16		/* per client: receives posted, and as many echoes in flight */
 #define MAX_IMM_LEN 32		/* the most immediate data a consumer takes */
 #define NUM_CTRL_TASKS 1	/* the control path carries no messages here, but a start needs tasks */
 #define SPIN_USEC 2000		/* poll this long after an event: longer than a 1 MiB echo takes */
-
-struct server_config {
-	char pci_addr[DOCA_DEVINFO_PCI_ADDR_SIZE];
-	char rep_pci_addr[DOCA_DEVINFO_REP_PCI_ADDR_SIZE];
-	char server_name[MAX_NAME_LEN];
-	int count;
-	int size;
-};
 
 struct server_state;
 
@@ -104,53 +94,6 @@ static void on_signal(int signo)
 }
 
 /* ---- Flags ---- */
-
-static doca_error_t pci_addr_flag(void *param, void *config)
-{
-	struct server_config *cfg = config;
-
-	return copy_flag(cfg->pci_addr, sizeof(cfg->pci_addr), param, "pci-addr");
-}
-
-static doca_error_t rep_pci_flag(void *param, void *config)
-{
-	struct server_config *cfg = config;
-
-	return copy_flag(cfg->rep_pci_addr, sizeof(cfg->rep_pci_addr), param, "rep-pci");
-}
-
-static doca_error_t server_name_flag(void *param, void *config)
-{
-	struct server_config *cfg = config;
-
-	return copy_flag(cfg->server_name, sizeof(cfg->server_name), param, "server-name");
-}
-
-static doca_error_t count_flag(void *param, void *config)
-{
-	struct server_config *cfg = config;
-	int count = *(int *)param;
-
-	if (count < 0) {
-		DOCA_LOG_ERR("--count takes a count of 0 or more, not %d", count);
-		return DOCA_ERROR_INVALID_VALUE;
-	}
-	cfg->count = count;
-	return DOCA_SUCCESS;
-}
-
-static doca_error_t size_flag(void *param, void *config)
-{
-	struct server_config *cfg = config;
-	int size = *(int *)param;
-
-	if (size < 1 || (unsigned int)size > MAX_MSG_SIZE) {
-		DOCA_LOG_ERR("--size takes 1 to %u bytes, not %d", MAX_MSG_SIZE, size);
-		return DOCA_ERROR_INVALID_VALUE;
-	}
-	cfg->size = size;
-	return DOCA_SUCCESS;
-}
 
 static doca_error_t register_flags(void)
 {
@@ -538,13 +481,13 @@ static doca_error_t server_with_fast_path(const struct doca_devinfo *devinfo)
 /* ---- Main ---- */
 
 /* Echoed COUNT messages, and the clients that came have all left. */
-static bool finished(const struct server_config *cfg, const struct server_state *state)
+static bool finished(const struct comch_flags *cfg, const struct server_state *state)
 {
 	return state->echoed >= (uint64_t)cfg->count && state->clients_served > 0 && state->clients == 0 &&
 	       state->sessions == NULL;
 }
 
-static doca_error_t serve(const struct server_config *cfg, struct doca_dev_rep *rep,
+static doca_error_t serve(const struct comch_flags *cfg, struct doca_dev_rep *rep,
 			  struct server_state *state)
 {
 	struct doca_ctx *ctx;
@@ -625,11 +568,12 @@ destroy:
 
 int main(int argc, char **argv)
 {
-	struct server_config cfg = {
+	struct comch_flags cfg = {
 		.pci_addr = "03:00.0",
 		.rep_pci_addr = "b1:00.0",
 		.server_name = "dpakit_comch_data",
 		.count = 1000,
+		.min_count = 0,
 		.size = 4096,
 	};
 	struct server_state state = {0};
