@@ -98,52 +98,53 @@ impl ClientObj {
     fn answer(&self) -> usize {
         let mut buf = [0u8; proto::OVERHEAD];
         let mut fds = Vec::new();
-        let (got, fd) = match &*self.phase.borrow() {
-            Phase::Handshaking(sock) => (sock.recv(&mut buf, &mut fds), sock.fd()),
+        let got = match &*self.phase.borrow() {
+            Phase::Handshaking(sock) => sock.recv(&mut buf, &mut fds),
             _ => return 0,
         };
-        let verdict = match got {
+        let refused = match got {
             Ok(Recv::Empty) => return 0,
-            Ok(Recv::Message(len)) => proto::decode(&buf[..len]).map(|m| match m {
-                Message::Welcome => Ok(()),
-                Message::Refuse { code, reason } => Err(err(
+            Ok(Recv::Message(len)) => match proto::decode(&buf[..len]) {
+                Ok(Message::Welcome) => None,
+                Ok(Message::Refuse { code, reason }) => Some(err(
                     ErrorCode::from_raw(code).unwrap_or(ErrorCode::Unknown),
                     format!("the server refused the connection: {reason}"),
                 )),
-                other => Err(err(
+                Ok(other) => Some(err(
                     ErrorCode::InvalidValue,
                     format!("the server answered {other:?} to HELLO"),
                 )),
-            }),
-            // The server went away during the handshake: try again.
-            Ok(Recv::Closed) | Err(_) => Ok(Err(err(ErrorCode::NotConnected, ""))),
+                Err(e) => Some(e),
+            },
+            // The server went away during the handshake: try again (the socket closes with
+            // the phase, which leaves the PE's watch).
+            Ok(Recv::Closed) | Err(_) => {
+                *self.phase.borrow_mut() = Phase::Connecting;
+                return 0;
+            }
         };
-        if let Some(pe) = self.pe() {
-            pe.pe.unwatch_fd(fd);
-        }
         let Phase::Handshaking(sock) =
             std::mem::replace(&mut *self.phase.borrow_mut(), Phase::Connecting)
         else {
             return 0;
         };
-        match verdict.and_then(|v| v) {
-            Ok(()) => self.established(sock),
-            Err(e) if e.code() == ErrorCode::NotConnected => 0,
-            Err(e) => {
-                super::report(&format!("comch client `{}`", self.ep.name), &e);
-                self.stop_timer();
-                *self.phase.borrow_mut() = Phase::Idle;
-                if let Some(pe) = self.pe() {
-                    pe.polling(false);
-                }
-                self.ep.core.transition(CtxState::Idle);
-                1
-            }
+        let Some(e) = refused else {
+            return self.established(sock);
+        };
+        super::report(&format!("comch client `{}`", self.ep.name), &e);
+        drop(sock);
+        self.stop_timer();
+        *self.phase.borrow_mut() = Phase::Idle;
+        if let Some(pe) = self.pe() {
+            pe.polling(false);
         }
+        self.ep.core.transition(CtxState::Idle);
+        1
     }
 
+    /// The handshake succeeded: the socket (watched by the PE since it connected) becomes the
+    /// connection's.
     fn established(&self, sock: SeqPacket) -> usize {
-        let fd = sock.fd();
         let max_waiting = self.ep.tasks.len();
         let handle = match ConnObj::register(self.ep.core.handle.get(), false, sock, max_waiting) {
             Ok(h) => h,
@@ -152,13 +153,6 @@ impl ClientObj {
                 return 0;
             }
         };
-        if let Some(pe) = self.pe() {
-            if let Err(e) = pe.pe.watch_fd(fd) {
-                super::note("comch client", &e);
-                connection::unregister(handle);
-                return 0;
-            }
-        }
         self.stop_timer();
         *self.phase.borrow_mut() = Phase::Connected(handle);
         self.ep.core.transition(CtxState::Running);
