@@ -30,7 +30,14 @@ pub(crate) fn serve(
     // the host allocated for this thread alone.
     let mut state = (storage != 0).then(|| unsafe { &mut *(storage as usize as *mut ServeState) });
 
-    while let Some(msg) = completions.get() {
+    loop {
+        // A reply needs a receive posted on the CPU consumer. With none, the message stays
+        // queued: re-arming with a message waiting triggers this thread again at once, so it is
+        // answered on a later activation, and the CPU side is never sent more than it can take.
+        if producer.is_consumer_empty(path.cpu_consumer_id) {
+            break;
+        }
+        let Some(msg) = completions.get() else { break };
         let reports_this_one = match state.as_deref_mut() {
             Some(s) => {
                 s.sends = s.sends.wrapping_add(1);
@@ -38,8 +45,10 @@ pub(crate) fn serve(
             }
             None => true,
         };
+        // A reporting send must report even when the path asked for OPTIMIZE_REPORTS: without
+        // one in every queue's worth, the producer's send queue overflows.
         let flags = if reports_this_one {
-            path.submit_flags
+            path.submit_flags.without(SubmitFlags::OPTIMIZE_REPORTS)
         } else {
             path.submit_flags | SubmitFlags::OPTIMIZE_REPORTS
         };

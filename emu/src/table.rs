@@ -5,12 +5,14 @@
 //! removal only clears the slot: a later lookup fails cleanly instead of touching freed memory.
 
 use std::fmt;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Slots `0..capacity` of `Arc<T>`.
 pub(crate) struct Table<T> {
     slots: Box<[AtomicPtr<T>]>,
+    /// Times each slot was emptied: the generation part of the ids it hands out.
+    generations: Box<[AtomicU32]>,
     owned: Mutex<Vec<Arc<T>>>,
 }
 
@@ -34,6 +36,7 @@ impl<T: Send + Sync> Table<T> {
             slots: (0..capacity)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
+            generations: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
             owned: Mutex::new(Vec::new()),
         }
     }
@@ -85,7 +88,31 @@ impl<T: Send + Sync> Table<T> {
     pub(crate) fn remove(&self, index: usize) {
         if let Some(slot) = self.slots.get(index) {
             slot.store(std::ptr::null_mut(), Ordering::Release);
+            self.generations[index].fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// The id of whatever occupies slot `index` next: `index + 1` the first time, then a
+    /// capacity higher each time the slot is reused, so an id held by a program (a send waiting
+    /// for its consumer) never names a later occupant. Ids start over past `u32::MAX`.
+    pub(crate) fn id_for(&self, index: usize) -> u32 {
+        let capacity = self.slots.len() as u64;
+        let generation = u64::from(self.generations[index].load(Ordering::Relaxed));
+        let span = u64::from(u32::MAX) / capacity.max(1);
+        (index as u64 + 1 + capacity * (generation % span)) as u32
+    }
+
+    /// The slot an id from [`id_for`](Self::id_for) names (the occupant may have another id).
+    #[inline]
+    pub(crate) fn index_of_id(&self, id: u32) -> usize {
+        (id as usize).wrapping_sub(1) % self.slots.len().max(1)
+    }
+
+    /// The object `id` names: the occupant of its slot if `id_of` says it has that id.
+    #[inline]
+    pub(crate) fn get_by_id(&self, id: u32, id_of: impl FnOnce(&T) -> u32) -> Option<&T> {
+        self.get(self.index_of_id(id))
+            .filter(|obj| id_of(obj) == id)
     }
 
     /// The object in slot `index`, if any.
@@ -135,5 +162,23 @@ mod tests {
         t.remove(b);
         assert_eq!(t.insert_at(b, |i| Arc::new(i as u32)).as_deref(), Some(&1));
         assert!(t.insert_at(9, |_| Arc::new(6)).is_none(), "out of range");
+    }
+
+    #[test]
+    fn ids_are_not_reused_when_slots_are() {
+        let t = Table::new(3);
+        let (i, _) = t.insert_with(|i| Arc::new(t_id(i))).unwrap();
+        assert_eq!(t.id_for(i), 1);
+        t.remove(i);
+        assert_eq!(t.id_for(i), 4, "a capacity higher");
+        assert_eq!(t.index_of_id(4), i);
+        let (j, _) = t.insert_with(|i| Arc::new(t_id(i))).unwrap();
+        assert_eq!(j, i);
+        assert_eq!(t.get_by_id(1, |_| 4), None, "the old id names nothing");
+        assert_eq!(t.get_by_id(4, |_| 4), Some(&0));
+    }
+
+    fn t_id(i: usize) -> u32 {
+        i as u32
     }
 }

@@ -422,20 +422,40 @@ fn consumer_ack_beyond_its_queue_is_a_fatal_invalid_value() {
     );
 }
 
+thread_kernel! {
+    /// Replies to each message without asking whether the CPU consumer has a receive posted.
+    pub BLIND_ECHO: fn blind_echo(arg: u64) {
+        // SAFETY: the test writes a MsgqPathArgs at `arg`.
+        let p: &MsgqPathArgs = unsafe { thread::arg_ref(arg) };
+        let mut completions = ConsumerCompletion::new(p.consumer_completion);
+        let producer = Producer::new(p.producer);
+        while let Some(msg) = completions.get() {
+            producer.post_send_imm_only(p.cpu_consumer_id, msg.imm(), p.submit_flags).unwrap();
+            completions.ack(1);
+        }
+        completions.request_notification();
+        thread::reschedule()
+    }
+}
+
+/// A path whose CPU consumer has no receive posted.
+fn no_receives(dpa: &Dpa, kernel: &dpakit_dev::ThreadKernel) -> Path {
+    let opts = PathOptions {
+        depth: 8,
+        credits: 8,
+        receives: 0,
+        ..PathOptions::default()
+    };
+    Path::new(dpa, kernel, opts, |a| bytes_of(&a).to_vec())
+}
+
 #[test]
 fn a_dpa_send_with_no_receive_posted_is_a_fatal_empty() {
-    let dpa = start_dpa(echo_app(), SchedMode::BusyPoll);
-    let path = Path::new(
-        &dpa,
-        &ECHO,
-        PathOptions {
-            depth: 8,
-            credits: 8,
-            receives: 0,
-            ..PathOptions::default()
-        },
-        |a| bytes_of(&a).to_vec(),
-    );
+    let app = App::new("rules")
+        .thread_kernel(&BLIND_ECHO)
+        .rpc_kernel(&CONSUMER_ACK);
+    let dpa = start_dpa(app, SchedMode::BusyPoll);
+    let path = no_receives(&dpa, &BLIND_ECHO);
     path.cpu_producer
         .send(echo_msg(1).as_bytes(), path.dpa_consumer.id(), 1)
         .unwrap();
@@ -443,6 +463,30 @@ fn a_dpa_send_with_no_receive_posted_is_a_fatal_empty() {
     assert_eq!(e.code(), ErrorCode::Empty);
     assert!(e.message().contains("no receive posted"), "{e}");
     assert!(path.thread.is_faulted());
+}
+
+#[test]
+fn the_kits_kernels_wait_for_a_receive_instead_of_sending_into_none() {
+    for mode in [
+        SchedMode::BusyPoll,
+        SchedMode::Sleep,
+        SchedMode::Deterministic { seed: 9 },
+    ] {
+        let dpa = start_dpa(echo_app(), mode);
+        let path = no_receives(&dpa, &ECHO);
+        path.cpu_producer
+            .send(echo_msg(1).as_bytes(), path.dpa_consumer.id(), 1)
+            .unwrap();
+        for _ in 0..1_000 {
+            path.pe.progress();
+        }
+        assert_eq!(dpa.check(), Ok(()), "{mode:?}");
+        assert!(path.received.borrow().is_empty());
+        path.cpu_consumer.post_recv(0).unwrap();
+        path.wait_received(1);
+        assert_eq!(dpa.check(), Ok(()), "{mode:?}");
+        assert_eq!(path.received.borrow()[0].0[..], echo_msg(1).as_bytes()[..]);
+    }
 }
 
 thread_kernel! {

@@ -76,11 +76,11 @@ pub struct MsgqPath {
     dpa: Dpa,
     depth: u32,
     empty_polls: Cell<u32>,
-    /// Replies handed out whose receive is not re-posted yet (see [`MsgqPath::repost`]).
-    owed_receives: Cell<u32>,
-    /// Messages sent and replies handed out, for [`MsgqPath::send`]'s receive window.
+    /// Replies landed whose receive is not re-posted yet (see [`MsgqPath::repost`]).
+    owed_receives: Rc<Cell<u32>>,
+    /// Messages sent and replies landed, for [`MsgqPath::send`]'s receive window.
     sent: Cell<u64>,
-    taken: Cell<u64>,
+    landed: Rc<Cell<u64>>,
 }
 
 impl fmt::Debug for MsgqPath {
@@ -129,15 +129,19 @@ impl<'a> MsgqPathBuilder<'a> {
         } = self;
         let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(dpa).start()?;
         let from_dpa = Msgq::builder(dpa.dev()).dpa_producer(dpa).start()?;
-        // Kernel argument blocks are small; one allocation fits any of the kit's.
-        let args = dpa.mem_alloc(ARGS_BLOCK)?;
+        // Kernel argument blocks are small; one allocation fits any of the kit's. Both blocks
+        // go back to the DPA if any later step fails.
+        let args = DevBlock(dpa, dpa.mem_alloc(ARGS_BLOCK)?);
         // The kernel's writable state: it reports one reply in depth/2 (see ServeState).
-        let state = dpa.mem_alloc_init(&ServeState {
-            report_every: (depth / 2).max(1),
-            sends: 0,
-        })?;
-        let thread = DpaThread::builder(dpa, &kernel, args.raw())
-            .local_storage(state)
+        let state = DevBlock(
+            dpa,
+            dpa.mem_alloc_init(&ServeState {
+                report_every: (depth / 2).max(1),
+                sends: 0,
+            })?,
+        );
+        let thread = DpaThread::builder(dpa, &kernel, args.1.raw())
+            .local_storage(state.1)
             .start()?;
         let consumer_completion = ConsumerCompletion::builder(dpa)
             .max_num_recv(depth)
@@ -158,7 +162,9 @@ impl<'a> MsgqPathBuilder<'a> {
             .num_send_tasks(depth)
             .start()?;
         let received = Rc::new(RefCell::new(VecDeque::with_capacity(depth as usize)));
-        let sink = received.clone();
+        let owed_receives = Rc::new(Cell::new(0));
+        let landed = Rc::new(Cell::new(0));
+        let (sink, owed, seen) = (received.clone(), owed_receives.clone(), landed.clone());
         let cpu_consumer = CpuConsumer::builder(&from_dpa, pe)
             .num_recv_tasks(depth)
             .on_recv(move |c: &RecvCompletion<'_>| {
@@ -166,7 +172,11 @@ impl<'a> MsgqPathBuilder<'a> {
                 if c.status != ErrorCode::Success {
                     return;
                 }
-                // At most `depth` receives are posted, so this never grows the queue.
+                // The receive is owed back at once (re-posted before the next send or poll), so
+                // replies keep landing while the program sends more than the depth ahead; the
+                // queue grows past the depth only then.
+                owed.set(owed.get() + 1);
+                seen.set(seen.get() + 1);
                 let msg = ImmMessage::from_bytes(c.imm).unwrap_or(ImmMessage::ZEROED);
                 sink.borrow_mut().push_back(Received {
                     msg,
@@ -195,7 +205,7 @@ impl<'a> MsgqPathBuilder<'a> {
                 ),
             ));
         }
-        dpa.h2d_memcpy(args, &bytes)?;
+        dpa.h2d_memcpy(args.1, &bytes)?;
         thread.run()?;
         dpa.rpc(
             dpa.app().consumer_ack(),
@@ -211,15 +221,15 @@ impl<'a> MsgqPathBuilder<'a> {
             dpa_consumer,
             dpa_producer,
             thread,
-            args,
-            state,
+            args: args.keep(),
+            state: state.keep(),
             pe: pe.clone(),
             dpa: dpa.clone(),
             depth,
             empty_polls: Cell::new(0),
-            owed_receives: Cell::new(0),
+            owed_receives,
             sent: Cell::new(0),
-            taken: Cell::new(0),
+            landed,
         })
     }
 }
@@ -239,17 +249,19 @@ impl MsgqPath {
     }
 
     /// Sends an immediate to the kernel. Waits (progressing) while every send task is in flight;
-    /// a message never jumps the queue or gets lost. A receive is kept posted for every message
-    /// not answered yet: the path's kernels answer each message at most once.
+    /// a message never jumps the queue or gets lost. Replies keep landing meanwhile, so a
+    /// program may send any number of messages before it receives: the replies wait in order.
     #[inline]
     pub fn send(&self, imm: &[u8]) -> Result<()> {
         while self.cpu_producer.in_flight() >= self.depth {
+            // The kernel answers only into posted receives: give back the ones replies used.
+            self.repost()?;
             self.pe.progress();
             self.check_now_and_then()?;
         }
         // Every message may be answered, and an answer needs a posted receive: if the ones
         // still owed are needed for the replies that may come, post them before sending.
-        let awaited = self.sent.get().saturating_sub(self.taken.get()) + 1;
+        let awaited = self.sent.get().saturating_sub(self.landed.get()) + 1;
         if awaited + u64::from(self.owed_receives.get()) > u64::from(self.depth) {
             self.repost()?;
         }
@@ -292,11 +304,7 @@ impl MsgqPath {
         }
         let next = self.received.borrow_mut().pop_front();
         match next {
-            Some(r) => {
-                self.owed_receives.set(self.owed_receives.get() + 1);
-                self.taken.set(self.taken.get() + 1);
-                Ok(Some(r))
-            }
+            Some(r) => Ok(Some(r)),
             None => {
                 self.check_now_and_then()?;
                 Ok(None)
@@ -381,6 +389,24 @@ impl MsgqPath {
         let mut bytes = [0u8; size_of::<ServeState>()];
         self.dpa.d2h_memcpy(&mut bytes, self.state)?;
         Ok(dpakit_abi::from_imm_bytes(&bytes)?)
+    }
+}
+
+/// A block of DPA memory freed on drop unless [`kept`](DevBlock::keep).
+struct DevBlock<'a>(&'a Dpa, DevPtr);
+
+impl DevBlock<'_> {
+    fn keep(self) -> DevPtr {
+        let ptr = self.1;
+        std::mem::forget(self);
+        ptr
+    }
+}
+
+impl Drop for DevBlock<'_> {
+    fn drop(&mut self) {
+        // Only on a failed start, whose error is what the caller needs to see.
+        let _ = self.0.mem_free(self.1);
     }
 }
 

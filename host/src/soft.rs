@@ -189,15 +189,19 @@ impl Dpa {
         Ok(ran != 0)
     }
 
-    /// Deterministic mode: runs activations until none is ready; how many ran.
+    /// Deterministic mode: runs activations until none is ready, or [`RUN_UNTIL_IDLE_LIMIT`]
+    /// ran (a kernel that keeps notifying itself is never idle); how many ran.
     pub fn run_until_idle(&self) -> Result<usize> {
         let mut n = 0;
-        while self.step()? {
+        while n < RUN_UNTIL_IDLE_LIMIT && self.step()? {
             n += 1;
         }
         Ok(n)
     }
 }
+
+/// Activations [`Dpa::run_until_idle`] runs at most in one call.
+pub const RUN_UNTIL_IDLE_LIMIT: usize = 1 << 20;
 
 /// The fatal error of DPA context `dpa`, if the soft device reports one.
 pub(crate) fn dpa_error(dpa: *mut sys::doca_dpa) -> Option<Error> {

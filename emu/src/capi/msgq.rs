@@ -21,8 +21,9 @@ pub(crate) struct MsgqObj {
     /// The direction and the DPA handle, once set.
     target: Cell<Option<(Direction, *mut c_void)>>,
     model: RefCell<Option<Msgq>>,
-    /// Which consumer ids (1-based index) are taken by consumers that exist.
-    consumer_ids: RefCell<Vec<bool>>,
+    /// Per consumer slot: whether a consumer that exists holds it, and how often it was
+    /// released (ids are `slot + 1 + slots * releases`, so an id is never handed out twice).
+    consumer_ids: RefCell<Vec<(bool, u32)>>,
     next_producer_id: Cell<u32>,
     producers: Cell<u32>,
 }
@@ -56,13 +57,14 @@ impl MsgqObj {
     }
 
     fn consumers(&self) -> usize {
-        self.consumer_ids.borrow().iter().filter(|&&t| t).count()
+        self.consumer_ids.borrow().iter().filter(|s| s.0).count()
     }
 
-    /// Reserves the lowest free consumer id.
+    /// Reserves a fresh id on the lowest free consumer slot.
     fn reserve_consumer_id(&self) -> Result<u32> {
         let mut ids = self.consumer_ids.borrow_mut();
-        let Some(index) = ids.iter().position(|&taken| !taken) else {
+        let slots = ids.len() as u64;
+        let Some(index) = ids.iter().position(|s| !s.0) else {
             bail!(
                 NoMemory,
                 "the MsgQ already has its maximum of {} consumers \
@@ -70,14 +72,18 @@ impl MsgqObj {
                 ids.len()
             );
         };
-        ids[index] = true;
-        Ok(index as u32 + 1)
+        ids[index].0 = true;
+        let generation = u64::from(ids[index].1) % (u64::from(u32::MAX) / slots);
+        Ok((index as u64 + 1 + slots * generation) as u32)
     }
 
     /// A consumer with `id` was destroyed.
     pub(crate) fn release_consumer_id(&self, id: u32) {
-        if let Some(taken) = self.consumer_ids.borrow_mut().get_mut(id as usize - 1) {
-            *taken = false;
+        let mut ids = self.consumer_ids.borrow_mut();
+        let slots = ids.len().max(1);
+        if let Some(slot) = ids.get_mut((id as usize).wrapping_sub(1) % slots) {
+            slot.0 = false;
+            slot.1 = slot.1.wrapping_add(1);
         }
     }
 
@@ -125,7 +131,7 @@ pub unsafe extern "C" fn doca_comch_msgq_create(
             max_num_producers: Cell::new(1),
             target: Cell::new(None),
             model: RefCell::new(None),
-            consumer_ids: RefCell::new(vec![false]),
+            consumer_ids: RefCell::new(vec![(false, 0)]),
             next_producer_id: Cell::new(1),
             producers: Cell::new(0),
         }))?;
@@ -191,7 +197,7 @@ pub unsafe extern "C" fn doca_comch_msgq_set_max_num_consumers(
         limits::MSGQ_MAX_NUM_CONSUMERS,
         |q, n| {
             q.max_num_consumers.set(n);
-            q.consumer_ids.borrow_mut().resize(n as usize, false);
+            q.consumer_ids.borrow_mut().resize(n as usize, (false, 0));
         },
     )
 }

@@ -89,8 +89,8 @@ impl<'a> CpuConsumerBuilder<'a> {
         self
     }
 
-    /// The consumer id (`doca_comch_consumer_get_id`) instead of the first free one; ids run
-    /// from 1 to the queue's `max_num_consumers`.
+    /// The consumer id (`doca_comch_consumer_get_id`) instead of the first free one; id `i` takes
+    /// slot `(i - 1) % max_num_consumers` (ids from 1; the slot must be free).
     pub fn id(mut self, id: u32) -> Self {
         self.id = Some(id);
         self
@@ -127,7 +127,7 @@ impl<'a> CpuConsumerBuilder<'a> {
         let waker = self.pe.waker();
         let make = |index: usize| {
             Arc::new(CpuConsumerShared::new(
-                index as u32 + 1,
+                self.id.unwrap_or_else(|| msgq.cpu_consumers.id_for(index)),
                 self.num_tasks as usize,
                 self.imm_data_len,
                 waker,
@@ -135,8 +135,9 @@ impl<'a> CpuConsumerBuilder<'a> {
         };
         let made = match self.id {
             None => msgq.cpu_consumers.insert_with(make),
+            Some(0) => None,
             Some(id) => {
-                let index = (id as usize).wrapping_sub(1);
+                let index = msgq.cpu_consumers.index_of_id(id);
                 msgq.cpu_consumers
                     .insert_at(index, make)
                     .map(|c| (index, c))
@@ -144,14 +145,14 @@ impl<'a> CpuConsumerBuilder<'a> {
         };
         let Some((index, shared)) = made else {
             return Err(match self.id {
-                Some(id) if id >= 1 && id <= msgq.max_num_consumers => crate::error::err(
+                Some(id) if id != 0 => crate::error::err(
                     ErrorCode::AlreadyExist,
                     format!("consumer id {id} is taken on this MsgQ"),
                 ),
                 Some(id) => crate::error::err(
                     ErrorCode::InvalidValue,
                     format!(
-                        "consumer id {id} is outside 1..={} (max_num_consumers)",
+                        "consumer id {id} is not valid: ids start at 1 (max_num_consumers {})",
                         msgq.max_num_consumers
                     ),
                 ),
@@ -252,12 +253,19 @@ impl CpuConsumer {
 impl PeClient for Inner {
     fn progress(&self) -> usize {
         if self.msgq.dpa.shared.sched.is_deterministic() {
-            self.msgq.dpa.run_until_idle();
+            self.msgq.dpa.run_round();
         }
         let mut n = 0;
         let mut buf = [0u8; limits::MAX_IMM_DATA_LEN];
-        // SAFETY: the CPU consumer is the ring's only reader, and it is bound to this thread.
-        while let Some((len, producer_id)) = unsafe { self.shared.ring.pop_into(&mut buf) } {
+        // A message only lands in a receive posted before this call (a receive posted by a
+        // callback is filled in the next one): one call stays bounded while callbacks send.
+        let mut budget = self.posted.borrow().len();
+        while budget > 0 {
+            // SAFETY: the CPU consumer is the ring's only reader, and it is bound to this thread.
+            let Some((len, producer_id)) = (unsafe { self.shared.ring.pop_into(&mut buf) }) else {
+                break;
+            };
+            budget -= 1;
             // A message only arrives for a posted receive (the DPA side checks), so one is here.
             let user_data = self.posted.borrow_mut().pop_front().unwrap_or_default();
             n += 1;
@@ -271,7 +279,8 @@ impl PeClient for Inner {
                 })
             });
         }
-        loop {
+        let flushed = self.flushed.borrow().len();
+        for _ in 0..flushed {
             let Some(user_data) = self.flushed.borrow_mut().pop_front() else {
                 break;
             };

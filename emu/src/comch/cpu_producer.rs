@@ -46,7 +46,8 @@ impl fmt::Debug for CpuProducerBuilder<'_> {
 struct PendingSend {
     imm: [u8; limits::MAX_IMM_DATA_LEN],
     len: u8,
-    consumer: usize,
+    /// The consumer's id (not its slot: a later consumer may take the slot).
+    consumer: u32,
     user_data: u64,
     /// The credit is already spent; only the push into the completion context is left.
     credit_held: bool,
@@ -195,8 +196,7 @@ impl CpuProducer {
                 limits::MAX_IMM_DATA_LEN
             );
         }
-        let index = (consumer_id as usize).wrapping_sub(1);
-        let Some(consumer) = inner.msgq.dpa_consumers.get(index) else {
+        let Some(consumer) = inner.consumer(consumer_id) else {
             bail!(
                 NotFound,
                 "no consumer with id {consumer_id} on this MsgQ (use DpaConsumer::id)"
@@ -238,7 +238,7 @@ impl CpuProducer {
             pending.push_back(PendingSend {
                 imm: crate::ring::padded_imm(imm),
                 len: imm.len() as u8,
-                consumer: index,
+                consumer: consumer_id,
                 user_data,
                 credit_held: outcome == Delivery::CreditHeld,
             });
@@ -292,37 +292,41 @@ impl CpuProducer {
 }
 
 impl Inner {
-    fn consumer(&self, index: usize) -> Option<&DpaConsumerShared> {
-        self.msgq.dpa_consumers.get(index)
+    /// The live consumer `id` names (ids are not reused, so never a later one).
+    fn consumer(&self, id: u32) -> Option<&DpaConsumerShared> {
+        self.msgq.dpa_consumers.get_by_id(id, |c| c.id)
     }
 }
 
 impl PeClient for Inner {
     fn progress(&self) -> usize {
         if self.msgq.dpa.shared.sched.is_deterministic() {
-            self.msgq.dpa.run_until_idle();
+            self.msgq.dpa.run_round();
         }
         {
             let mut pending = self.pending.borrow_mut();
             while let Some(front) = pending.front_mut() {
-                let delivered = match self.consumer(front.consumer) {
-                    Some(c) => front.retry(c, self.id),
-                    None => false,
+                let status = match self.consumer(front.consumer) {
+                    Some(c) if front.retry(c, self.id) => ErrorCode::Success,
+                    Some(_) => break,
+                    // Destroyed while the send waited: it fails, and since ids are not reused
+                    // it can never reach a consumer created later.
+                    None => ErrorCode::NotFound,
                 };
-                if !delivered {
-                    break;
-                }
                 let done = pending.pop_front().expect("front exists");
                 self.completed
                     .borrow_mut()
-                    .push_back((done.user_data, ErrorCode::Success));
+                    .push_back((done.user_data, status));
                 if pending.is_empty() {
                     self.msgq.credit_waiters.set_waiting(&self.waiter, false);
                 }
             }
         }
+        // Only the completions queued now: sends made by the callbacks complete in the next
+        // call, so one progress call stays bounded however eagerly callbacks send.
+        let ready = self.completed.borrow().len();
         let mut n = 0;
-        loop {
+        for _ in 0..ready {
             let Some((user_data, status)) = self.completed.borrow_mut().pop_front() else {
                 break;
             };
@@ -336,12 +340,10 @@ impl PeClient for Inner {
 
     fn has_pending(&self) -> bool {
         !self.completed.borrow().is_empty()
-            || self
-                .pending
-                .borrow()
-                .front()
-                .and_then(|f| Some((f.credit_held, self.consumer(f.consumer)?)))
-                .is_some_and(|(held, c)| held || c.can_deliver())
+            || self.pending.borrow().front().is_some_and(|f| {
+                self.consumer(f.consumer)
+                    .is_none_or(|c| f.credit_held || c.can_deliver())
+            })
     }
 }
 

@@ -46,8 +46,8 @@ impl<'a> DpaConsumerBuilder<'a> {
         self
     }
 
-    /// The consumer id (`doca_comch_consumer_get_id`) instead of the first free one; ids run
-    /// from 1 to the queue's `max_num_consumers`.
+    /// The consumer id (`doca_comch_consumer_get_id`) instead of the first free one; id `i` takes
+    /// slot `(i - 1) % max_num_consumers` (ids from 1; the slot must be free).
     pub fn id(mut self, id: u32) -> Self {
         self.id = Some(id);
         self
@@ -82,7 +82,7 @@ impl<'a> DpaConsumerBuilder<'a> {
         };
         let make = |index: usize| {
             Arc::new(DpaConsumerShared::new(
-                index as u32 + 1,
+                self.id.unwrap_or_else(|| msgq.dpa_consumers.id_for(index)),
                 tag,
                 self.dev_num_recv,
                 cc.clone(),
@@ -91,8 +91,9 @@ impl<'a> DpaConsumerBuilder<'a> {
         };
         let made = match self.id {
             None => msgq.dpa_consumers.insert_with(make),
+            Some(0) => None,
             Some(id) => {
-                let index = (id as usize).wrapping_sub(1);
+                let index = msgq.dpa_consumers.index_of_id(id);
                 msgq.dpa_consumers
                     .insert_at(index, make)
                     .map(|c| (index, c))
@@ -104,7 +105,7 @@ impl<'a> DpaConsumerBuilder<'a> {
                 Some(id) => crate::error::err(
                     crate::error::ErrorCode::AlreadyExist,
                     format!(
-                        "consumer id {id} is taken or outside 1..={} on this MsgQ",
+                        "consumer id {id}'s slot is taken, or the id is 0, on this MsgQ of {} consumers",
                         msgq.max_num_consumers
                     ),
                 ),

@@ -133,7 +133,13 @@ fn run_on_stack<R: 'static>(
         unsafe { *result_ptr = Some(value) };
         Ending::Return
     });
-    let ending = match catch_unwind(AssertUnwindSafe(|| coroutine.resume(()))) {
+    // An activation that ends by suspending abandons its frames, guard included: restore the
+    // pointer here, so a device function called later from plain host code finds no activation
+    // instead of a dangling one.
+    let outer = CURRENT.with(Cell::get);
+    let resumed = catch_unwind(AssertUnwindSafe(|| coroutine.resume(())));
+    CURRENT.with(|c| c.set(outer));
+    let ending = match resumed {
         Ok(CoroutineResult::Return(ending)) => ending,
         Ok(CoroutineResult::Yield(ending)) => {
             // SAFETY: the kernel's frames are abandoned without running destructors, as the
@@ -142,7 +148,6 @@ fn run_on_stack<R: 'static>(
             ending
         }
         Err(payload) => {
-            CURRENT.with(|c| c.set(std::ptr::null()));
             dpa.set_fatal(Error::new(
                 ErrorCode::Unexpected,
                 format!("kernel `{kernel}` panicked: {}", panic_message(&*payload)),

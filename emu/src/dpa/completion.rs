@@ -47,6 +47,20 @@ impl fmt::Debug for Notifier {
     }
 }
 
+/// `INVALID_VALUE` unless `thread` runs on `dpa`: a context triggers threads of its own DPA.
+fn same_dpa(dpa: &Dpa, thread: Option<&DpaThread>, what: &str) -> Result<()> {
+    match thread {
+        Some(t) if !Arc::ptr_eq(&t.dpa.shared, &dpa.shared) => bail!(
+            InvalidValue,
+            "the DPA thread `{}` belongs to DPA context {}, not to the {what}'s context {}",
+            t.shared.name,
+            t.dpa.shared.id,
+            dpa.shared.id
+        ),
+        _ => Ok(()),
+    }
+}
+
 impl Notifier {
     fn new(dpa: &Dpa, thread: Option<&DpaThread>) -> Self {
         // Armed from the start: the first completion triggers the thread.
@@ -286,6 +300,7 @@ impl<'a> ConsumerCompletionBuilder<'a> {
                 limits::MSGQ_MAX_NUM_CONSUMERS
             );
         }
+        same_dpa(self.dpa, self.thread, "consumer completion")?;
         let shared = Arc::new(ConsumerCompletionShared {
             ring: CompletionRing::new(self.max_num_recv as usize),
             imm_data_len: self.imm_data_len,
@@ -368,6 +383,7 @@ impl DpaCompletion {
                 limits::DPA_COMPLETION_MAX_QUEUE_SIZE
             );
         }
+        same_dpa(dpa, thread, "DPA completion")?;
         let shared = Arc::new(DpaCompletionShared {
             ring: CompletionRing::new(queue_size as usize),
             notifier: Notifier::new(dpa, thread),
@@ -411,6 +427,7 @@ impl NotificationCompletion {
     pub fn start(dpa: &Dpa, thread: &DpaThread) -> Result<NotificationCompletion> {
         dpa.shared
             .require_running("start a notification completion")?;
+        same_dpa(dpa, Some(thread), "notification completion")?;
         let shared = Arc::new(NotificationShared {
             notifier: Notifier::new(dpa, Some(thread)),
         });

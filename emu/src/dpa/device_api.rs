@@ -129,10 +129,7 @@ fn send_to_cpu(
         Ok(f) => f,
         Err(e) => cur.fault(ErrorCode::InvalidValue, format!("{function}: {e}")),
     };
-    let Some(consumer) = producer
-        .cpu_consumers
-        .get((consumer_id as usize).wrapping_sub(1))
-    else {
+    let Some(consumer) = producer.cpu_consumers.get_by_id(consumer_id, |c| c.id) else {
         cur.fault(
             ErrorCode::NotFound,
             format!("{function}: no CPU consumer with id {consumer_id} on the producer's MsgQ"),
@@ -325,7 +322,7 @@ extern "C" fn doca_dpa_dev_comch_producer_is_consumer_empty(
 ) -> c_int {
     with_current("doca_dpa_dev_comch_producer_is_consumer_empty", |cur| {
         let p = dpa_producer(cur, producer);
-        match p.cpu_consumers.get((consumer_id as usize).wrapping_sub(1)) {
+        match p.cpu_consumers.get_by_id(consumer_id, |c| c.id) {
             Some(c) => c_int::from(c.is_empty()),
             None => cur.fault(
                 ErrorCode::NotFound,

@@ -275,6 +275,9 @@ impl fmt::Debug for DpaShared {
 
 static NEXT_DPA_ID: AtomicU16 = AtomicU16::new(1);
 
+/// Activations [`Dpa::run_until_idle`] runs at most in one call.
+pub const RUN_UNTIL_IDLE_LIMIT: usize = 1 << 20;
+
 impl DpaShared {
     /// The 64-bit device handle for slot `index` of `kind`.
     pub(crate) fn handle(&self, kind: Kind, index: usize) -> u64 {
@@ -344,6 +347,17 @@ impl fmt::Debug for DpaBuilder {
 #[derive(Clone)]
 pub struct Dpa {
     pub(crate) shared: Arc<DpaShared>,
+    /// Shared by every handle: the last one to go stops the workers, which hold `shared`.
+    _life: Arc<Life>,
+}
+
+/// Stops the context's workers when the last [`Dpa`] handle drops.
+struct Life(Arc<DpaShared>);
+
+impl Drop for Life {
+    fn drop(&mut self) {
+        self.0.sched.shutdown();
+    }
 }
 
 impl fmt::Debug for Dpa {
@@ -422,8 +436,13 @@ impl DpaBuilder {
             shared.state.set_state_changed_cb(cb)?;
         }
         shared.state.start()?;
+        let life = Arc::new(Life(shared.clone()));
+        // On failure `life` stops the workers that did start.
         shared.sched.spawn_workers()?;
-        Ok(Dpa { shared })
+        Ok(Dpa {
+            shared,
+            _life: life,
+        })
     }
 }
 
@@ -602,11 +621,22 @@ impl Dpa {
         self.shared.sched.step()
     }
 
-    /// In deterministic mode: runs activations until none is ready; returns how many ran.
+    /// In deterministic mode: runs the activations ready now, in seeded order (those they make
+    /// ready wait for the next round); returns how many ran. One progress pass runs one round.
+    pub fn run_round(&self) -> usize {
+        self.shared.sched.run_round()
+    }
+
+    /// In deterministic mode: runs rounds until none is ready, or [`RUN_UNTIL_IDLE_LIMIT`]
+    /// activations ran (a kernel that keeps notifying itself is never idle); returns how many
+    /// ran.
     pub fn run_until_idle(&self) -> usize {
         let mut n = 0;
-        while self.step() {
-            n += 1;
+        while n < RUN_UNTIL_IDLE_LIMIT {
+            match self.run_round() {
+                0 => break,
+                ran => n += ran,
+            }
         }
         n
     }

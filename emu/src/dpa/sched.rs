@@ -149,11 +149,15 @@ impl Scheduler {
 
     pub(crate) fn spawn_workers(&self) -> Result<()> {
         let mut joins = self.joins.lock().unwrap_or_else(|p| p.into_inner());
+        // Workers hold the context until shutdown, which the last handle to it starts.
+        let Some(dpa) = self.dpa.upgrade() else {
+            bail!(BadState, "the DPA context is gone");
+        };
         for w in 0..self.workers.len() {
-            let dpa = self.dpa.clone();
+            let dpa = dpa.clone();
             let cpu = (!self.pin.is_empty()).then(|| self.pin[w % self.pin.len()]);
             let handle = std::thread::Builder::new()
-                .name(format!("dpa-worker-{w}"))
+                .name(format!("dpa{}-w{w}", dpa.id))
                 .spawn(move || worker_main(dpa, w, cpu));
             match handle {
                 Ok(h) => joins.push(h),
@@ -299,6 +303,16 @@ impl Scheduler {
         }
     }
 
+    /// Deterministic mode: runs as many activations as are ready now, each chosen by the seeded
+    /// generator; activations they make ready wait for the next round. Returns how many ran. A
+    /// round is what one progress pass runs, so a kernel that keeps notifying itself cannot
+    /// hold the host in one call.
+    pub(crate) fn run_round(&self) -> usize {
+        let Some(det) = &self.det else { return 0 };
+        let ready = det.lock().unwrap_or_else(|p| p.into_inner()).ready.len();
+        (0..ready).take_while(|_| self.step()).count()
+    }
+
     /// Deterministic mode: runs one ready activation; false when none is ready (or not
     /// deterministic).
     pub(crate) fn step(&self) -> bool {
@@ -376,40 +390,26 @@ pub fn pin_current_thread(cpu: usize) {
     pin_to(cpu);
 }
 
-fn worker_main(dpa: Weak<DpaShared>, w: usize, cpu: Option<usize>) {
+fn worker_main(shared: Arc<DpaShared>, w: usize, cpu: Option<usize>) {
     if let Some(cpu) = cpu {
         pin_to(cpu);
     }
-    // Hold the context only between idle periods, so dropping the last user handle frees it.
-    while let Some(shared) = dpa.upgrade() {
-        let sched = &shared.sched;
-        let worker = &sched.workers[w];
-        let _ = worker.thread.set(std::thread::current());
-        let exit = match sched.mode {
-            SchedMode::BusyPoll => scan(&shared, worker),
-            _ => sleep_between(&shared, worker),
-        };
-        if exit == Exit::Shutdown {
-            return;
-        }
+    let sched = &shared.sched;
+    let worker = &sched.workers[w];
+    let _ = worker.thread.set(std::thread::current());
+    match sched.mode {
+        SchedMode::BusyPoll => scan(&shared, worker),
+        _ => sleep_between(&shared, worker),
     }
-}
-
-#[derive(PartialEq, Eq)]
-enum Exit {
-    /// Idle for a while: let go of the context and pick it up again.
-    Idle,
-    Shutdown,
 }
 
 /// Busy-poll mode: scan this worker's threads for a pending notification or an armed attached
 /// context with a completion waiting, and run them. Producers never touch the worker.
-fn scan(shared: &Arc<DpaShared>, worker: &Worker) -> Exit {
+fn scan(shared: &Arc<DpaShared>, worker: &Worker) {
     let sched = &shared.sched;
-    let mut idle: u32 = 0;
     loop {
         if sched.shutdown.load(Ordering::Acquire) {
-            return Exit::Shutdown;
+            return;
         }
         let mut ran = false;
         for slot in &worker.threads[..worker.num_threads.load(Ordering::Acquire)] {
@@ -425,26 +425,19 @@ fn scan(shared: &Arc<DpaShared>, worker: &Worker) -> Exit {
                 ran = true;
             }
         }
-        if ran {
-            idle = 0;
-        } else {
-            idle += 1;
+        if !ran {
             std::hint::spin_loop();
-            if idle > 1 << 16 {
-                return Exit::Idle;
-            }
         }
     }
 }
 
 /// Sleep mode: run queued threads; park when the queue is empty until a notifier unparks us.
-fn sleep_between(shared: &Arc<DpaShared>, worker: &Worker) -> Exit {
+fn sleep_between(shared: &Arc<DpaShared>, worker: &Worker) {
     let sched = &shared.sched;
-    let mut idle: u32 = 0;
     let mut buf = [0u8; 32];
     loop {
         if sched.shutdown.load(Ordering::Acquire) {
-            return Exit::Shutdown;
+            return;
         }
         // SAFETY: each worker is the only reader of its own run queue.
         if unsafe { worker.queue.pop_into(&mut buf) }.is_some() {
@@ -452,18 +445,13 @@ fn sleep_between(shared: &Arc<DpaShared>, worker: &Worker) -> Exit {
             if let Some(thread) = shared.threads.get(index) {
                 sched.run(shared, thread);
             }
-            idle = 0;
             continue;
         }
-        idle += 1;
         worker.sleeping.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if !worker.queue.has_ready() {
             std::thread::park_timeout(Duration::from_millis(20));
         }
         worker.sleeping.store(false, Ordering::Relaxed);
-        if idle > 4 {
-            return Exit::Idle;
-        }
     }
 }

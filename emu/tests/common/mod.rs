@@ -41,8 +41,12 @@ pub fn start_dpa(app: App, mode: SchedMode) -> Dpa {
         .unwrap()
 }
 
+/// Runs after each message the CPU consumer receives.
+type OnReceived = Rc<RefCell<Box<dyn FnMut()>>>;
+
 pub struct Path {
     pub received: Rc<RefCell<VecDeque<Received>>>,
+    on_received: OnReceived,
     pub cpu_producer: CpuProducer,
     pub cpu_consumer: CpuConsumer,
     pub dpa_consumer: DpaConsumer,
@@ -114,6 +118,8 @@ impl Path {
             .unwrap();
         let received = Rc::new(RefCell::new(VecDeque::new()));
         let sink = received.clone();
+        let on_received: OnReceived = Rc::new(RefCell::new(Box::new(|| {})));
+        let hook = on_received.clone();
         let cpu_consumer = CpuConsumer::builder(&from_dpa, &pe)
             .num_recv_tasks(opts.depth)
             .on_recv(move |c: &RecvCompletion<'_>| {
@@ -121,6 +127,7 @@ impl Path {
                 bytes[..c.imm.len()].copy_from_slice(c.imm);
                 sink.borrow_mut()
                     .push_back((bytes, c.imm.len(), c.producer_id));
+                (hook.borrow_mut())();
             })
             .start()
             .unwrap();
@@ -150,6 +157,7 @@ impl Path {
         }
         Path {
             received,
+            on_received,
             cpu_producer,
             cpu_consumer,
             dpa_consumer,
@@ -163,6 +171,11 @@ impl Path {
             pe,
             dpa: dpa.clone(),
         }
+    }
+
+    /// Runs `f` after each message the CPU consumer receives (from inside progress).
+    pub fn set_on_received(&self, f: impl FnMut() + 'static) {
+        *self.on_received.borrow_mut() = Box::new(f);
     }
 
     /// The echo kernel's path.

@@ -3,7 +3,7 @@
 //! (`doca_dpa_notification_completion`). Each keeps the thread it triggers alive.
 
 use super::{Dpa, DpaThread};
-use crate::error::{Result, doca};
+use crate::error::{Result, bail, doca};
 use dpakit_abi::MAX_IMM_DATA_LEN;
 use dpakit_abi::handles::{
     CompletionHandle, ConsumerCompletionHandle, NotificationCompletionHandle,
@@ -86,6 +86,16 @@ impl<'a> ConsumerCompletionBuilder<'a> {
     /// `doca_comch_consumer_completion_create` + configuration + `_start`.
     #[doc(alias = "doca_comch_consumer_completion_start")]
     pub fn start(self) -> Result<ConsumerCompletion> {
+        // DOCA's consumer completion takes its DPA from the thread: a thread of another DPA
+        // would silently move it there.
+        if let Some(thread) = self.thread {
+            if thread.dpa().raw() != self.dpa.raw() {
+                bail!(
+                    InvalidValue,
+                    "the DPA thread belongs to another DPA context than the consumer completion"
+                );
+            }
+        }
         let mut raw = std::ptr::null_mut();
         doca!(doca_comch_consumer_completion_create(&mut raw))?;
         let mut inner = ConsumerCompletionInner {

@@ -19,7 +19,7 @@ pub struct DpaThreadBuilder<'a> {
 struct Inner {
     raw: *mut sys::doca_dpa_thread,
     kernel: &'static str,
-    _dpa: Dpa,
+    dpa: Dpa,
 }
 
 impl Drop for Inner {
@@ -71,7 +71,7 @@ impl DpaThreadBuilder<'_> {
             inner: Rc::new(Inner {
                 raw,
                 kernel: self.kernel.name(),
-                _dpa: self.dpa.clone(),
+                dpa: self.dpa.clone(),
             }),
         };
         // SAFETY: a non-null function address, which is what doca_dpa_func_t holds.
@@ -95,6 +95,11 @@ impl DpaThread {
             arg,
             local_storage: 0,
         }
+    }
+
+    /// The DPA context the thread runs on.
+    pub fn dpa(&self) -> &Dpa {
+        &self.inner.dpa
     }
 
     pub(crate) fn raw(&self) -> *mut sys::doca_dpa_thread {

@@ -1,0 +1,154 @@
+//! Ordinary and careless use of paths, queues and endpoints through the public API: errors that
+//! name the rule or correct waiting, never a dead DPA context, a hang or a leak.
+
+use dpakit::abi::{ErrorCode, SubmitFlags};
+use dpakit::comch::{CpuProducer, DpaConsumer};
+use dpakit::dpa::{ConsumerCompletion, Dpa, DpaThread};
+use dpakit::msgq::Msgq;
+use dpakit::pe::Pe;
+use dpakit::soft::SchedMode;
+use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
+use std::time::Duration;
+
+const MODES: [SchedMode; 3] = [
+    SchedMode::BusyPoll,
+    SchedMode::Sleep,
+    SchedMode::Deterministic { seed: 7 },
+];
+
+fn dpa(mode: SchedMode) -> Dpa {
+    Dpa::builder(&open_dpa_dev().unwrap())
+        .app(kit_app())
+        .sched_mode(mode)
+        .workers(1)
+        .start()
+        .unwrap()
+}
+
+fn token(i: u64) -> [u8; 8] {
+    i.to_le_bytes()
+}
+
+#[test]
+fn sending_more_than_the_depth_before_receiving_waits_instead_of_failing() {
+    for mode in MODES {
+        let dpa = dpa(mode);
+        let pe = Pe::new().unwrap();
+        let depth = 4;
+        let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
+            .depth(depth)
+            .start()
+            .unwrap();
+        for burst in [depth + 1, 2 * depth, 5 * depth] {
+            for i in 0..u64::from(burst) {
+                path.send(&token(i)).unwrap();
+            }
+            for i in 0..u64::from(burst) {
+                let r = path.recv(Duration::from_secs(10)).unwrap();
+                assert_eq!(&r.msg.as_bytes()[..8], &token(i), "{mode:?} burst {burst}");
+            }
+        }
+        assert_eq!(dpa.check(), Ok(()), "{mode:?}");
+    }
+}
+
+#[test]
+fn optimized_reports_keep_working() {
+    for mode in MODES {
+        let dpa = dpa(mode);
+        let pe = Pe::new().unwrap();
+        let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
+            .depth(8)
+            .submit_flags(SubmitFlags::OPTIMIZE_REPORTS)
+            .start()
+            .unwrap();
+        for i in 0..2_000u64 {
+            path.send(&token(i)).unwrap();
+            let r = path.recv(Duration::from_secs(10)).unwrap();
+            assert_eq!(&r.msg.as_bytes()[..8], &token(i), "{mode:?}");
+        }
+        assert_eq!(dpa.check(), Ok(()), "{mode:?}");
+    }
+}
+
+#[test]
+fn a_failed_path_start_leaks_no_device_memory() {
+    let dpa = dpa(SchedMode::BusyPoll);
+    let pe = Pe::new().unwrap();
+    // Leave 64 KiB of device memory: every failed start below would leak a few hundred bytes.
+    let limit = 256 << 20;
+    let hog = dpa.mem_alloc(limit - (64 << 10)).unwrap();
+    for _ in 0..1_000 {
+        // A depth no completion context accepts: fails after the path allocated its blocks.
+        let e = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
+            .depth(1 << 30)
+            .start()
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+    }
+    dpa.mem_free(hog).unwrap();
+    let _all = dpa.mem_alloc(limit).unwrap();
+}
+
+#[test]
+fn completion_contexts_of_one_dpa_are_refused_by_a_thread_of_another() {
+    let a = dpa(SchedMode::BusyPoll);
+    let b = dpa(SchedMode::BusyPoll);
+    let thread_b = DpaThread::builder(&b, &kernels::ECHO, 0).start().unwrap();
+    let e = ConsumerCompletion::builder(&a)
+        .dpa_thread(&thread_b)
+        .start()
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+    let e = dpakit::dpa::DpaCompletion::start(&a, 8, Some(&thread_b)).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+    let e = dpakit::dpa::NotificationCompletion::start(&a, &thread_b).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+}
+
+#[test]
+fn a_send_waiting_for_a_destroyed_consumer_fails_and_never_reaches_its_successor() {
+    let dpa = dpa(SchedMode::BusyPoll);
+    let pe = Pe::new().unwrap();
+    let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
+    let statuses = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let sink = statuses.clone();
+    let producer = CpuProducer::builder(&to_dpa, &pe)
+        .num_send_tasks(4)
+        .on_send_complete(move |c| sink.borrow_mut().push((c.user_data, c.status)))
+        .start()
+        .unwrap();
+    let thread = DpaThread::builder(&dpa, &kernels::SINK, 0).start().unwrap();
+    let cc = ConsumerCompletion::builder(&dpa)
+        .dpa_thread(&thread)
+        .start()
+        .unwrap();
+    let first = DpaConsumer::builder(&to_dpa, &cc).start().unwrap();
+    let first_id = first.id();
+    // No credits were posted: the send waits for one.
+    producer.send(&token(1), first_id, 1).unwrap();
+    pe.progress();
+    assert_eq!(producer.in_flight(), 1);
+    drop(first);
+    let second = DpaConsumer::builder(&to_dpa, &cc).start().unwrap();
+    assert_ne!(
+        second.id(),
+        first_id,
+        "consumer ids are not reused while sends may name them"
+    );
+    dpa.rpc(dpa.app().consumer_ack(), (second.dpa_handle().raw(), 4))
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while producer.in_flight() > 0 {
+        pe.progress();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the send stays in flight"
+        );
+    }
+    assert_eq!(statuses.borrow().len(), 1);
+    let (user_data, status) = statuses.borrow()[0];
+    assert_eq!(user_data, 1);
+    assert_eq!(status, ErrorCode::NotFound);
+    producer.stop().unwrap();
+}
