@@ -89,6 +89,26 @@ impl ThreadShared {
         unsafe { (*self.stack.get()).take() }
     }
 
+    /// Frees the stack of a thread that will never run again (FINISHED, not ACTIVE). Holds the
+    /// ACTIVE bit meanwhile, so no worker can start an activation on it; a thread whose kernel
+    /// is still running keeps its stack.
+    fn release_stack(&self) {
+        use flags::*;
+        let s = self.state.load(Ordering::Acquire);
+        if s & FINISHED == 0 || s & ACTIVE != 0 {
+            return;
+        }
+        if self
+            .state
+            .compare_exchange(s, s | ACTIVE, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // SAFETY: this call holds ACTIVE; FINISHED keeps every worker from taking it.
+            drop(unsafe { self.take_stack() });
+            self.state.fetch_and(!ACTIVE, Ordering::AcqRel);
+        }
+    }
+
     /// Gives the stack back after an activation.
     ///
     /// # Safety
@@ -360,6 +380,8 @@ impl DpaThread {
 impl Drop for DpaThread {
     fn drop(&mut self) {
         let _ = self.stop();
+        // The stack is most of a thread's memory: give it back now, not when the DPA drops.
+        self.shared.release_stack();
         self.dpa.shared.sched.unregister(&self.shared);
         self.dpa.shared.threads.remove(self.shared.index);
     }
