@@ -67,3 +67,66 @@ fn an_mmap_gives_one_dpa_handle_per_device_however_often_asked() {
         "the device was not added"
     );
 }
+
+/// Starts the kit's echo kernel with `arg` as its thread argument and sends it one message;
+/// returns the DPA's fatal error.
+fn echo_with_arg(arg: u64) -> dpakit::Error {
+    use dpakit::comch::{CpuProducer, DpaConsumer};
+    use dpakit::dpa::{ConsumerCompletion, DpaThread};
+    use dpakit::msgq::Msgq;
+    use dpakit::pe::Pe;
+    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
+        .app(kit_app())
+        .sched_mode(SchedMode::BusyPoll)
+        .workers(1)
+        .start()
+        .unwrap();
+    let pe = Pe::new().unwrap();
+    let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
+    let thread = DpaThread::builder(&dpa, &dpakit::kernels::ECHO, arg)
+        .start()
+        .unwrap();
+    let completion = ConsumerCompletion::builder(&dpa)
+        .dpa_thread(&thread)
+        .start()
+        .unwrap();
+    let consumer = DpaConsumer::builder(&to_dpa, &completion).start().unwrap();
+    let producer = CpuProducer::builder(&to_dpa, &pe).start().unwrap();
+    thread.run().unwrap();
+    dpa.rpc(dpa.app().consumer_ack(), (consumer.dpa_handle().raw(), 1))
+        .unwrap();
+    producer.send(&[1; 8], consumer.id(), 0).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        pe.progress();
+        if let Some(e) = dpa.error() {
+            return e;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the kernel never failed"
+        );
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_null_thread_argument_is_refused_by_the_kernel() {
+    let e = echo_with_arg(0);
+    assert!(
+        e.message()
+            .contains("kernel `echo` panicked: thread argument is not the device address"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_wild_thread_argument_faults_the_dpa_not_the_process() {
+    let e = echo_with_arg(0xdead_0000);
+    assert_eq!(e.code(), ErrorCode::Unexpected);
+    assert!(
+        e.message()
+            .contains("kernel `echo`: memory fault (SIGSEGV) at address 0xdead0000"),
+        "{e}"
+    );
+}

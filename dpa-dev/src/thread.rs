@@ -35,11 +35,44 @@ pub fn local_storage() -> DevPtr {
 
 /// Reads the `T` at device address `addr` (a thread argument or local storage).
 ///
+/// An address that cannot hold a `T` — null or misaligned — panics (on the device the thread
+/// finishes with a log line; on the soft device the context gets a fatal error naming the
+/// kernel) instead of being dereferenced.
+///
 /// # Safety
-/// `addr` must be the device address of an initialised, suitably aligned `T` that stays alive
-/// and unchanged for `'a` — for a kernel argument block, that is until the thread is destroyed.
+/// `addr` must be the device address of an initialised `T` that stays alive and unchanged for
+/// `'a` — for a kernel argument block, that is until the thread is destroyed.
 #[inline]
 pub unsafe fn arg_ref<'a, T: Pod>(addr: u64) -> &'a T {
-    // SAFETY: upheld by the caller.
+    if !can_hold::<T>(addr) {
+        panic!("thread argument is not the device address of its block (null or misaligned)");
+    }
+    // SAFETY: non-null and aligned (checked); the rest is upheld by the caller.
     unsafe { &*(addr as usize as *const T) }
+}
+
+/// The `T` at the thread's local storage, or `None` when the host set none (0).
+///
+/// A misaligned address panics, as in [`arg_ref`].
+///
+/// # Safety
+/// A non-zero local storage must be the device address of an initialised `T` that only this
+/// thread uses for `'a`.
+#[inline]
+pub unsafe fn local_storage_mut<'a, T: Pod>() -> Option<&'a mut T> {
+    let addr = local_storage().raw();
+    if addr == 0 {
+        return None;
+    }
+    if !can_hold::<T>(addr) {
+        panic!("thread local storage is not the device address of its block (misaligned)");
+    }
+    // SAFETY: non-null and aligned (checked); the rest is upheld by the caller.
+    Some(unsafe { &mut *(addr as usize as *mut T) })
+}
+
+/// Whether `addr` is a non-null address aligned for `T`.
+#[inline]
+fn can_hold<T>(addr: u64) -> bool {
+    addr != 0 && addr % align_of::<T>() as u64 == 0
 }

@@ -25,10 +25,9 @@ pub(crate) fn serve(
     let consumer = Consumer::new(path.consumer);
     let producer = Producer::new(path.producer);
     let mut reports = Completion::new(path.producer_completion);
-    let storage = thread::local_storage().raw();
     // SAFETY: a non-zero local storage of these kernels is the device address of a ServeState
     // the host allocated for this thread alone.
-    let mut state = (storage != 0).then(|| unsafe { &mut *(storage as usize as *mut ServeState) });
+    let mut state = unsafe { thread::local_storage_mut::<ServeState>() };
 
     loop {
         // A reply needs a receive posted on the CPU consumer. With none, the message stays

@@ -19,10 +19,8 @@ thread_kernel! {
         if taken > 0 {
             completions.ack(u64::from(taken));
             Consumer::new(args.consumer).ack(taken);
-            let storage = thread::local_storage().raw();
-            if storage != 0 {
-                // SAFETY: a non-zero local storage is this thread's own ServeState.
-                let state = unsafe { &mut *(storage as usize as *mut ServeState) };
+            // SAFETY: a non-zero local storage is this thread's own ServeState.
+            if let Some(state) = unsafe { thread::local_storage_mut::<ServeState>() } {
                 state.sends = state.sends.wrapping_add(taken);
             }
         }

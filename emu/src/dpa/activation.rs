@@ -137,7 +137,13 @@ fn run_on_stack<R: 'static>(
     // pointer here, so a device function called later from plain host code finds no activation
     // instead of a dangling one.
     let outer = CURRENT.with(Cell::get);
+    let armed = super::trap::ArmGuard::arm(super::trap::Armed {
+        handler: coroutine.trap_handler(),
+        dpa: dpa_ptr,
+        kernel,
+    });
     let resumed = catch_unwind(AssertUnwindSafe(|| coroutine.resume(())));
+    drop(armed);
     CURRENT.with(|c| c.set(outer));
     let ending = match resumed {
         Ok(CoroutineResult::Return(ending)) => ending,

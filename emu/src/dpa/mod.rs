@@ -12,6 +12,7 @@ pub(crate) mod device_api;
 pub(crate) mod memory;
 pub(crate) mod sched;
 pub mod thread;
+mod trap;
 
 use crate::ctx::{CtxState, StateMachine};
 use crate::error::{Error, Result, bail};
