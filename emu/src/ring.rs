@@ -157,9 +157,8 @@ impl std::error::Error for ReleaseError {}
 /// A message handed out by [`CompletionRing::poll`] and not freed by it: its slot stays
 /// occupied, and its bytes readable, until [`CompletionRing::release`] frees it.
 ///
-/// Plain data (slot address, length, producer id, position), so it can cross into `extern "C"`
-/// device functions as a `u64` through [`element`](Self::element) and
-/// [`from_element`](Self::from_element).
+/// Plain data (slot address, length, producer id, position); device functions find a held
+/// message again by its position with [`CompletionRing::held`].
 #[derive(Clone, Copy)]
 pub struct Polled<'r> {
     slot: NonNull<Slot>,
@@ -190,7 +189,7 @@ impl<'r> Polled<'r> {
     /// The immediate's bytes.
     #[inline]
     pub fn imm(&self) -> &[u8] {
-        // SAFETY: a Polled comes only from `poll` or `from_element`, whose callers promise to
+        // SAFETY: a Polled comes only from `poll` or `held`, whose callers promise to
         // read it only while it is outstanding: polled, not yet released, and the ring alive
         // (the lifetime 'r holds the ring borrowed). Until released the slot's seq stays
         // 2·pos + 1, which no producer accepts, so nothing writes the slot; the consumer's
@@ -225,37 +224,6 @@ impl<'r> Polled<'r> {
     #[inline]
     pub fn pos(&self) -> u64 {
         self.pos
-    }
-
-    /// The slot's address, as DOCA's `u64` completion element handle.
-    #[inline]
-    pub fn element(&self) -> u64 {
-        self.slot.as_ptr().expose_provenance() as u64
-    }
-
-    /// The message behind an [`element`](Self::element) handle.
-    ///
-    /// # Safety
-    ///
-    /// `element` came from [`Polled::element`] of a message of a ring that is still alive, the
-    /// message has not been released, and the caller picks a lifetime `'r` that ends before
-    /// the message is released or the ring is dropped or reset.
-    #[inline]
-    pub unsafe fn from_element(element: u64) -> Self {
-        let slot = core::ptr::with_exposed_provenance::<Slot>(element as usize);
-        // SAFETY: the caller promises `element` is the address of a live slot.
-        let slot_ref = unsafe { &*slot };
-        // SAFETY: the slot is outstanding, so no producer writes its cells (see `imm`).
-        let meta = slot_ref.meta.with(|meta| unsafe { *meta });
-        Polled {
-            // SAFETY: the address of a live slot is not null.
-            slot: unsafe { NonNull::new_unchecked(slot.cast_mut()) },
-            len: meta.len,
-            producer_id: meta.producer_id,
-            // An outstanding slot's seq is 2·pos + 1.
-            pos: slot_ref.seq.load(Ordering::Relaxed) >> 1,
-            ring: PhantomData,
-        }
     }
 }
 
@@ -391,6 +359,39 @@ impl CompletionRing {
             len: meta.len,
             producer_id: meta.producer_id,
             pos,
+            ring: PhantomData,
+        })
+    }
+
+    /// The message at position `pos` if it is polled and not released yet: the window in which
+    /// a completion element is valid. `pos` may be cut to its low `bits` bits (at least
+    /// enough for the capacity); the window, never wider than the ring, makes it unambiguous.
+    ///
+    /// # Safety
+    ///
+    /// The single-consumer rule of [`poll`](Self::poll); the message is read only until it is
+    /// released.
+    #[inline]
+    pub unsafe fn held(&self, pos: u64, bits: u32) -> Option<Polled<'_>> {
+        let read = self.head.read.load(Ordering::Relaxed);
+        let acked = self.head.acked.load(Ordering::Relaxed);
+        let mask = 1u64.checked_shl(bits).map_or(u64::MAX, |m| m - 1);
+        // The newest position below `read` with those low bits.
+        let mut full = (read & !mask) | (pos & mask);
+        if full >= read {
+            full = full.checked_sub(mask.checked_add(1)?)?;
+        }
+        if full < acked {
+            return None;
+        }
+        let slot = self.slot(full);
+        // SAFETY: polled and not released, so no producer writes the slot (see `Polled::imm`).
+        let meta = slot.meta.with(|meta| unsafe { *meta });
+        Some(Polled {
+            slot: NonNull::from(slot),
+            len: meta.len,
+            producer_id: meta.producer_id,
+            pos: full,
             ring: PhantomData,
         })
     }
@@ -628,19 +629,29 @@ mod tests {
     }
 
     #[test]
-    fn element_handles_round_trip() {
+    fn held_messages_are_found_by_position_until_released() {
         let ring = CompletionRing::new(2);
-        ring.try_push(b"hello", 9).unwrap();
-        // SAFETY: this test is the only consumer; the element is read before its release.
+        // SAFETY: this test is the only consumer; messages are read before their release.
         unsafe {
-            let polled = ring.poll().unwrap();
-            assert_eq!(polled.element() % 64, 0);
-            // The data sits 32-byte aligned, where an ImmMessage may be viewed in place.
-            assert_eq!(polled.imm().as_ptr() as usize % 32, 0);
-            let again = Polled::from_element(polled.element());
-            assert_eq!(again.imm(), b"hello");
-            assert_eq!((again.producer_id(), again.pos()), (9, 0));
-            ring.release(1).unwrap();
+            for round in 0..5u64 {
+                ring.try_push(b"hello", 9).unwrap();
+                ring.try_push(b"bye", 3).unwrap();
+                let first = ring.poll().unwrap();
+                // The data sits 32-byte aligned, where an ImmMessage may be viewed in place.
+                assert_eq!(first.imm().as_ptr() as usize % 32, 0);
+                assert_eq!(first.pos(), 2 * round);
+                assert!(ring.held(first.pos() + 1, 64).is_none(), "not polled yet");
+                let second = ring.poll().unwrap();
+                // Cut to a few bits, a position still names one held message.
+                let again = ring.held(first.pos() & 0b11, 2).unwrap();
+                assert_eq!((again.imm(), again.producer_id()), (&b"hello"[..], 9));
+                assert_eq!(ring.held(second.pos(), 64).unwrap().imm(), b"bye");
+                ring.release(1).unwrap();
+                assert!(ring.held(first.pos(), 64).is_none(), "released");
+                assert!(ring.held(second.pos(), 64).is_some());
+                ring.release(1).unwrap();
+                assert!(ring.held(second.pos(), 2).is_none());
+            }
         }
     }
 

@@ -7,6 +7,7 @@
 
 use super::activation::{Current, Ending, with_current};
 use super::completion::encode_completion;
+use super::element::{self, ElementKind};
 use super::memory::resolve_mmap;
 use super::{DpaShared, Kind};
 use crate::comch::{CpuConsumerShared, DpaConsumerShared, DpaProducerShared, PRODUCER_ID_BITS};
@@ -247,8 +248,15 @@ extern "C" fn doca_dpa_dev_comch_consumer_get_completion(
                 if let Some(consumer) = cc.consumer(polled.producer_id() >> PRODUCER_ID_BITS) {
                     consumer.polled_one();
                 }
+                let slot = cur.dpa.index_of(consumer_comp, Kind::ConsumerCompletion);
+                let e = element::encode(
+                    ElementKind::Consumer,
+                    cur.dpa.id,
+                    slot.unwrap_or_default(),
+                    polled.pos(),
+                );
                 // SAFETY: the kernel passes a valid out-pointer.
-                unsafe { comp_element.write(polled.element()) };
+                unsafe { comp_element.write(e) };
                 1
             }
             None => 0,
@@ -256,11 +264,13 @@ extern "C" fn doca_dpa_dev_comch_consumer_get_completion(
     })
 }
 
-/// The message behind a completion element a kernel holds.
-fn element<'a>(element: u64) -> Polled<'a> {
-    // SAFETY: kernels pass elements they got from get_completion, which stay valid until the
-    // completion ack; the view is used only inside the device call.
-    unsafe { Polled::from_element(element) }
+/// The message a consumer completion element names: checked to be held by a live consumer
+/// completion of this DPA that the caller reads.
+fn consumer_message<'a>(cur: &Current<'a>, e: u64, function: &str) -> Polled<'a> {
+    let slot = element::slot_of(cur, e, ElementKind::Consumer, function);
+    let cc = consumer_completion(cur, cur.dpa.handle(Kind::ConsumerCompletion, slot));
+    require_owner(cur, &cc.notifier, function);
+    element::held(cur, &cc.ring, e, ElementKind::Consumer, function)
 }
 
 #[unsafe(no_mangle)]
@@ -268,18 +278,24 @@ extern "C" fn doca_dpa_dev_comch_consumer_get_completion_imm(
     comp_element: u64,
     imm_length: *mut u32,
 ) -> *const u8 {
-    let polled = element(comp_element);
-    let imm = polled.imm();
-    if !imm_length.is_null() {
-        // SAFETY: the kernel passes a valid out-pointer.
-        unsafe { imm_length.write(imm.len() as u32) };
-    }
-    imm.as_ptr()
+    const F: &str = "doca_dpa_dev_comch_consumer_get_completion_imm";
+    with_current(F, |cur| {
+        let message = consumer_message(cur, comp_element, F);
+        let imm = message.imm();
+        if !imm_length.is_null() {
+            // SAFETY: the kernel passes a valid out-pointer.
+            unsafe { imm_length.write(imm.len() as u32) };
+        }
+        imm.as_ptr()
+    })
 }
 
 #[unsafe(no_mangle)]
 extern "C" fn doca_dpa_dev_comch_consumer_get_completion_producer_id(comp_element: u64) -> u32 {
-    element(comp_element).producer_id() & ((1 << PRODUCER_ID_BITS) - 1)
+    const F: &str = "doca_dpa_dev_comch_consumer_get_completion_producer_id";
+    with_current(F, |cur| {
+        consumer_message(cur, comp_element, F).producer_id() & ((1 << PRODUCER_ID_BITS) - 1)
+    })
 }
 
 #[unsafe(no_mangle)]
@@ -468,8 +484,15 @@ extern "C" fn doca_dpa_dev_get_completion(dpa_comp: u64, comp_element: *mut u64)
         // SAFETY: only the attached thread polls (checked above), one activation at a time.
         match unsafe { c.ring.poll() } {
             Some(polled) => {
+                let slot = cur.dpa.index_of(dpa_comp, Kind::Completion);
+                let e = element::encode(
+                    ElementKind::Dpa,
+                    cur.dpa.id,
+                    slot.unwrap_or_default(),
+                    polled.pos(),
+                );
                 // SAFETY: the kernel passes a valid out-pointer.
-                unsafe { comp_element.write(polled.element()) };
+                unsafe { comp_element.write(e) };
                 1
             }
             None => 0,
@@ -477,24 +500,30 @@ extern "C" fn doca_dpa_dev_get_completion(dpa_comp: u64, comp_element: *mut u64)
     })
 }
 
-fn completion_word(element: u64, word: usize) -> u32 {
-    let polled = self::element(element);
-    let bytes = polled.imm();
-    let mut w = [0u8; 4];
-    if let Some(src) = bytes.get(word * 4..word * 4 + 4) {
-        w.copy_from_slice(src);
-    }
-    u32::from_ne_bytes(w)
+/// Word `word` (0: type, 1: user data) of the DPA completion an element names, checked like a
+/// consumer completion element.
+fn completion_word(e: u64, word: usize, function: &str) -> u32 {
+    with_current(function, |cur| {
+        let slot = element::slot_of(cur, e, ElementKind::Dpa, function);
+        let c = dpa_completion(cur, cur.dpa.handle(Kind::Completion, slot));
+        require_owner(cur, &c.notifier, function);
+        let polled = element::held(cur, &c.ring, e, ElementKind::Dpa, function);
+        let mut w = [0u8; 4];
+        if let Some(src) = polled.imm().get(word * 4..word * 4 + 4) {
+            w.copy_from_slice(src);
+        }
+        u32::from_ne_bytes(w)
+    })
 }
 
 #[unsafe(no_mangle)]
 extern "C" fn doca_dpa_dev_get_completion_type(comp_element: u64) -> u32 {
-    completion_word(comp_element, 0)
+    completion_word(comp_element, 0, "doca_dpa_dev_get_completion_type")
 }
 
 #[unsafe(no_mangle)]
 extern "C" fn doca_dpa_dev_get_completion_user_data(comp_element: u64) -> u32 {
-    completion_word(comp_element, 1)
+    completion_word(comp_element, 1, "doca_dpa_dev_get_completion_user_data")
 }
 
 #[unsafe(no_mangle)]

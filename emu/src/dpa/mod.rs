@@ -9,6 +9,7 @@
 pub(crate) mod activation;
 pub mod completion;
 pub(crate) mod device_api;
+mod element;
 pub(crate) mod memory;
 pub(crate) mod sched;
 pub mod thread;
