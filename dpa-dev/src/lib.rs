@@ -15,6 +15,7 @@
 
 pub mod comch;
 pub mod completion;
+mod device_functions;
 mod kernel;
 pub mod log;
 pub mod mmap;

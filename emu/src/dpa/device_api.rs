@@ -5,6 +5,9 @@
 //! send with no receive posted, a DMA range outside its mmap. A violation is a fatal error on
 //! the DPA context and ends the activation; it never corrupts memory or loses a message silently.
 
+mod abi_check;
+pub(crate) use abi_check::keep_linked;
+
 use super::activation::{Current, Ending, with_current};
 use super::completion::encode_completion;
 use super::element::{self, ElementKind};
@@ -630,39 +633,6 @@ extern "C" fn dpakit_emu_dev_log(level: u32, message: *const c_char, len: usize)
             eprintln!();
         }
     }
-}
-
-unsafe extern "C" {
-    fn doca_dpa_dev_log(log_level: u32, format: *const c_char, ...);
-}
-
-/// Takes the address of every device function. [`Dpa`](super::Dpa) start calls it, so any program
-/// that runs kernels links all of them whatever order the linker sees the crates in.
-pub(crate) fn keep_linked() {
-    let table: [*const (); 21] = [
-        doca_dpa_dev_mmap_get_external_ptr as *const (),
-        doca_dpa_dev_comch_consumer_ack as *const (),
-        doca_dpa_dev_comch_consumer_get_completion as *const (),
-        doca_dpa_dev_comch_consumer_get_completion_imm as *const (),
-        doca_dpa_dev_comch_consumer_get_completion_producer_id as *const (),
-        doca_dpa_dev_comch_consumer_completion_ack as *const (),
-        doca_dpa_dev_comch_consumer_completion_request_notification as *const (),
-        doca_dpa_dev_comch_producer_is_consumer_empty as *const (),
-        doca_dpa_dev_comch_producer_post_send_imm_only as *const (),
-        doca_dpa_dev_comch_producer_dma_copy as *const (),
-        doca_dpa_dev_get_completion as *const (),
-        doca_dpa_dev_get_completion_type as *const (),
-        doca_dpa_dev_get_completion_user_data as *const (),
-        doca_dpa_dev_completion_ack as *const (),
-        doca_dpa_dev_completion_request_notification as *const (),
-        doca_dpa_dev_thread_reschedule as *const (),
-        doca_dpa_dev_thread_finish as *const (),
-        doca_dpa_dev_thread_notify as *const (),
-        doca_dpa_dev_thread_get_local_storage as *const (),
-        doca_dpa_dev_log as *const (),
-        dpakit_emu_dev_log as *const (),
-    ];
-    std::hint::black_box(&table);
 }
 
 #[cfg(test)]

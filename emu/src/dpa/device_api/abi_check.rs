@@ -1,0 +1,37 @@
+//! Compile-time proof that the soft device implements the device ABI exactly as `dpakit-dev`
+//! lists it ([`dpakit_dev::for_each_device_function!`]).
+//!
+//! For every listed function the parent module must define a function of that name whose item
+//! coerces to the safe fn-pointer type built from the list: same ABI, same argument and return
+//! types. A fn item coerces to a fn pointer only when the signatures are identical, so a missing
+//! implementation, a changed argument type, return type or ABI on either side, or an `unsafe`
+//! implementation (the soft device validates every argument, so none needs a precondition) fails
+//! the build. The variadic `doca_dpa_dev_log` is defined in C (`csrc/dev_log.c`, compiled against
+//! `include/doca_dpa_dev.h`); `tests/device_api_header.rs` checks that header against the list.
+
+macro_rules! check_implementations {
+    ($( $(#[$doc:meta])* [$class:ident $abi:literal]
+        fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?; )*) => {
+        $( check_implementations!(@one $class $abi $name($($ty),*) {$(-> $ret)?}); )*
+
+        /// Takes the address of every device function. [`Dpa`](crate::dpa::Dpa) start calls it,
+        /// so any program that runs kernels links all of them whatever order the linker sees the
+        /// crates in.
+        pub(crate) fn keep_linked() {
+            let table = [
+                $( check_implementations!(@address $class $name), )*
+                super::dpakit_emu_dev_log as *const (),
+            ];
+            std::hint::black_box(&table);
+        }
+    };
+    (@one variadic $abi:literal $name:ident($($ty:ty),*) {$($ret:tt)*}) => {};
+    (@one $class:ident $abi:literal $name:ident($($ty:ty),*) {$($ret:tt)*}) => {
+        const _: extern $abi fn($($ty),*) $($ret)* = super::$name;
+    };
+    // Defined in C: the declaration in dpakit-dev names the same symbol.
+    (@address variadic $name:ident) => { dpakit_dev::sys::$name as *const () };
+    (@address $class:ident $name:ident) => { super::$name as *const () };
+}
+
+dpakit_dev::for_each_device_function!(check_implementations);
