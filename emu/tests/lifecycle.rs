@@ -113,6 +113,11 @@ fn a_kernel_that_keeps_notifying_itself_does_not_hold_progress() {
         assert_eq!(dpa.check(), Ok(()));
         assert!(looping.activations() >= 20, "it ran once per round");
         assert_eq!(dpa.run_until_idle(), dpa::RUN_UNTIL_IDLE_LIMIT);
+        // The trace keeps the most recent activations only: a long run does not grow it.
+        let trace = dpa.trace();
+        assert_eq!(trace.len(), dpa::TRACE_CAPACITY);
+        let last = trace.last().unwrap();
+        assert_eq!(last.activation, looping.activations());
     });
 }
 

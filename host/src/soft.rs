@@ -135,7 +135,8 @@ pub struct SchedStats {
 }
 
 impl Dpa {
-    /// The deterministic schedule so far (`dpakit_soft_dpa_get_trace`).
+    /// The deterministic schedule so far: its most recent 4,096 activations
+    /// (`dpakit_soft_dpa_get_trace`).
     pub fn trace(&self) -> Result<Vec<TraceEvent>> {
         let api = api("the activation trace")?;
         let mut n = 0usize;

@@ -33,7 +33,7 @@ pub use completion::{
     ConsumerCompletion, ConsumerCompletionBuilder, DpaCompletion, NotificationCompletion,
 };
 pub use memory::DevPtr;
-pub use sched::{SchedMode, SchedStats, TraceEvent, pin_current_thread};
+pub use sched::{SchedMode, SchedStats, TRACE_CAPACITY, TraceEvent, pin_current_thread};
 pub use thread::{DpaThread, DpaThreadBuilder};
 
 /// Whether a kernel runs as a DPA thread or as an RPC.
@@ -612,7 +612,8 @@ impl Dpa {
         self.shared.sched.stats()
     }
 
-    /// The deterministic trace: `(thread index, ending)` for every activation, in order.
+    /// The deterministic trace: `(thread index, ending)` for every activation, in order (the
+    /// most recent [`TRACE_CAPACITY`](sched::TRACE_CAPACITY)).
     pub fn trace(&self) -> Vec<sched::TraceEvent> {
         self.shared.sched.trace()
     }

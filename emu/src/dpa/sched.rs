@@ -51,6 +51,10 @@ impl Default for SchedulerConfig {
     }
 }
 
+/// Activations the deterministic trace keeps (the most recent ones): a long run's trace must
+/// not grow without bound.
+pub const TRACE_CAPACITY: usize = 1 << 12;
+
 /// One activation, as recorded in deterministic mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceEvent {
@@ -84,7 +88,8 @@ struct Worker {
 struct DeterministicState {
     ready: Vec<usize>,
     rng: u64,
-    trace: Vec<TraceEvent>,
+    /// The most recent [`TRACE_CAPACITY`] activations.
+    trace: std::collections::VecDeque<TraceEvent>,
 }
 
 pub(crate) struct Scheduler {
@@ -132,7 +137,7 @@ impl Scheduler {
                 ready: Vec::with_capacity(crate::limits::DPA_MAX_THREADS),
                 // xorshift needs a non-zero state.
                 rng: seed ^ 0x9e37_79b9_7f4a_7c15 | 1,
-                trace: Vec::new(),
+                trace: std::collections::VecDeque::new(),
             })),
             _ => None,
         };
@@ -265,14 +270,15 @@ impl Scheduler {
         let number = thread.activations.load(Ordering::Relaxed) + 1;
         thread.activations.store(number, Ordering::Relaxed);
         if let Some(det) = &self.det {
-            det.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .trace
-                .push(TraceEvent {
-                    thread: thread.index,
-                    activation: number,
-                    ending,
-                });
+            let mut st = det.lock().unwrap_or_else(|p| p.into_inner());
+            if st.trace.len() == TRACE_CAPACITY {
+                st.trace.pop_front();
+            }
+            st.trace.push_back(TraceEvent {
+                thread: thread.index,
+                activation: number,
+                ending,
+            });
         }
 
         let end = match ending {
@@ -345,7 +351,8 @@ impl Scheduler {
 
     pub(crate) fn trace(&self) -> Vec<TraceEvent> {
         self.det.as_ref().map_or_else(Vec::new, |d| {
-            d.lock().unwrap_or_else(|p| p.into_inner()).trace.clone()
+            let st = d.lock().unwrap_or_else(|p| p.into_inner());
+            st.trace.iter().copied().collect()
         })
     }
 
