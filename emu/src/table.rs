@@ -1,9 +1,12 @@
 //! Fixed-capacity tables of shared objects, read lock-free on the datapath.
 //!
-//! Registration (control path) takes a mutex; lookups are one atomic load. Registered objects
-//! stay alive until the table is dropped, so a pointer read from a slot never dangles, and
-//! removal only clears the slot: a later lookup fails cleanly instead of touching freed memory.
+//! Registration (control path) takes a mutex; lookups are one atomic load. Removal clears the
+//! slot, so a later lookup fails cleanly instead of touching freed memory; the object itself
+//! lives on until no reader can hold it: until the table drops ([`Table::remove`]), or until a
+//! grace period has passed ([`Table::retire`], for tables whose readers report quiescent
+//! points, see [`Grace`]).
 
+use crate::dpa::grace::{Grace, Snapshot};
 use std::fmt;
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,7 +16,17 @@ pub(crate) struct Table<T> {
     slots: Box<[AtomicPtr<T>]>,
     /// Times each slot was emptied: the generation part of the ids it hands out.
     generations: Box<[AtomicU32]>,
-    owned: Mutex<Vec<Arc<T>>>,
+    owned: Mutex<Owned<T>>,
+}
+
+/// The references that keep table objects alive.
+struct Owned<T> {
+    /// The occupant of each slot.
+    by_slot: Vec<Option<Arc<T>>>,
+    /// Removed with [`Table::remove`]: kept until the table drops.
+    kept: Vec<Arc<T>>,
+    /// Removed with [`Table::retire`]: freed once their grace period has passed.
+    retired: Vec<(Arc<T>, Snapshot)>,
 }
 
 impl<T> fmt::Debug for Table<T> {
@@ -37,7 +50,11 @@ impl<T: Send + Sync> Table<T> {
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
             generations: (0..capacity).map(|_| AtomicU32::new(0)).collect(),
-            owned: Mutex::new(Vec::new()),
+            owned: Mutex::new(Owned {
+                by_slot: (0..capacity).map(|_| None).collect(),
+                kept: Vec::new(),
+                retired: Vec::new(),
+            }),
         }
     }
 
@@ -62,7 +79,7 @@ impl<T: Send + Sync> Table<T> {
             .position(|s| s.load(Ordering::Relaxed).is_null())?;
         let obj = make(index);
         self.slots[index].store(Arc::as_ptr(&obj).cast_mut(), Ordering::Release);
-        owned.push(obj.clone());
+        owned.by_slot[index] = Some(obj.clone());
         Some((index, obj))
     }
 
@@ -80,16 +97,48 @@ impl<T: Send + Sync> Table<T> {
         }
         let obj = make(index);
         slot.store(Arc::as_ptr(&obj).cast_mut(), Ordering::Release);
-        owned.push(obj.clone());
+        owned.by_slot[index] = Some(obj.clone());
         Some(obj)
     }
 
-    /// Empties slot `index` (the object itself lives on until the table drops).
+    /// Empties slot `index`; the object itself lives on until the table drops.
     pub(crate) fn remove(&self, index: usize) {
-        if let Some(slot) = self.slots.get(index) {
-            slot.store(std::ptr::null_mut(), Ordering::Release);
-            self.generations[index].fetch_add(1, Ordering::Relaxed);
+        let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(obj) = self.clear(&mut owned, index) {
+            owned.kept.push(obj);
         }
+    }
+
+    /// Empties slot `index`; the object is freed once every reader `grace` tracks has passed a
+    /// quiescent point (checked now and at every later `retire`).
+    pub(crate) fn retire(&self, index: usize, grace: &Grace) {
+        let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(obj) = self.clear(&mut owned, index) {
+            let snapshot = grace.snapshot();
+            owned.retired.push((obj, snapshot));
+        }
+        Self::collect_locked(&mut owned, grace);
+    }
+
+    /// Frees what `grace` allows, then counts the objects removed and not freed yet.
+    pub(crate) fn retained(&self, grace: &Grace) -> usize {
+        let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
+        Self::collect_locked(&mut owned, grace);
+        owned.kept.len() + owned.retired.len()
+    }
+
+    fn collect_locked(owned: &mut Owned<T>, grace: &Grace) {
+        owned
+            .retired
+            .retain_mut(|(_, snapshot)| !grace.elapsed(snapshot));
+    }
+
+    /// Clears slot `index` and hands back its occupant.
+    fn clear(&self, owned: &mut Owned<T>, index: usize) -> Option<Arc<T>> {
+        let slot = self.slots.get(index)?;
+        slot.store(std::ptr::null_mut(), Ordering::Release);
+        self.generations[index].fetch_add(1, Ordering::Relaxed);
+        owned.by_slot[index].take()
     }
 
     /// The id of whatever occupies slot `index` next: `index + 1` the first time, then a
@@ -119,8 +168,10 @@ impl<T: Send + Sync> Table<T> {
     #[inline]
     pub(crate) fn get(&self, index: usize) -> Option<&T> {
         let ptr = self.slots.get(index)?.load(Ordering::Acquire);
-        // SAFETY: non-null pointers in slots come from Arcs held in `owned`, which are only
-        // dropped with the table itself, and `&self` keeps the table alive.
+        // SAFETY: non-null pointers in slots come from Arcs held in `owned`; a removed object
+        // is dropped only with the table (`remove`, and `&self` keeps the table alive) or after
+        // every reader passed a quiescent point (`retire`), which a caller's reference outlives
+        // by the grace protocol's contract.
         (!ptr.is_null()).then(|| unsafe { &*ptr })
     }
 

@@ -170,13 +170,11 @@ impl DpaConsumer {
 impl Drop for DpaConsumer {
     fn drop(&mut self) {
         self.msgq.dpa_consumers.remove(self.msgq_index);
-        self.msgq
-            .dpa
-            .shared
-            .handles
-            .dpa_consumers
-            .remove(self.handle_index);
         self.shared.completion.release_consumer(self.shared.tag);
+        let dpa = &self.msgq.dpa.shared;
+        dpa.handles
+            .dpa_consumers
+            .retire(self.handle_index, &dpa.sched.grace);
     }
 }
 
@@ -285,12 +283,10 @@ impl DpaProducer {
 
 impl Drop for DpaProducer {
     fn drop(&mut self) {
-        self.msgq
-            .dpa
-            .shared
-            .handles
+        let dpa = &self.msgq.dpa.shared;
+        dpa.handles
             .dpa_producers
-            .remove(self.handle_index);
+            .retire(self.handle_index, &dpa.sched.grace);
         self.msgq.remove_producer();
     }
 }

@@ -190,6 +190,8 @@ pub(crate) fn run_rpc(
     kernel: &'static str,
     body: impl FnOnce() -> u64 + 'static,
 ) -> Result<u64> {
+    // The calling host thread reads the DPA's tables while the kernel runs.
+    let _reading = dpa.sched.grace.host();
     let stack = DefaultStack::new(256 * 1024)
         .map_err(|e| err(ErrorCode::NoMemory, format!("RPC stack: {e}")))?;
     let (ending, value, _stack) = run_on_stack(dpa, None, kernel, stack, body);

@@ -94,8 +94,13 @@ impl Notifier {
         }
     }
 
+    /// The context is being destroyed: it triggers nothing, and its thread's scan stops
+    /// looking at it (the memory itself goes after a grace period).
     fn retire(&self) {
         self.retired.store(true, Ordering::Release);
+        if let Some(thread) = &self.thread {
+            thread.remove_source(self);
+        }
     }
 
     /// Whether the caller (`None`: an RPC) may read the context: the attached thread, or the
@@ -323,7 +328,10 @@ impl<'a> ConsumerCompletionBuilder<'a> {
             );
         };
         if let Err(e) = shared.notifier.attach_scan(Some(&shared.ring)) {
-            self.dpa.shared.handles.consumer_completions.remove(index);
+            let dpa = &self.dpa.shared;
+            dpa.handles
+                .consumer_completions
+                .retire(index, &dpa.sched.grace);
             return Err(e);
         }
         Ok(ConsumerCompletion {
@@ -355,11 +363,10 @@ impl ConsumerCompletion {
 impl Drop for ConsumerCompletion {
     fn drop(&mut self) {
         self.shared.notifier.retire();
-        self.dpa
-            .shared
-            .handles
+        let dpa = &self.dpa.shared;
+        dpa.handles
             .consumer_completions
-            .remove(self.index);
+            .retire(self.index, &dpa.sched.grace);
     }
 }
 
@@ -392,7 +399,10 @@ impl DpaCompletion {
             bail!(NoMemory, "too many DPA completion contexts on this DPA");
         };
         if let Err(e) = shared.notifier.attach_scan(Some(&shared.ring)) {
-            dpa.shared.handles.completions.remove(index);
+            dpa.shared
+                .handles
+                .completions
+                .retire(index, &dpa.shared.sched.grace);
             return Err(e);
         }
         Ok(DpaCompletion {
@@ -411,7 +421,8 @@ impl DpaCompletion {
 impl Drop for DpaCompletion {
     fn drop(&mut self) {
         self.shared.notifier.retire();
-        self.dpa.shared.handles.completions.remove(self.index);
+        let dpa = &self.dpa.shared;
+        dpa.handles.completions.retire(self.index, &dpa.sched.grace);
     }
 }
 
@@ -448,6 +459,9 @@ impl NotificationCompletion {
 
 impl Drop for NotificationCompletion {
     fn drop(&mut self) {
-        self.dpa.shared.handles.notifications.remove(self.index);
+        let dpa = &self.dpa.shared;
+        dpa.handles
+            .notifications
+            .retire(self.index, &dpa.sched.grace);
     }
 }

@@ -10,6 +10,7 @@ pub(crate) mod activation;
 pub mod completion;
 pub(crate) mod device_api;
 mod element;
+pub(crate) mod grace;
 pub(crate) mod memory;
 pub(crate) mod sched;
 pub mod thread;
@@ -605,6 +606,20 @@ impl Dpa {
     /// `mmap` in DMA copies.
     pub fn mmap_handle(&self, mmap: &crate::mmap::Mmap) -> Result<dpakit_abi::handles::MmapHandle> {
         memory::register_mmap(&self.shared.dev, mmap)
+    }
+
+    /// Objects removed from this DPA's handle tables whose memory waits for a grace period (for
+    /// tests of the soft device's memory use: it stays bounded however many objects come and
+    /// go).
+    #[doc(hidden)]
+    pub fn pending_frees(&self) -> usize {
+        let (h, g) = (&self.shared.handles, &self.shared.sched.grace);
+        h.consumer_completions.retained(g)
+            + h.dpa_consumers.retained(g)
+            + h.dpa_producers.retained(g)
+            + h.completions.retained(g)
+            + h.notifications.retained(g)
+            + self.shared.threads.retained(g)
     }
 
     /// Scheduler statistics.

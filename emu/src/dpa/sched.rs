@@ -10,6 +10,7 @@
 
 use super::DpaShared;
 use super::activation::{self, Ending};
+use super::grace::Grace;
 use super::thread::{ThreadShared, flags};
 use crate::error::{Result, bail};
 use crate::ring::CompletionRing;
@@ -100,6 +101,9 @@ pub(crate) struct Scheduler {
     det: Option<Mutex<DeterministicState>>,
     shutdown: AtomicBool,
     joins: Mutex<Vec<JoinHandle<()>>>,
+    /// When objects removed from the DPA's tables may be freed: the workers report their
+    /// quiescent points here.
+    pub(crate) grace: Grace,
 }
 
 impl fmt::Debug for Scheduler {
@@ -149,6 +153,7 @@ impl Scheduler {
             det,
             shutdown: AtomicBool::new(false),
             joins: Mutex::new(Vec::new()),
+            grace: Grace::new(n),
         }
     }
 
@@ -339,6 +344,8 @@ impl Scheduler {
                 (st.rng.wrapping_mul(0x2545_f491_4f6c_dd1d) % st.ready.len() as u64) as usize;
             st.ready.swap_remove(pick)
         };
+        // The host thread reads the tables (and runs the activation) as a reader.
+        let _reading = self.grace.host();
         if let Some(thread) = dpa.threads.get(index) {
             self.run(&dpa, thread);
         }
@@ -358,6 +365,7 @@ impl Scheduler {
 
     pub(crate) fn stats(&self) -> SchedStats {
         let dpa = self.dpa.upgrade();
+        let _reading = self.grace.host();
         let threads = dpa.as_ref().map(|d| &d.threads);
         SchedStats {
             activations: threads.map_or(0, |t| t.sum(|th| th.activations.load(Ordering::Relaxed))),
@@ -404,17 +412,21 @@ fn worker_main(shared: Arc<DpaShared>, w: usize, cpu: Option<usize>) {
     let sched = &shared.sched;
     let worker = &sched.workers[w];
     let _ = worker.thread.set(std::thread::current());
+    sched.grace.online(w);
     match sched.mode {
-        SchedMode::BusyPoll => scan(&shared, worker),
-        _ => sleep_between(&shared, worker),
+        SchedMode::BusyPoll => scan(&shared, worker, w),
+        _ => sleep_between(&shared, worker, w),
     }
+    sched.grace.offline(w);
 }
 
 /// Busy-poll mode: scan this worker's threads for a pending notification or an armed attached
 /// context with a completion waiting, and run them. Producers never touch the worker.
-fn scan(shared: &Arc<DpaShared>, worker: &Worker) {
+fn scan(shared: &Arc<DpaShared>, worker: &Worker, w: usize) {
     let sched = &shared.sched;
     loop {
+        // Nothing read in earlier passes is held any more.
+        sched.grace.quiescent(w);
         if sched.shutdown.load(Ordering::Acquire) {
             return;
         }
@@ -439,10 +451,11 @@ fn scan(shared: &Arc<DpaShared>, worker: &Worker) {
 }
 
 /// Sleep mode: run queued threads; park when the queue is empty until a notifier unparks us.
-fn sleep_between(shared: &Arc<DpaShared>, worker: &Worker) {
+fn sleep_between(shared: &Arc<DpaShared>, worker: &Worker, w: usize) {
     let sched = &shared.sched;
     let mut buf = [0u8; 32];
     loop {
+        sched.grace.quiescent(w);
         if sched.shutdown.load(Ordering::Acquire) {
             return;
         }
@@ -457,7 +470,10 @@ fn sleep_between(shared: &Arc<DpaShared>, worker: &Worker) {
         worker.sleeping.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if !worker.queue.has_ready() {
+            // Asleep, the worker holds nothing: removals need not wait for it.
+            sched.grace.offline(w);
             std::thread::park_timeout(Duration::from_millis(20));
+            sched.grace.online(w);
         }
         worker.sleeping.store(false, Ordering::Relaxed);
     }

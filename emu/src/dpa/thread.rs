@@ -120,8 +120,9 @@ impl ThreadShared {
 
     /// Attaches a completion context for the busy-poll scan.
     ///
-    /// The pointers stay valid: the context lives in its DPA's handle table until the DPA is
-    /// dropped, and the DPA outlives its threads and workers.
+    /// The pointers stay valid while attached: the context lives in its DPA's handle table,
+    /// and when it is destroyed it detaches first ([`remove_source`](Self::remove_source)) and
+    /// is freed only after a grace period.
     pub(crate) fn add_source(&self, notifier: &Notifier, ring: &CompletionRing) -> Result<()> {
         let slot = self.num_sources.load(Ordering::Acquire);
         let Some(source) = self.sources.get(slot) else {
@@ -141,6 +142,19 @@ impl ThreadShared {
         Ok(())
     }
 
+    /// Detaches a completion context from the busy-poll scan (it is being destroyed). Its slot
+    /// stays empty: a scan that read the pointer before is covered by the grace period.
+    pub(crate) fn remove_source(&self, notifier: &Notifier) {
+        let target = (notifier as *const Notifier).cast_mut();
+        for source in &self.sources[..self.num_sources.load(Ordering::Acquire)] {
+            if source.notifier.load(Ordering::Acquire) == target {
+                source
+                    .notifier
+                    .store(std::ptr::null_mut(), Ordering::Release);
+            }
+        }
+    }
+
     /// The busy-poll scan: whether the thread should run now (a pending notification, or an
     /// armed attached context with a completion waiting). Consumes what triggered it. Called
     /// only by the thread's worker.
@@ -158,8 +172,13 @@ impl ThreadShared {
         }
         for source in &self.sources[..self.num_sources.load(Ordering::Acquire)] {
             let notifier = source.notifier.load(Ordering::Acquire);
+            if notifier.is_null() {
+                continue;
+            }
             let ring = source.ring.load(Ordering::Relaxed);
-            // SAFETY: see add_source: both live in the DPA's handle table for its lifetime.
+            // SAFETY: see add_source: both live in the DPA's handle table until their context
+            // is destroyed, which clears the notifier first and frees them only after this
+            // worker's next quiescent point.
             let (notifier, ring) = unsafe { (&*notifier, &*ring) };
             hit |= notifier.take_if(|| ring.has_ready());
         }
@@ -382,7 +401,8 @@ impl Drop for DpaThread {
         let _ = self.stop();
         // The stack is most of a thread's memory: give it back now, not when the DPA drops.
         self.shared.release_stack();
-        self.dpa.shared.sched.unregister(&self.shared);
-        self.dpa.shared.threads.remove(self.shared.index);
+        let dpa = &self.dpa.shared;
+        dpa.sched.unregister(&self.shared);
+        dpa.threads.retire(self.shared.index, &dpa.sched.grace);
     }
 }
