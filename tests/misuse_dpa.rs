@@ -130,3 +130,45 @@ fn a_wild_thread_argument_faults_the_dpa_not_the_process() {
         "{e}"
     );
 }
+
+#[test]
+fn a_thread_takes_the_same_number_of_completion_contexts_in_every_mode() {
+    use dpakit::dpa::{ConsumerCompletion, DpaCompletion, DpaThread};
+    for mode in [
+        SchedMode::BusyPoll,
+        SchedMode::Sleep,
+        SchedMode::Deterministic { seed: 1 },
+    ] {
+        let dpa = Dpa::builder(&open_dpa_dev().unwrap())
+            .app(kit_app())
+            .sched_mode(mode)
+            .workers(1)
+            .start()
+            .unwrap();
+        let max = dpa.max_completions_per_thread().unwrap();
+        assert_eq!(max, 8, "{mode:?}");
+        let thread = DpaThread::builder(&dpa, &dpakit::kernels::ECHO, 0)
+            .start()
+            .unwrap();
+        let consumer_side = ConsumerCompletion::builder(&dpa)
+            .dpa_thread(&thread)
+            .start()
+            .unwrap();
+        let mut attached: Vec<DpaCompletion> = (1..max)
+            .map(|_| DpaCompletion::start(&dpa, 8, Some(&thread)).unwrap())
+            .collect();
+        let e = DpaCompletion::start(&dpa, 8, Some(&thread)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NoMemory, "{mode:?}: {e}");
+        assert!(
+            e.message().contains("already has 8 completion contexts"),
+            "{e}"
+        );
+        // Destroying one makes room again, however often.
+        for _ in 0..3 * max {
+            attached.pop();
+            attached.push(DpaCompletion::start(&dpa, 8, Some(&thread)).unwrap());
+        }
+        drop(consumer_side);
+        attached.push(DpaCompletion::start(&dpa, 8, Some(&thread)).unwrap());
+    }
+}

@@ -83,6 +83,14 @@ struct dpakit_soft_dpa_stats {
 doca_error_t dpakit_soft_dpa_get_stats(struct doca_dpa *dpa, struct dpakit_soft_dpa_stats *stats);
 
 /*
+ * Completion contexts (consumer completions and DPA completions) one DPA thread of `dpa` may
+ * have attached at once; attaching one more fails with DOCA_ERROR_NO_MEMORY. The same in every
+ * scheduling mode.
+ */
+doca_error_t dpakit_soft_dpa_get_max_completions_per_thread(struct doca_dpa *dpa,
+							    uint32_t *max_completions);
+
+/*
  * The fatal error of a DPA context (a kernel fault, device-side misuse): its code is returned
  * (DOCA_SUCCESS while healthy) and its explanation written to `message` (NUL-terminated,
  * truncated to `size` bytes; `message` may be NULL).

@@ -35,6 +35,10 @@ pub const DPA_THREADS_PER_CORE: usize = 16;
 /// Most DPA threads one DPA context may create; one per EU (cores × EUs per core).
 pub const DPA_MAX_THREADS: usize = 256;
 
+/// Completion contexts (consumer completions and DPA completions) one DPA thread can have
+/// attached at once, in every scheduling mode (`dpakit_soft_dpa_get_max_completions_per_thread`).
+pub const DPA_THREAD_MAX_COMPLETIONS: usize = 8;
+
 /// Largest DPA completion queue (`doca_dpa_completion_create` queue size).
 pub const DPA_COMPLETION_MAX_QUEUE_SIZE: usize = 65536;
 

@@ -165,6 +165,18 @@ impl Dpa {
             .collect())
     }
 
+    /// Completion contexts one DPA thread may have attached at once, in every scheduling mode
+    /// (`dpakit_soft_dpa_get_max_completions_per_thread`).
+    pub fn max_completions_per_thread(&self) -> Result<u32> {
+        let api = api("the completion contexts a thread takes")?;
+        let mut max = 0;
+        // SAFETY: a live context and a writable u32.
+        check("dpakit_soft_dpa_get_max_completions_per_thread", unsafe {
+            (api.dpa_get_max_completions_per_thread)(self.raw(), &mut max)
+        })?;
+        Ok(max)
+    }
+
     /// Scheduler counters (`dpakit_soft_dpa_get_stats`).
     pub fn stats(&self) -> Result<SchedStats> {
         let api = api("scheduler statistics")?;

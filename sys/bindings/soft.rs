@@ -1433,6 +1433,12 @@ unsafe extern "C" {
     ) -> doca_error_t;
 }
 unsafe extern "C" {
+    pub fn dpakit_soft_dpa_get_max_completions_per_thread(
+        dpa: *mut doca_dpa,
+        max_completions: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
     pub fn dpakit_soft_dpa_get_error(
         dpa: *mut doca_dpa,
         message: *mut ::core::ffi::c_char,

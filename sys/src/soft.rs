@@ -55,6 +55,8 @@ pub struct SoftApi {
     ) -> doca_error_t,
     pub dpa_get_stats:
         unsafe extern "C" fn(*mut doca_dpa, *mut dpakit_soft_dpa_stats) -> doca_error_t,
+    pub dpa_get_max_completions_per_thread:
+        unsafe extern "C" fn(*mut doca_dpa, *mut u32) -> doca_error_t,
     pub dpa_get_error: unsafe extern "C" fn(*mut doca_dpa, *mut c_char, usize) -> doca_error_t,
     pub last_error: unsafe extern "C" fn(*mut c_char, usize) -> doca_error_t,
     pub pin_current_thread: unsafe extern "C" fn(u32) -> doca_error_t,
@@ -70,6 +72,7 @@ pub fn api() -> Option<&'static SoftApi> {
         dpa_step: crate::dpakit_soft_dpa_step,
         dpa_get_trace: crate::dpakit_soft_dpa_get_trace,
         dpa_get_stats: crate::dpakit_soft_dpa_get_stats,
+        dpa_get_max_completions_per_thread: crate::dpakit_soft_dpa_get_max_completions_per_thread,
         dpa_get_error: crate::dpakit_soft_dpa_get_error,
         last_error: crate::dpakit_soft_last_error,
         pin_current_thread: crate::dpakit_soft_pin_current_thread,
@@ -104,6 +107,9 @@ pub fn api() -> Option<&'static SoftApi> {
             dpa_step: find!(c"dpakit_soft_dpa_step"),
             dpa_get_trace: find!(c"dpakit_soft_dpa_get_trace"),
             dpa_get_stats: find!(c"dpakit_soft_dpa_get_stats"),
+            dpa_get_max_completions_per_thread: find!(
+                c"dpakit_soft_dpa_get_max_completions_per_thread"
+            ),
             dpa_get_error: find!(c"dpakit_soft_dpa_get_error"),
             last_error: find!(c"dpakit_soft_last_error"),
             pin_current_thread: find!(c"dpakit_soft_pin_current_thread"),

@@ -223,6 +223,20 @@ pub unsafe extern "C" fn dpakit_soft_dpa_get_trace(
     })
 }
 
+/// `dpakit_soft_dpa_get_max_completions_per_thread`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_dpa_get_max_completions_per_thread(
+    dpa: *mut doca_dpa,
+    max_completions: *mut u32,
+) -> doca_error_t {
+    call("dpakit_soft_dpa_get_max_completions_per_thread", || {
+        dpa::dpa(dpa, "dpa")?;
+        let max = crate::limits::DPA_THREAD_MAX_COMPLETIONS as u32;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(max_completions, "max_completions", max) }
+    })
+}
+
 /// `dpakit_soft_dpa_get_stats`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dpakit_soft_dpa_get_stats(

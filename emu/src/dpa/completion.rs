@@ -74,11 +74,11 @@ impl Notifier {
         }
     }
 
-    /// Registers the context with its thread's worker scan (busy-poll mode). Call once the
+    /// Attaches the context to its thread (which busy-poll workers scan). Call once the
     /// context is owned by the DPA's handle table, which keeps it alive for the scan.
     fn attach_scan(&self, ring: Option<&CompletionRing>) -> Result<()> {
         match (&self.thread, ring) {
-            (Some(thread), Some(ring)) if self.scanned => thread.add_source(self, ring),
+            (Some(thread), Some(ring)) => thread.add_source(self, ring),
             _ => Ok(()),
         }
     }

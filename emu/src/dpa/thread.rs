@@ -34,8 +34,8 @@ pub(crate) mod flags {
 }
 
 /// Completion contexts one thread can have attached (each one a trigger the busy-poll scan
-/// checks).
-pub(crate) const MAX_SOURCES: usize = 8;
+/// checks), the same in every scheduling mode.
+pub(crate) const MAX_SOURCES: usize = crate::limits::DPA_THREAD_MAX_COMPLETIONS;
 
 /// One attached completion context, as the busy-poll scan sees it.
 #[derive(Debug, Default)]
@@ -59,6 +59,8 @@ pub(crate) struct ThreadShared {
     pub activations: AtomicU64,
     sources: [Source; MAX_SOURCES],
     num_sources: AtomicUsize,
+    /// Serialises attaching and detaching (control path only).
+    attach: std::sync::Mutex<()>,
     /// Used only by the worker that holds the ACTIVE bit.
     stack: UnsafeCell<Option<DefaultStack>>,
 }
@@ -118,17 +120,25 @@ impl ThreadShared {
         unsafe { *self.stack.get() = Some(stack) }
     }
 
-    /// Attaches a completion context for the busy-poll scan.
+    /// Attaches a completion context (in every mode: the limit is the same everywhere; only
+    /// busy-poll workers scan the list). NO_MEMORY past [`MAX_SOURCES`] attached at once.
     ///
     /// The pointers stay valid while attached: the context lives in its DPA's handle table,
     /// and when it is destroyed it detaches first ([`remove_source`](Self::remove_source)) and
     /// is freed only after a grace period.
     pub(crate) fn add_source(&self, notifier: &Notifier, ring: &CompletionRing) -> Result<()> {
-        let slot = self.num_sources.load(Ordering::Acquire);
-        let Some(source) = self.sources.get(slot) else {
+        let _attaching = self.attach.lock().unwrap_or_else(|p| p.into_inner());
+        let used = self.num_sources.load(Ordering::Acquire);
+        // A slot a destroyed context left, else the next one.
+        let free = self.sources[..used]
+            .iter()
+            .position(|s| s.notifier.load(Ordering::Acquire).is_null())
+            .unwrap_or(used);
+        let Some(source) = self.sources.get(free) else {
             bail!(
                 NoMemory,
-                "a DPA thread accepts at most {MAX_SOURCES} attached completion contexts"
+                "DPA thread `{}` already has {MAX_SOURCES} completion contexts attached, the most                  a thread takes (dpakit_soft_dpa_get_max_completions_per_thread)",
+                self.name
             );
         };
         source.ring.store(
@@ -138,13 +148,16 @@ impl ThreadShared {
         source
             .notifier
             .store((notifier as *const Notifier).cast_mut(), Ordering::Release);
-        self.num_sources.store(slot + 1, Ordering::Release);
+        if free == used {
+            self.num_sources.store(used + 1, Ordering::Release);
+        }
         Ok(())
     }
 
     /// Detaches a completion context from the busy-poll scan (it is being destroyed). Its slot
     /// stays empty: a scan that read the pointer before is covered by the grace period.
     pub(crate) fn remove_source(&self, notifier: &Notifier) {
+        let _attaching = self.attach.lock().unwrap_or_else(|p| p.into_inner());
         let target = (notifier as *const Notifier).cast_mut();
         for source in &self.sources[..self.num_sources.load(Ordering::Acquire)] {
             if source.notifier.load(Ordering::Acquire) == target {
@@ -267,6 +280,7 @@ impl DpaThreadBuilder<'_> {
                 activations: AtomicU64::new(0),
                 sources: Default::default(),
                 num_sources: AtomicUsize::new(0),
+                attach: std::sync::Mutex::new(()),
                 stack: UnsafeCell::new(stack.take()),
             })
         });
