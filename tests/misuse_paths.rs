@@ -152,3 +152,43 @@ fn a_send_waiting_for_a_destroyed_consumer_fails_and_never_reaches_its_successor
     assert_eq!(status, ErrorCode::NotFound);
     producer.stop().unwrap();
 }
+
+#[test]
+fn stopping_a_producer_with_sends_in_flight_completes_them_with_an_error() {
+    use dpakit::ctx::CtxState;
+    let dpa = dpa(SchedMode::BusyPoll);
+    let pe = Pe::new().unwrap();
+    let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
+    let statuses = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let sink = statuses.clone();
+    let producer = CpuProducer::builder(&to_dpa, &pe)
+        .num_send_tasks(8)
+        .on_send_complete(move |c| sink.borrow_mut().push((c.user_data, c.status)))
+        .start()
+        .unwrap();
+    let thread = DpaThread::builder(&dpa, &kernels::SINK, 0).start().unwrap();
+    let cc = ConsumerCompletion::builder(&dpa)
+        .dpa_thread(&thread)
+        .start()
+        .unwrap();
+    let consumer = DpaConsumer::builder(&to_dpa, &cc).start().unwrap();
+    // No credits: every send waits.
+    for i in 0..5 {
+        producer.send(&token(i), consumer.id(), i).unwrap();
+    }
+    pe.progress();
+    assert_eq!(producer.in_flight(), 5);
+    producer.stop().unwrap();
+    assert_eq!(producer.state().unwrap(), CtxState::Idle);
+    assert_eq!(producer.in_flight(), 0);
+    let done = statuses.borrow().clone();
+    assert_eq!(
+        done.len(),
+        5,
+        "every outstanding send completes exactly once"
+    );
+    for (i, (user_data, status)) in done.into_iter().enumerate() {
+        assert_eq!(user_data, i as u64, "in order");
+        assert_ne!(status, ErrorCode::Success, "through the error outcome");
+    }
+}
