@@ -20,6 +20,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// How long destroying a DPA context waits for a worker to leave a kernel activation.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+
 /// How activations are run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SchedMode {
@@ -383,9 +386,32 @@ impl Scheduler {
         }
         let me = std::thread::current().id();
         let joins = std::mem::take(&mut *self.joins.lock().unwrap_or_else(|p| p.into_inner()));
+        // A worker inside a kernel that never ends (an endless loop) cannot be stopped, as a
+        // hung DPA cannot: after a bound, leave it running detached rather than hang here.
+        let deadline = std::time::Instant::now() + SHUTDOWN_WAIT;
         for j in joins {
-            if j.thread().id() != me {
+            if j.thread().id() == me {
+                continue;
+            }
+            let mut polls = 0u32;
+            while !j.is_finished() && std::time::Instant::now() < deadline {
+                // A worker leaves within microseconds unless a kernel holds it.
+                if polls < 1_000 {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                polls += 1;
+            }
+            if j.is_finished() {
                 let _ = j.join();
+            } else {
+                eprintln!(
+                    "dpakit soft device: DPA worker `{}` is still inside a kernel activation {} s \
+                     after its context was destroyed; left running",
+                    j.thread().name().unwrap_or("?"),
+                    SHUTDOWN_WAIT.as_secs()
+                );
             }
         }
     }
