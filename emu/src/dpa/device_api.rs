@@ -11,7 +11,7 @@ pub(crate) use abi_check::keep_linked;
 use super::activation::{Current, Ending, with_current};
 use super::completion::encode_completion;
 use super::element::{self, ElementKind};
-use super::memory::resolve_mmap;
+use super::memory::with_mmaps;
 use super::{DpaShared, Kind};
 use crate::comch::{CpuConsumerShared, DpaConsumerShared, DpaProducerShared, PRODUCER_ID_BITS};
 use crate::dpa::completion::{ConsumerCompletionShared, DpaCompletionShared};
@@ -386,67 +386,74 @@ extern "C" fn doca_dpa_dev_comch_producer_dma_copy(
         let p = dpa_producer(cur, producer);
         let imm = imm_arg(cur, imm, imm_length, F);
         let len = length as u64;
-        let Some(dst) = resolve_mmap(cur.dpa, dst_mmap) else {
-            cur.fault(
-                ErrorCode::InvalidValue,
-                format!("{F}: invalid destination mmap handle {dst_mmap:#x}"),
-            )
-        };
-        let Some(src) = resolve_mmap(cur.dpa, src_mmap) else {
-            cur.fault(
-                ErrorCode::InvalidValue,
-                format!("{F}: invalid source mmap handle {src_mmap:#x}"),
-            )
-        };
-        if !src.readable {
-            cur.fault(
-                ErrorCode::NotPermitted,
-                format!("{F}: the source mmap lacks local read access"),
-            );
+        let copied = with_mmaps(cur.dpa, [dst_mmap, src_mmap], |[dst, src]| {
+            let dst = dst.ok_or_else(|| {
+                (
+                    ErrorCode::InvalidValue,
+                    format!("{F}: invalid destination mmap handle {dst_mmap:#x}"),
+                )
+            })?;
+            let src = src.ok_or_else(|| {
+                (
+                    ErrorCode::InvalidValue,
+                    format!("{F}: invalid source mmap handle {src_mmap:#x}"),
+                )
+            })?;
+            if !src.readable {
+                return Err((
+                    ErrorCode::NotPermitted,
+                    format!("{F}: the source mmap lacks local read access"),
+                ));
+            }
+            if !dst.writable {
+                return Err((
+                    ErrorCode::NotPermitted,
+                    format!("{F}: the destination mmap needs DOCA_ACCESS_FLAG_LOCAL_READ_WRITE"),
+                ));
+            }
+            if !src.contains(src_addr, len) {
+                return Err((
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "{F}: source range {src_addr:#x}+{len} is outside the source mmap \
+                         [{:#x}, {:#x})",
+                        src.base,
+                        src.base + src.len
+                    ),
+                ));
+            }
+            if !dst.contains(dst_addr, len) {
+                return Err((
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "{F}: destination range {dst_addr:#x}+{len} is outside the destination \
+                         mmap [{:#x}, {:#x})",
+                        dst.base,
+                        dst.base + dst.len
+                    ),
+                ));
+            }
+            if len > 0 && src_addr < dst_addr + len && dst_addr < src_addr + len {
+                return Err((
+                    ErrorCode::InvalidValue,
+                    format!("{F}: source and destination ranges overlap"),
+                ));
+            }
+            // SAFETY: both ranges lie inside started mmaps whose views keep the memory
+            // registered while this closure runs, and they do not overlap (checked above).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    src_addr as usize as *const u8,
+                    dst_addr as usize as *mut u8,
+                    length,
+                )
+            };
+            Ok(())
+        });
+        // Faults end the activation: only once the views are let go.
+        if let Err((code, message)) = copied {
+            cur.fault(code, message);
         }
-        if !dst.writable {
-            cur.fault(
-                ErrorCode::NotPermitted,
-                format!("{F}: the destination mmap needs DOCA_ACCESS_FLAG_LOCAL_READ_WRITE"),
-            );
-        }
-        if !src.contains(src_addr, len) {
-            cur.fault(
-                ErrorCode::InvalidValue,
-                format!(
-                    "{F}: source range {src_addr:#x}+{len} is outside the source mmap \
-                     [{:#x}, {:#x})",
-                    src.base,
-                    src.base + src.len
-                ),
-            );
-        }
-        if !dst.contains(dst_addr, len) {
-            cur.fault(
-                ErrorCode::InvalidValue,
-                format!(
-                    "{F}: destination range {dst_addr:#x}+{len} is outside the destination mmap \
-                     [{:#x}, {:#x})",
-                    dst.base,
-                    dst.base + dst.len
-                ),
-            );
-        }
-        if len > 0 && src_addr < dst_addr + len && dst_addr < src_addr + len {
-            cur.fault(
-                ErrorCode::InvalidValue,
-                format!("{F}: source and destination ranges overlap"),
-            );
-        }
-        // SAFETY: both ranges lie inside started mmaps kept alive by the DPA's handle table, and
-        // they do not overlap (checked above).
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                src_addr as usize as *const u8,
-                dst_addr as usize as *mut u8,
-                length,
-            )
-        };
         send_to_cpu(cur, p, consumer_id, imm, flags, F);
     })
 }
@@ -456,21 +463,20 @@ extern "C" fn doca_dpa_dev_comch_producer_dma_copy(
 #[unsafe(no_mangle)]
 extern "C" fn doca_dpa_dev_mmap_get_external_ptr(mmap: u32, addr: u64) -> u64 {
     with_current("doca_dpa_dev_mmap_get_external_ptr", |cur| {
-        let Some(view) = resolve_mmap(cur.dpa, mmap) else {
-            cur.fault(
-                ErrorCode::InvalidValue,
-                format!("doca_dpa_dev_mmap_get_external_ptr: invalid mmap handle {mmap:#x}"),
-            )
-        };
-        if !view.contains(addr, 1) {
-            cur.fault(
-                ErrorCode::InvalidValue,
-                format!(
-                    "doca_dpa_dev_mmap_get_external_ptr: address {addr:#x} is outside the mmap [{:#x}, {:#x})",
-                    view.base,
-                    view.base + view.len
-                ),
-            );
+        let checked = with_mmaps(cur.dpa, [mmap], |[view]| match view {
+            None => Err(format!(
+                "doca_dpa_dev_mmap_get_external_ptr: invalid mmap handle {mmap:#x}"
+            )),
+            Some(view) if !view.contains(addr, 1) => Err(format!(
+                "doca_dpa_dev_mmap_get_external_ptr: address {addr:#x} is outside the mmap \
+                 [{:#x}, {:#x})",
+                view.base,
+                view.base + view.len
+            )),
+            Some(_) => Ok(()),
+        });
+        if let Err(message) = checked {
+            cur.fault(ErrorCode::InvalidValue, message);
         }
         // The soft DPA shares the host's address space: the external pointer is the address.
         addr

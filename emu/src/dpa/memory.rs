@@ -5,6 +5,7 @@
 //! inside one live allocation.
 
 use super::DpaShared;
+use super::grace::Grace;
 use crate::dev::Dev;
 use crate::error::{Result, bail};
 use crate::mmap::Mmap;
@@ -201,18 +202,37 @@ pub(crate) fn register_mmap(dev: &Dev, mmap: &Mmap) -> Result<MmapHandle> {
     Ok(MmapHandle(index as u32 + 1))
 }
 
-/// Retires a handle (its mmap is being destroyed): kernels using it afterwards fault.
+/// Readers of the process-wide handle table: device functions of every DPA, which count
+/// themselves in while they use a view (there are no workers to report quiescent points).
+fn readers() -> &'static Grace {
+    static READERS: OnceLock<Grace> = OnceLock::new();
+    READERS.get_or_init(|| Grace::new(0))
+}
+
+/// Retires a handle (its mmap is being destroyed): kernels using it afterwards fault. The
+/// view, and the registration of the mmap's memory it holds, go once no device function can
+/// be using it.
 pub(crate) fn unregister_mmap(handle: MmapHandle) {
     if let Some(index) = (handle.raw() as usize).checked_sub(1) {
-        handles().remove(index);
+        handles().retire(index, readers());
     }
 }
 
-/// The view behind an mmap handle, if it is one for `dpa`'s device.
+/// Runs `f` with the views behind `mmaps` (`None` for a handle that is not one of `dpa`'s
+/// device). The views, and the memory they describe, stay alive while `f` runs; `f` must
+/// not end the activation (fault after it returned).
 #[inline]
-pub(crate) fn resolve_mmap(dpa: &DpaShared, handle: u32) -> Option<&MmapView> {
-    let index = (handle as usize).checked_sub(1)?;
-    handles().get(index).filter(|view| view.dev == dpa.dev)
+pub(crate) fn with_mmaps<const N: usize, R>(
+    dpa: &DpaShared,
+    mmaps: [u32; N],
+    f: impl FnOnce([Option<&MmapView>; N]) -> R,
+) -> R {
+    let _reading = readers().host();
+    let views = mmaps.map(|handle| {
+        let index = (handle as usize).checked_sub(1)?;
+        handles().get(index).filter(|view| view.dev == dpa.dev)
+    });
+    f(views)
 }
 
 #[cfg(test)]
@@ -243,6 +263,20 @@ mod tests {
             m.d2h(&mut out, p).unwrap_err().code(),
             ErrorCode::InvalidValue
         );
+    }
+
+    #[test]
+    fn unregistered_mmap_handles_are_freed() {
+        use crate::dev::{Side, Topology};
+        let dev = Dev::open(&Topology::global().devinfo_list_for(Side::Host)[0]).unwrap();
+        let mmap = Mmap::alloc(4096).unwrap();
+        mmap.start().unwrap();
+        for _ in 0..100 {
+            let handle = register_mmap(&dev, &mmap).unwrap();
+            unregister_mmap(handle);
+        }
+        // No device function is using a view: none waits to be freed.
+        assert_eq!(handles().retained(readers()), 0);
     }
 
     #[test]
