@@ -411,4 +411,24 @@ mod tests {
         // SAFETY: no pointers; shrinking a sealed memfd must fail.
         assert!(unsafe { libc::ftruncate(good.as_raw_fd(), 0) } < 0);
     }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "memfd and mmap are system calls miri does not run")]
+    fn announced_depths_whose_ring_size_overflows_are_refused() {
+        // 2^61 receives of 88 bytes wrap the ring size to the 256-byte header: a peer could
+        // announce a 256-byte file for a ring the producer would index far past.
+        let depth = 1u64 << 61;
+        let wrapped = ring::Ring::bytes(2).wrapping_sub(2 * 88);
+        assert_eq!(ring::Ring::checked_bytes(depth), None);
+        let fds = vec![
+            memfd(c"ring", wrapped).unwrap(),
+            memfd(c"data", 4096).unwrap(),
+            memfd(c"wake", 0).unwrap(),
+        ];
+        let e = RemoteConsumer::attach(1, depth, 0, wrapped as u64, 4096, fds)
+            .err()
+            .expect("refused");
+        assert_eq!(e.code(), crate::error::ErrorCode::InvalidValue, "{e}");
+        assert_eq!(ring::Ring::checked_bytes(4), Some(ring::Ring::bytes(4)));
+    }
 }

@@ -87,6 +87,15 @@ impl Ring {
             + depth as usize * (std::mem::size_of::<Post>() + std::mem::size_of::<Comp>())
     }
 
+    /// [`Ring::bytes`] for a depth a peer announced: `None` where the size does not fit in
+    /// the address space (a wrapped size would map less than the ring indexes).
+    pub(crate) fn checked_bytes(depth: u64) -> Option<usize> {
+        usize::try_from(depth)
+            .ok()?
+            .checked_mul(std::mem::size_of::<Post>() + std::mem::size_of::<Comp>())?
+            .checked_add(std::mem::size_of::<Header>())
+    }
+
     /// The consumer's side: lays a fresh ring out in `mem` (at least `bytes(depth)` long).
     pub(crate) fn create(mem: Mapping, depth: u64) -> Ring {
         assert!(mem.len >= Self::bytes(depth) && depth.is_power_of_two());
