@@ -81,8 +81,24 @@ pub fn consumer_announcement(
     let (ours, _peer) = SeqPacket::pair()?;
     let shared = ConnShared::new(&ours)?;
     shared.add_remote(consumer);
-    FastProducer::new(shared, 1).try_send(id, data, imm)?;
-    Ok(())
+    // A ring whose completion slots never free stalls a send for up to a second before it
+    // fails; the connection closing ends the wait at once, so close it after a moment.
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let closer = {
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            if wait
+                .recv_timeout(std::time::Duration::from_millis(2))
+                .is_err()
+            {
+                shared.close();
+            }
+        })
+    };
+    let sent = FastProducer::new(shared, 1).try_send(id, data, imm);
+    let _ = done.send(());
+    let _ = closer.join();
+    sent.map(drop)
 }
 
 /// A memory file of `len` bytes starting with `contents`, sealed against shrinking if `sealed`.

@@ -53,18 +53,26 @@ fn immediates(bytes: &[u8]) {
 fn announcement(input: &[u8]) {
     let mut b = Bytes::new(input);
     let flags = b.u8();
-    let ring_len = usize::from(b.u16()) * 8;
-    let data_len = usize::from(b.u16()) * 8;
     let msg_len = usize::from(b.u8());
     let msg = b.take(msg_len);
-    let ring_bytes = usize::from(b.u16());
-    let ring = b.take(ring_bytes);
-    let imm_bytes = usize::from(b.u8() % 40);
-    let imm = b.take(imm_bytes);
-    let send = b.rest();
+    // The files as the message announces them, or of other sizes.
+    let field = |at: usize| {
+        msg.get(at..at + 8).map_or(0, |f| {
+            u64::from_le_bytes(f.try_into().unwrap_or([0; 8])) as usize
+        })
+    };
+    let (mut ring_len, mut data_len) = (field(17).min(1 << 20), field(25).min(1 << 20));
+    if flags & 8 != 0 {
+        ring_len = usize::from(b.u16()) * 8;
+        data_len = usize::from(b.u16()) * 8;
+    }
+    let imm_len = usize::from(b.u8() % 40);
+    let imm = b.take(imm_len);
+    let send_len = usize::from(b.u16() % 4096);
+    let send = b.take(send_len);
     let files = SharedFiles {
         ring_len,
-        ring,
+        ring: b.rest(),
         data_len,
         sealed: flags & 1 == 0,
         num_fds: usize::from(3 ^ (flags >> 1 & 3)),
@@ -76,12 +84,10 @@ fn announcement(input: &[u8]) {
 fn app_descriptor(input: &[u8]) {
     use dpakit_abi::kernel::{SoftApp, SoftKernel};
     let mut b = Bytes::new(input);
-    // Two pages of the input's bytes, then a guard page: strings that run off the end and
-    // tables that cross it are refused, never read past.
+    // Two pages, then a guard page: strings that run off the end and tables that cross it are
+    // refused, never read past. The input's tail fills the pages (the strings).
     let pages = support::GuardedPages::new(2);
     let heap = pages.bytes();
-    let fill = b.take(heap.len());
-    heap[..fill.len()].copy_from_slice(fill);
     let len = heap.len();
     let base = heap.as_mut_ptr() as usize;
     let end = base + len;
@@ -95,7 +101,11 @@ fn app_descriptor(input: &[u8]) {
         }
     };
     let name = pointer(&mut b);
-    let table = pointer(&mut b);
+    let table = if b.bool() {
+        base + (usize::from(b.u16()) % len & !7)
+    } else {
+        pointer(&mut b)
+    };
     let num_kernels = match b.u8() % 4 {
         0 => u32::from(b.u8() % 8),
         1 => b.u32(),
@@ -111,20 +121,27 @@ fn app_descriptor(input: &[u8]) {
     } else {
         b.u32()
     };
+    let straddle = b.u8() % 8 == 0;
+    let at = base + (usize::from(b.u16()) % (len - size_of::<SoftApp>()) & !7);
+    let kernels: Vec<SoftKernel> = (0..num_kernels.min(16))
+        .map(|_| SoftKernel {
+            name: pointer(&mut b) as *const _,
+            // Never called: descriptors are only read.
+            entry: b.u64() as usize as *const _,
+            kind: u32::from(b.u8() % 3),
+            num_args: u32::from(b.u8() % 6),
+        })
+        .collect();
+    let fill = b.rest();
+    heap[..fill.len().min(len)].copy_from_slice(&fill[..fill.len().min(len)]);
     // Kernel entries where the table points into the pages, as far as they fit before the
-    // guard (entries are never called: descriptors are only read).
+    // guard.
     if (base..end).contains(&table) && table % align_of::<SoftKernel>() == 0 {
         let room = (end - table) / size_of::<SoftKernel>();
-        for i in 0..room.min(num_kernels as usize).min(16) {
-            let k = SoftKernel {
-                name: pointer(&mut b) as *const _,
-                entry: b.u64() as usize as *const _,
-                kind: u32::from(b.u8() % 3),
-                num_args: u32::from(b.u8() % 6),
-            };
+        for (i, k) in kernels.iter().take(room).enumerate() {
             // SAFETY: `room` whole entries fit between `table` and the guard page, and
             // `table` is aligned for them.
-            unsafe { (table as *mut SoftKernel).add(i).write(k) };
+            unsafe { (table as *mut SoftKernel).add(i).write(*k) };
         }
     }
     let desc = SoftApp {
@@ -134,12 +151,10 @@ fn app_descriptor(input: &[u8]) {
         name: name as *const _,
         kernels: table as *const _,
     };
-    let at = if b.u8() % 8 == 0 {
-        // The descriptor itself straddling the guard page.
-        let at = end - size_of::<SoftApp>() / 2;
-        at & !7
+    let at = if straddle {
+        // The descriptor itself running into the guard page.
+        (end - size_of::<SoftApp>() / 2) & !7
     } else {
-        let at = base + (usize::from(b.u16()) % (len - size_of::<SoftApp>())) & !7;
         // SAFETY: `at` is 8-aligned and a whole descriptor fits before the end of the pages.
         unsafe { (at as *mut SoftApp).write(desc) };
         at
