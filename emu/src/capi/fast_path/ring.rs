@@ -37,7 +37,8 @@ struct Comp {
     done: Done,
 }
 
-/// The head of the region; each counter on its own cache line.
+/// The head of the region; each counter on its own cache line. The counters live in memory the
+/// peer can write: they count modulo 2^64 (a multiple of every depth), never overflowing.
 #[repr(C)]
 struct Header {
     /// Posted receives claimed by producers.
@@ -183,7 +184,7 @@ impl Ring {
         // SAFETY: the slot at `tail` is free: its previous receive was claimed and completed
         // (at most `depth` outstanding), and a producer reads a post before it completes.
         unsafe { self.post_ptr(tail).write(post) };
-        h.post_tail.0.store(tail + 1, Ordering::Release);
+        h.post_tail.0.store(tail.wrapping_add(1), Ordering::Release);
     }
 
     /// Producer: claims the next posted receive for `len` bytes.
@@ -202,7 +203,12 @@ impl Ring {
             }
             if h.post_head
                 .0
-                .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(
+                    head,
+                    head.wrapping_add(1),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
                 .is_ok()
             {
                 return Claim::Got(post);
@@ -235,7 +241,7 @@ impl Ring {
         }
         // SAFETY: the slot is ours (seq == s, acquired) until we publish it below.
         unsafe { (&raw mut (*self.comp_ptr(s)).done).write(done) };
-        comp.seq.store(s + 1, Ordering::Release);
+        comp.seq.store(s.wrapping_add(1), Ordering::Release);
         Ok(())
     }
 
