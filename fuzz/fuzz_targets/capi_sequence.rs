@@ -244,7 +244,13 @@ fn op(w: &mut World, b: &mut Bytes<'_>) {
             }
             _ => {
                 // The common happy paths, so sequences reach started objects often.
-                match b.u8() % 4 {
+                match b.u8() % 8 {
+                    4 => {
+                        capi::happy::open_dev(w, c"b1:00.0");
+                    }
+                    5 => capi::happy::buffers(w, b),
+                    6 => capi::happy::msgq_pipeline(w, b, recv_done, send_done),
+                    7 => capi::happy::comch_pair(w, b),
                     0 => {
                         let mut pe = null_mut();
                         doca_pe_create(&mut pe);

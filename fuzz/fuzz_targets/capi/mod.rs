@@ -2,6 +2,8 @@
 //! picks handles for arguments, and the teardown that destroys whatever is left, so that a
 //! handle the soft device cannot take back shows as a leak.
 
+pub mod happy;
+
 use crate::support::Bytes;
 use dpakit_emu::fuzzing::{live_kind, live_objects};
 use dpakit_sys::*;
@@ -36,6 +38,11 @@ pub enum K {
     Conn,
     ComchTask,
 }
+
+/// Completion callbacks of receive and send tasks.
+pub type RecvCb =
+    unsafe extern "C" fn(*mut doca_comch_consumer_task_post_recv, doca_data, doca_data);
+pub type SendCb = unsafe extern "C" fn(*mut doca_comch_producer_task_send, doca_data, doca_data);
 
 /// Contexts: what `struct doca_ctx *` parameters take.
 pub const CTX: &[K] = &[K::Consumer, K::Producer, K::Server, K::Client];
@@ -156,6 +163,14 @@ impl World {
     /// Destroys everything left, in rounds (contexts stop through their PE, which needs
     /// progress); panics naming what the soft device would not give back.
     pub fn teardown(&mut self) {
+        if std::env::var_os("DPAKIT_FUZZ_STATS").is_some() {
+            // Which kinds an input left live: what the corpus reaches (a tuning aid).
+            let mut kinds: Vec<String> =
+                self.live().iter().map(|(k, _)| format!("{k:?}")).collect();
+            kinds.sort();
+            kinds.dedup();
+            eprintln!("live at teardown: {}", kinds.join(" "));
+        }
         for _ in 0..16 {
             self.adopt();
             let live = self.live();
