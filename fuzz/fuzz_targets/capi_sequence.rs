@@ -214,6 +214,11 @@ fn op(w: &mut World, b: &mut Bytes<'_>) {
                 let mut dpa = null_mut();
                 doca_dpa_create(w.one(b, K::Dev), out(b, &mut dpa));
                 w.add(K::Dpa, dpa.cast());
+                // Worker threads busy-poll: deterministic steps keep inputs fast and
+                // reproducible, so most DPAs use them.
+                if b.u8() % 8 != 0 {
+                    dpakit_soft_dpa_set_sched_mode(dpa, DPAKIT_SOFT_SCHED_DETERMINISTIC, 1);
+                }
             }
             25 => dpa_ops(w, b),
             26 => dpa_memory(w, b),
@@ -637,7 +642,11 @@ unsafe fn dpa_ops(w: &mut World, b: &mut Bytes<'_>) {
                 };
                 dpakit_soft_dpa_set_sched_mode(d, mode, b.u64());
             }
-            8 => ignore(dpakit_soft_dpa_set_num_workers(d, size(b))),
+            8 => {
+                // A few workers at most: each busy-polls a core of this 2-core budget.
+                let n = [0, 1, 2, 3, 257, u32::MAX][usize::from(b.u8() % 6)];
+                dpakit_soft_dpa_set_num_workers(d, n);
+            }
             9 => {
                 let cpus = [0u32, 1, 4096];
                 dpakit_soft_dpa_set_worker_cpus(d, cpus.as_ptr(), u32::from(b.u8() % 4));
