@@ -97,7 +97,7 @@ fn size(b: &mut Bytes<'_>) -> u32 {
 }
 
 /// One of the app's kernels, or a function that is not one.
-fn kernel(b: &mut Bytes<'_>) -> doca_dpa_func_t {
+pub fn kernel(b: &mut Bytes<'_>) -> doca_dpa_func_t {
     extern "C" fn not_a_kernel() {}
     let addr = match b.u8() % 8 {
         0 => return None,
@@ -254,7 +254,7 @@ fn op(w: &mut World, b: &mut Bytes<'_>) {
                         capi::happy::open_dev(w, c"b1:00.0");
                     }
                     5 => capi::happy::buffers(w, b),
-                    6 => capi::happy::msgq_pipeline(w, b, recv_done, send_done),
+                    6 => capi::happy::echo_path(w, b, recv_done, send_done),
                     7 => capi::happy::comch_pair(w, b),
                     0 => {
                         let mut pe = null_mut();

@@ -93,62 +93,135 @@ pub unsafe fn buffers(w: &mut World, b: &mut Bytes<'_>) {
     }
 }
 
-/// A started MsgQ with a CPU producer and consumer on a PE, receives posted and a send
-/// submitted.
-pub unsafe fn msgq_pipeline(
+/// The echo path of `examples/c/msgq_echo.c` on a DPA in deterministic mode: a DPA thread
+/// running a kernel of the app, its consumer completion, a DPA completion, MsgQs to and from
+/// the DPA with their DPA and CPU endpoints on a PE, the argument block (correct or the input's
+/// bytes), credits, receives and sends; then progress and DPA steps. Sizes come from the input.
+pub unsafe fn echo_path(
     w: &mut World,
     b: &mut Bytes<'_>,
     recv: super::RecvCb,
     send: super::SendCb,
 ) {
-    // SAFETY: valid out-parameters; handles come from the world.
+    // SAFETY: valid out-parameters and memory; handles come from the world.
     unsafe {
         let dev = w.one::<doca_dev>(b, K::Dev);
         let pe = w.one::<doca_pe>(b, K::Pe);
-        let mut q = null_mut();
-        if doca_comch_msgq_create(dev, &mut q) != DOCA_SUCCESS {
+        let mut dpa = null_mut();
+        if doca_dpa_create(dev, &mut dpa) != DOCA_SUCCESS {
             return;
         }
-        w.add(K::Msgq, q.cast());
-        doca_comch_msgq_start(q);
-        let (mut c, mut p) = (null_mut(), null_mut());
-        doca_comch_msgq_consumer_create(q, &mut c);
-        w.add(K::Consumer, c.cast());
-        doca_comch_msgq_producer_create(q, &mut p);
-        w.add(K::Producer, p.cast());
-        let depth = u32::from(b.u8() % 8 + 1);
-        doca_comch_consumer_task_post_recv_set_conf(c, Some(recv), Some(recv), depth);
-        doca_comch_producer_task_send_set_conf(p, Some(send), Some(send), depth);
-        doca_comch_consumer_set_imm_data_len(c, u32::from(b.u8() % 33));
-        for ctx in [c.cast::<doca_ctx>(), p.cast()] {
-            doca_pe_connect_ctx(pe, ctx);
-            doca_ctx_start(ctx);
+        w.add(K::Dpa, dpa.cast());
+        doca_dpa_set_app(dpa, dpakit_kernels::APP.raw().cast());
+        dpakit_soft_dpa_set_sched_mode(dpa, DPAKIT_SOFT_SCHED_DETERMINISTIC, b.u64());
+        doca_dpa_start(dpa);
+        let depth = [1u32, 2, 4, 8, 3, 0][usize::from(b.u8() % 6)];
+        let mut args = 0u64;
+        doca_dpa_mem_alloc(dpa, 256, &mut args);
+        w.dev_ptrs.push(args);
+        let mut thread = null_mut();
+        doca_dpa_thread_create(dpa, &mut thread);
+        w.add(K::Thread, thread.cast());
+        doca_dpa_thread_set_func_arg(thread, crate::kernel(b), args);
+        doca_dpa_thread_start(thread);
+        let mut cc = null_mut();
+        doca_comch_consumer_completion_create(&mut cc);
+        w.add(K::ConsComp, cc.cast());
+        doca_comch_consumer_completion_set_max_num_recv(cc, depth);
+        doca_comch_consumer_completion_set_imm_data_len(cc, u32::from(b.u8() % 33));
+        doca_comch_consumer_completion_set_dpa_thread(cc, thread);
+        doca_comch_consumer_completion_start(cc);
+        let mut pc = null_mut();
+        doca_dpa_completion_create(dpa, 2 * depth, &mut pc);
+        w.add(K::DpaComp, pc.cast());
+        doca_dpa_completion_start(pc);
+        let (mut to_dpa, mut from_dpa) = (null_mut(), null_mut());
+        doca_comch_msgq_create(dev, &mut to_dpa);
+        w.add(K::Msgq, to_dpa.cast());
+        doca_comch_msgq_set_dpa_consumer(to_dpa, dpa);
+        doca_comch_msgq_start(to_dpa);
+        doca_comch_msgq_create(dev, &mut from_dpa);
+        w.add(K::Msgq, from_dpa.cast());
+        doca_comch_msgq_set_dpa_producer(from_dpa, dpa);
+        doca_comch_msgq_start(from_dpa);
+        let (mut dc, mut dp, mut cc_cpu, mut cp) = (null_mut(), null_mut(), null_mut(), null_mut());
+        doca_comch_msgq_consumer_create(to_dpa, &mut dc);
+        w.add(K::Consumer, dc.cast());
+        doca_ctx_set_datapath_on_dpa(dc.cast(), dpa);
+        doca_comch_consumer_set_completion(dc, cc, 0);
+        doca_comch_consumer_set_dev_max_num_recv(dc, depth);
+        doca_ctx_start(dc.cast());
+        doca_comch_msgq_producer_create(from_dpa, &mut dp);
+        w.add(K::Producer, dp.cast());
+        doca_ctx_set_datapath_on_dpa(dp.cast(), dpa);
+        doca_comch_producer_set_dev_max_num_send(dp, depth);
+        doca_comch_producer_dpa_completion_attach(dp, pc);
+        doca_ctx_start(dp.cast());
+        doca_comch_msgq_consumer_create(from_dpa, &mut cc_cpu);
+        w.add(K::Consumer, cc_cpu.cast());
+        doca_comch_consumer_task_post_recv_set_conf(cc_cpu, Some(recv), Some(recv), depth);
+        doca_pe_connect_ctx(pe, cc_cpu.cast());
+        doca_ctx_start(cc_cpu.cast());
+        doca_comch_msgq_producer_create(to_dpa, &mut cp);
+        w.add(K::Producer, cp.cast());
+        doca_comch_producer_task_send_set_conf(cp, Some(send), Some(send), depth);
+        doca_pe_connect_ctx(pe, cp.cast());
+        doca_ctx_start(cp.cast());
+        // The argument block: the path's handles, or the input's bytes.
+        // (MsgqPathArgs: four 64-bit handles, the CPU consumer's id, the submit flags.)
+        let mut h = [0u64; 4];
+        let mut cpu_id = 0u32;
+        doca_comch_consumer_completion_get_dpa_handle(cc, &mut h[0]);
+        doca_comch_consumer_get_dpa_handle(dc, &mut h[1]);
+        doca_comch_producer_get_dpa_handle(dp, &mut h[2]);
+        doca_dpa_completion_get_dpa_handle(pc, &mut h[3]);
+        doca_comch_consumer_get_id(cc_cpu, &mut cpu_id);
+        let mut bytes: Vec<u8> = h.iter().flat_map(|v| v.to_le_bytes()).collect();
+        bytes.extend_from_slice(&cpu_id.to_le_bytes());
+        bytes.extend_from_slice(&dpakit_abi::SubmitFlags::FLUSH.bits().to_le_bytes());
+        if b.u8() % 4 == 0 {
+            let at = usize::from(b.u8()) % bytes.len();
+            bytes[at] = b.u8();
         }
+        doca_dpa_h2d_memcpy(dpa, args, bytes.as_mut_ptr().cast(), bytes.len());
+        doca_dpa_thread_run(thread);
+        let ack: unsafe extern "C" fn() =
+            std::mem::transmute(dpakit_dev::runtime::CONSUMER_ACK.func());
+        let mut ret = 0u64;
+        doca_dpa_rpc(
+            dpa,
+            Some(ack),
+            &mut ret,
+            h[1],
+            u64::from(b.u8() % 9),
+        );
+        let mut dst = null_mut();
+        let mut dpa_consumer_id = 0u32;
+        doca_comch_consumer_get_id(dc, &mut dpa_consumer_id);
         for _ in 0..b.u8() % 4 {
-            let mut t = null_mut();
-            doca_comch_consumer_task_post_recv_alloc_init(c, w.one(b, K::Buf), &mut t);
-            w.add(K::RecvTask, t.cast());
-            doca_task_submit(doca_comch_consumer_task_post_recv_as_task(t));
+            doca_comch_consumer_task_post_recv_alloc_init(cc_cpu, null_mut(), &mut dst);
+            w.add(K::RecvTask, dst.cast());
+            doca_task_submit(doca_comch_consumer_task_post_recv_as_task(dst));
         }
-        let mut id = 0u32;
-        doca_comch_consumer_get_id(c, &mut id);
         let mut imm = [7u8; 32];
         for _ in 0..b.u8() % 4 {
             let mut t = null_mut();
             let len = u32::from(b.u8() % 33);
             doca_comch_producer_task_send_alloc_init(
-                p,
-                w.one(b, K::Buf),
+                cp,
+                null_mut(),
                 imm.as_mut_ptr(),
                 len,
-                id,
+                dpa_consumer_id,
                 &mut t,
             );
             w.add(K::SendTask, t.cast());
-            doca_task_submit(doca_comch_producer_task_send_as_task(t));
+            doca_task_submit_ex(doca_comch_producer_task_send_as_task(t), b.u32() % 4);
         }
-        for _ in 0..b.u8() % 8 {
+        for _ in 0..b.u8() % 16 {
             doca_pe_progress(pe);
+            let mut ran = 0u8;
+            dpakit_soft_dpa_step(dpa, &mut ran);
         }
     }
 }
