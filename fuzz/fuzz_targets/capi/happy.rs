@@ -188,13 +188,7 @@ pub unsafe fn echo_path(
         let ack: unsafe extern "C" fn() =
             std::mem::transmute(dpakit_dev::runtime::CONSUMER_ACK.func());
         let mut ret = 0u64;
-        doca_dpa_rpc(
-            dpa,
-            Some(ack),
-            &mut ret,
-            h[1],
-            u64::from(b.u8() % 9),
-        );
+        doca_dpa_rpc(dpa, Some(ack), &mut ret, h[1], u64::from(b.u8() % 9));
         let mut dst = null_mut();
         let mut dpa_consumer_id = 0u32;
         doca_comch_consumer_get_id(dc, &mut dpa_consumer_id);
