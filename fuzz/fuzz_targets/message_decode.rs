@@ -86,7 +86,7 @@ fn app_descriptor(input: &[u8]) {
     let mut b = Bytes::new(input);
     // Two pages, then a guard page: strings that run off the end and tables that cross it are
     // refused, never read past. The input's tail fills the pages (the strings).
-    let pages = support::GuardedPages::new(2);
+    let mut pages = support::GuardedPages::new(2);
     let heap = pages.bytes();
     let len = heap.len();
     let base = heap.as_mut_ptr() as usize;
@@ -102,7 +102,7 @@ fn app_descriptor(input: &[u8]) {
     };
     let name = pointer(&mut b);
     let table = if b.bool() {
-        base + (usize::from(b.u16()) % len & !7)
+        base + ((usize::from(b.u16()) % len) & !7)
     } else {
         pointer(&mut b)
     };
@@ -122,7 +122,7 @@ fn app_descriptor(input: &[u8]) {
         b.u32()
     };
     let straddle = b.u8() % 8 == 0;
-    let at = base + (usize::from(b.u16()) % (len - size_of::<SoftApp>()) & !7);
+    let at = base + ((usize::from(b.u16()) % (len - size_of::<SoftApp>())) & !7);
     let kernels: Vec<SoftKernel> = (0..num_kernels.min(16))
         .map(|_| SoftKernel {
             name: pointer(&mut b) as *const _,

@@ -86,9 +86,8 @@ impl GuardedPages {
     }
 
     /// The read-write pages.
-    pub fn bytes(&self) -> &mut [u8] {
-        // SAFETY: `len` mapped read-write bytes, alive as long as `self`; the targets use one
-        // view at a time.
+    pub fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: `len` mapped read-write bytes, alive and borrowed mutably as long as `self`.
         unsafe { std::slice::from_raw_parts_mut(self.base, self.len) }
     }
 }
