@@ -18,6 +18,8 @@ pub mod ctx;
 pub mod dev;
 pub mod dpa;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod limits;
 pub mod mmap;
 pub mod msgq;

@@ -2,6 +2,7 @@
 
 mod bench;
 mod build_dpa;
+mod fuzz;
 mod nested;
 mod sdk_checks;
 mod setup;
@@ -24,6 +25,11 @@ commands:
   test                    install what this machine lacks, then run fmt, clippy, build-dpa,
                           the whole test suite, the C programs against the soft SDK and the
                           kit with feature doca against it (what CI runs)
+  fuzz [--time SECS] [TARGET...]
+                          build the fuzz targets of fuzz/ with nightly and libFuzzer (no
+                          cargo-fuzz needed), replay fuzz/regressions/, then run each target
+                          for SECS seconds (default 60); targets: capi_sequence,
+                          message_decode. Corpus, crashes and logs go to target/fuzz/
   bench [--quick]         compile, then run the criterion benches (rtt, throughput, dma,
                           threads) and the latency example; write target/bench/report.json,
                           report.md and latency.svg/.png: every dpakit figure beside its
@@ -55,6 +61,7 @@ fn main() -> ExitCode {
         }),
         Some("test") => no_options(&args[1..]).and_then(|()| test::run()),
         Some("bench") => parse_bench(&args[1..]).and_then(|opts| bench::run(&opts)),
+        Some("fuzz") => parse_fuzz(&args[1..]).and_then(|opts| fuzz::run(&opts)),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())
@@ -96,6 +103,30 @@ fn parse_bench(args: &[String]) -> Result<bench::Options> {
         match arg.as_str() {
             "--quick" => opts.quick = true,
             other => return Err(format!("bench: unknown option `{other}`\n\n{USAGE}")),
+        }
+    }
+    Ok(opts)
+}
+
+fn parse_fuzz(args: &[String]) -> Result<fuzz::Options> {
+    let mut opts = fuzz::Options {
+        time: fuzz::DEFAULT_TIME,
+        targets: Vec::new(),
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--time" => {
+                opts.time = args
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .filter(|&t| t > 0)
+                    .ok_or_else(|| format!("fuzz: --time takes seconds\n\n{USAGE}"))?;
+            }
+            other if other.starts_with('-') => {
+                return Err(format!("fuzz: unknown option `{other}`\n\n{USAGE}"));
+            }
+            target => opts.targets.push(target.to_string()),
         }
     }
     Ok(opts)

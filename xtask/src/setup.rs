@@ -140,7 +140,7 @@ fn rustup(args: &[&str]) -> Result<String> {
 pub fn ensure_nightly_component(component: &str) -> Result {
     let toolchains = rustup(&["toolchain", "list"])?;
     if !toolchains.lines().any(|l| l.starts_with("nightly")) {
-        eprintln!("installing the nightly toolchain (for miri)");
+        eprintln!("installing the nightly toolchain (for miri and fuzzing)");
         rustup(&["toolchain", "install", "nightly", "--profile", "minimal"])
             .map_err(|e| format!("`rustup toolchain install nightly` failed: {e}"))?;
     }

@@ -1,6 +1,6 @@
 //! `cargo xtask test`: everything CI checks, in the order that fails fastest.
 
-use crate::{Result, build_dpa, sdk_checks, setup, soft_sdk, workspace_root};
+use crate::{Result, build_dpa, fuzz, sdk_checks, setup, soft_sdk, workspace_root};
 use std::process::Command;
 
 /// Debian packages the test suite needs, as (command, package): clang for the C header checks
@@ -47,6 +47,8 @@ pub fn run() -> Result {
     sdk_checks::comch_pairs(&prefix, cargo)?;
     loom()?;
     miri();
+    // Each fuzz target for 30 s: regression inputs first, then new ones.
+    fuzz::in_test();
     Ok(())
 }
 

@@ -27,7 +27,7 @@ mod dpa;
 mod dpa_completion;
 mod dpa_thread;
 mod error;
-mod fast_path;
+pub(crate) mod fast_path;
 mod mmap;
 mod msgq;
 mod pe;

@@ -254,6 +254,14 @@ pub(crate) fn register<T: Object>(obj: Box<T>) -> Result<*mut c_void> {
     Ok(slot as *const Slot as *mut c_void)
 }
 
+/// How many objects are registered and not yet unregistered.
+pub(crate) fn live_count() -> usize {
+    arena().map_or(0, |arena| {
+        let alloc = arena.alloc.lock().unwrap_or_else(|p| p.into_inner());
+        alloc.used - alloc.free.len()
+    })
+}
+
 /// What a handle turned out to be.
 pub(crate) enum Lookup {
     /// A live object of this kind.

@@ -236,7 +236,6 @@ impl SeqPacket {
     }
 
     /// A connected pair, both ends in this process.
-    #[cfg(test)]
     pub(crate) fn pair() -> Result<(SeqPacket, SeqPacket)> {
         let mut fds = [0; 2];
         // SAFETY: `fds` has room for the two descriptors.

@@ -411,4 +411,47 @@ mod tests {
         // SAFETY: no pointers; shrinking a sealed memfd must fail.
         assert!(unsafe { libc::ftruncate(good.as_raw_fd(), 0) } < 0);
     }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "memfd and mmap are system calls miri does not run")]
+    fn announced_depths_whose_ring_size_overflows_are_refused() {
+        // 2^61 receives of 88 bytes wrap the ring size to the 256-byte header: a peer could
+        // announce a 256-byte file for a ring the producer would index far past.
+        let depth = 1u64 << 61;
+        let wrapped = ring::Ring::bytes(2).wrapping_sub(2 * 88);
+        assert_eq!(ring::Ring::checked_bytes(depth), None);
+        let fds = vec![
+            memfd(c"ring", wrapped).unwrap(),
+            memfd(c"data", 4096).unwrap(),
+            memfd(c"wake", 0).unwrap(),
+        ];
+        let e = RemoteConsumer::attach(1, depth, 0, wrapped as u64, 4096, fds)
+            .err()
+            .expect("refused");
+        assert_eq!(e.code(), crate::error::ErrorCode::InvalidValue, "{e}");
+        assert_eq!(ring::Ring::checked_bytes(4), Some(ring::Ring::bytes(4)));
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "memfd and mmap are system calls miri does not run")]
+    fn ring_counters_a_peer_set_to_the_maximum_wrap_around() {
+        use crate::fuzzing::{SharedFiles, consumer_announcement};
+        let depth = 4u64;
+        let len = ring::Ring::bytes(depth);
+        let msg = crate::wire::proto::consumer_new(1, depth, 32, len as u64, 4096);
+        // The peer's ring: a receive posted at the last index before the counters wrap.
+        let mut ring = vec![0u8; len];
+        ring[..8].copy_from_slice(&u64::MAX.to_le_bytes()); // posts claimed
+        ring[192..200].copy_from_slice(&1u64.to_le_bytes()); // alive
+        let post = 256 + 3 * 24; // u64::MAX % 4
+        ring[post + 8..post + 16].copy_from_slice(&64u64.to_le_bytes()); // capacity
+        let files = SharedFiles {
+            ring_len: len,
+            ring: &ring,
+            data_len: 4096,
+            sealed: true,
+            num_fds: 3,
+        };
+        consumer_announcement(&msg, &files, b"data", b"imm").unwrap();
+    }
 }

@@ -37,7 +37,8 @@ struct Comp {
     done: Done,
 }
 
-/// The head of the region; each counter on its own cache line.
+/// The head of the region; each counter on its own cache line. The counters live in memory the
+/// peer can write: they count modulo 2^64 (a multiple of every depth), never overflowing.
 #[repr(C)]
 struct Header {
     /// Posted receives claimed by producers.
@@ -85,6 +86,15 @@ impl Ring {
     pub(crate) fn bytes(depth: u64) -> usize {
         std::mem::size_of::<Header>()
             + depth as usize * (std::mem::size_of::<Post>() + std::mem::size_of::<Comp>())
+    }
+
+    /// [`Ring::bytes`] for a depth a peer announced: `None` where the size does not fit in
+    /// the address space (a wrapped size would map less than the ring indexes).
+    pub(crate) fn checked_bytes(depth: u64) -> Option<usize> {
+        usize::try_from(depth)
+            .ok()?
+            .checked_mul(std::mem::size_of::<Post>() + std::mem::size_of::<Comp>())?
+            .checked_add(std::mem::size_of::<Header>())
     }
 
     /// The consumer's side: lays a fresh ring out in `mem` (at least `bytes(depth)` long).
@@ -174,7 +184,7 @@ impl Ring {
         // SAFETY: the slot at `tail` is free: its previous receive was claimed and completed
         // (at most `depth` outstanding), and a producer reads a post before it completes.
         unsafe { self.post_ptr(tail).write(post) };
-        h.post_tail.0.store(tail + 1, Ordering::Release);
+        h.post_tail.0.store(tail.wrapping_add(1), Ordering::Release);
     }
 
     /// Producer: claims the next posted receive for `len` bytes.
@@ -193,7 +203,12 @@ impl Ring {
             }
             if h.post_head
                 .0
-                .compare_exchange(head, head + 1, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(
+                    head,
+                    head.wrapping_add(1),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
                 .is_ok()
             {
                 return Claim::Got(post);
@@ -226,7 +241,7 @@ impl Ring {
         }
         // SAFETY: the slot is ours (seq == s, acquired) until we publish it below.
         unsafe { (&raw mut (*self.comp_ptr(s)).done).write(done) };
-        comp.seq.store(s + 1, Ordering::Release);
+        comp.seq.store(s.wrapping_add(1), Ordering::Release);
         Ok(())
     }
 

@@ -174,7 +174,10 @@ impl RemoteConsumer {
         data_len: u64,
         mut fds: Vec<OwnedFd>,
     ) -> Result<Arc<RemoteConsumer>> {
-        if fds.len() != 3 || !depth.is_power_of_two() || ring_len as usize != Ring::bytes(depth) {
+        if fds.len() != 3
+            || !depth.is_power_of_two()
+            || Ring::checked_bytes(depth) != usize::try_from(ring_len).ok()
+        {
             bail!(InvalidValue, "a malformed consumer announcement");
         }
         let wake = fds.pop().expect("three");

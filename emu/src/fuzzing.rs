@@ -1,0 +1,153 @@
+//! Doors for the fuzz targets (`fuzz/`) into decoders that are private to the soft device: the
+//! Comch wire protocol, the fast path's consumer announcements, and the object registry's
+//! count of live handles (how the C API target sees leaks). Not part of the API: hidden,
+//! unstable, and nothing but the fuzz targets calls it.
+
+use crate::capi::fast_path::{ConnShared, FastProducer, RemoteConsumer};
+use crate::error::{Result, bail};
+use crate::wire::{SeqPacket, proto};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Decodes one Comch protocol message; a message that decodes re-encodes to the same bytes.
+/// Panics (a finding) if it does not.
+pub fn wire_message(bytes: &[u8]) {
+    use proto::Message;
+    let Ok(message) = proto::decode(bytes) else {
+        return;
+    };
+    let again = match message {
+        Message::Hello {
+            version: proto::VERSION,
+            max_msg_size,
+            function,
+            name,
+        } => proto::hello(max_msg_size, function, name),
+        Message::ConsumerNew {
+            id,
+            depth,
+            imm_len,
+            ring_len,
+            data_len,
+        } => proto::consumer_new(id, depth, imm_len, ring_len, data_len),
+        Message::ConsumerGone { id } => proto::with_id(proto::TAG_CONSUMER_GONE, id).to_vec(),
+        _ => return,
+    };
+    assert_eq!(again, bytes, "{message:?} does not re-encode to its bytes");
+}
+
+/// What a peer's consumer announcement carries besides the message: the files it shares.
+#[derive(Debug)]
+pub struct SharedFiles<'a> {
+    /// The ring file's size and first bytes (the rest is zero).
+    pub ring_len: usize,
+    /// The ring region's contents as the peer wrote them.
+    pub ring: &'a [u8],
+    /// The data file's size.
+    pub data_len: usize,
+    /// Whether the files are sealed against shrinking (a well-behaved peer seals them).
+    pub sealed: bool,
+    /// How many descriptors travel with the message (3 for a well-formed one).
+    pub num_fds: usize,
+}
+
+/// A peer's `CONSUMER_NEW` message `msg` with `files`, received the way a connection receives
+/// it; if the consumer attaches, one send of `data` and `imm` to it from a producer of this
+/// side, which reads the peer's ring (the peer's bytes, trusted for nothing).
+pub fn consumer_announcement(
+    msg: &[u8],
+    files: &SharedFiles<'_>,
+    data: &[u8],
+    imm: &[u8],
+) -> Result<()> {
+    let proto::Message::ConsumerNew {
+        id,
+        depth,
+        imm_len,
+        ring_len,
+        data_len,
+    } = proto::decode(msg)?
+    else {
+        return Ok(());
+    };
+    let mut fds = Vec::new();
+    for i in 0..files.num_fds.min(4) {
+        fds.push(match i {
+            0 => memory_file(files.ring_len, files.ring, files.sealed)?,
+            1 => memory_file(files.data_len, &[], files.sealed)?,
+            _ => eventfd()?,
+        });
+    }
+    let consumer = RemoteConsumer::attach(id, depth, imm_len, ring_len, data_len, fds)?;
+    let (ours, _peer) = SeqPacket::pair()?;
+    let shared = ConnShared::new(&ours)?;
+    shared.add_remote(consumer);
+    // A ring whose completion slots never free stalls a send for up to a second before it
+    // fails; the connection closing ends the wait at once, so close it after a moment.
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let closer = {
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            if wait
+                .recv_timeout(std::time::Duration::from_millis(2))
+                .is_err()
+            {
+                shared.close();
+            }
+        })
+    };
+    let sent = FastProducer::new(shared, 1).try_send(id, data, imm);
+    let _ = done.send(());
+    let _ = closer.join();
+    sent.map(drop)
+}
+
+/// A memory file of `len` bytes starting with `contents`, sealed against shrinking if `sealed`.
+fn memory_file(len: usize, contents: &[u8], sealed: bool) -> Result<OwnedFd> {
+    // SAFETY: a NUL-terminated name; the result is checked.
+    let fd = unsafe {
+        libc::memfd_create(
+            c"dpakit-fuzz".as_ptr(),
+            libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING,
+        )
+    };
+    if fd < 0 {
+        bail!(OperatingSystem, "memfd_create failed");
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let contents = &contents[..contents.len().min(len)];
+    // SAFETY: writes `contents` (a live slice) to the file; then sizes and seals it.
+    let ok = unsafe {
+        libc::write(fd.as_raw_fd(), contents.as_ptr().cast(), contents.len())
+            == contents.len() as isize
+            && libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) == 0
+            && (!sealed || libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_SHRINK) == 0)
+    };
+    if !ok {
+        bail!(OperatingSystem, "preparing a memory file failed");
+    }
+    Ok(fd)
+}
+
+fn eventfd() -> Result<OwnedFd> {
+    // SAFETY: no pointers; the result is checked.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        bail!(OperatingSystem, "eventfd failed");
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// How many objects the C API has handed out and not destroyed.
+pub fn live_objects() -> usize {
+    crate::capi::registry::live_count()
+}
+
+/// The C type name of the live object behind `handle`, if it is one.
+pub fn live_kind(handle: *const std::ffi::c_void) -> Option<&'static str> {
+    match crate::capi::registry::lookup(handle) {
+        crate::capi::registry::Lookup::Live(kind) => Some(kind.c_name()),
+        _ => None,
+    }
+}
