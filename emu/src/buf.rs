@@ -13,8 +13,9 @@
 use crate::error::{Error, ErrorCode};
 use crate::limits::BUF_INVENTORY_MAX_ELEMENTS;
 use crate::mmap::{Mmap, RawPtr, range_contains};
+use crate::sync::Ordering;
+use crate::sync::plain::AtomicU64;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 type Result<T, E = Error> = core::result::Result<T, E>;

@@ -4,8 +4,8 @@
 //! stay alive until the table is dropped, so a pointer read from a slot never dangles, and
 //! removal only clears the slot: a later lookup fails cleanly instead of touching freed memory.
 
+use crate::sync::{AtomicPtr, Ordering};
 use std::fmt;
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Slots `0..capacity` of `Arc<T>`.

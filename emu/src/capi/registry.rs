@@ -11,9 +11,12 @@
 //! reused.
 
 use crate::error::{ErrorCode, Result, err};
+use crate::sync::Ordering;
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+// Slots live in zero-initialised mmap memory, and the arena bounds are statics: loom cannot
+// have them, so they are plain atomics.
+use crate::sync::plain::{AtomicPtr, AtomicU64, AtomicUsize};
 use std::sync::{Mutex, OnceLock};
 
 /// The kinds of objects C can hold.

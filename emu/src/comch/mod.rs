@@ -20,8 +20,8 @@ use crate::dpa::completion::{ConsumerCompletionShared, DpaCompletionShared};
 use crate::pe::PeWaker;
 use crate::ring::CompletionRing;
 use crate::sync::CachePadded;
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::table::Table;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 /// Producer ids travel in the low 24 bits of a consumer completion entry; the high 8 bits say

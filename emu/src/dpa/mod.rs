@@ -12,9 +12,12 @@ pub(crate) mod device_api;
 pub(crate) mod memory;
 pub(crate) mod sched;
 pub mod thread;
+pub(crate) mod thread_state;
 
 use crate::ctx::{CtxState, StateMachine};
 use crate::error::{Error, Result, bail};
+use crate::sync::plain::AtomicU16;
+use crate::sync::{AtomicBool, Ordering};
 use crate::table::Table;
 use completion::{ConsumerCompletionShared, DpaCompletionShared, NotificationShared};
 use dpakit_abi::kernel::{RPC_MAX_ARGS, SoftApp, SoftKernel};
@@ -22,7 +25,6 @@ use dpakit_dev::{RpcKernel, RpcSignature, ThreadKernel};
 use memory::DeviceMemory;
 use sched::{Scheduler, SchedulerConfig};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use thread::ThreadShared;
 

@@ -13,8 +13,8 @@ use super::activation::{self, Ending};
 use super::thread::{ThreadShared, flags};
 use crate::error::{Result, bail};
 use crate::ring::CompletionRing;
+use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -240,20 +240,8 @@ impl Scheduler {
     /// Runs one activation of `thread`, which the caller dequeued.
     pub(crate) fn run(&self, dpa: &Arc<DpaShared>, thread: &ThreadShared) {
         use flags::*;
-        let mut s = thread.state.load(Ordering::Acquire);
-        loop {
-            if s & (FINISHED | FAULTED) != 0 {
-                thread.state.fetch_and(!QUEUED, Ordering::AcqRel);
-                return;
-            }
-            let next = (s | ACTIVE) & !(QUEUED | PENDING);
-            match thread
-                .state
-                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => break,
-                Err(actual) => s = actual,
-            }
+        if !thread.state.begin_activation() {
+            return;
         }
 
         let ending = activation::run_thread(dpa, thread);
@@ -276,26 +264,8 @@ impl Scheduler {
             Ending::Fault => FAULTED,
             Ending::Reschedule | Ending::Return => 0,
         };
-        let mut s = thread.state.load(Ordering::Acquire);
-        loop {
-            let mut next = (s & !ACTIVE) | end;
-            let requeue =
-                next & PENDING != 0 && next & RUN != 0 && next & (FINISHED | FAULTED) == 0;
-            if requeue {
-                next = (next & !PENDING) | QUEUED;
-            }
-            match thread
-                .state
-                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => {
-                    if requeue {
-                        self.enqueue(thread);
-                    }
-                    return;
-                }
-                Err(actual) => s = actual,
-            }
+        if thread.state.end_activation(end) {
+            self.enqueue(thread);
         }
     }
 

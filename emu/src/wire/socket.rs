@@ -72,8 +72,8 @@ impl Listener {
     pub(crate) fn bind(path: &Path) -> Result<Listener> {
         let fd = new_socket()?;
         // Unique per listener: servers of one process may start at the same time.
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        static NEXT: crate::sync::plain::AtomicU64 = crate::sync::plain::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, crate::sync::Ordering::Relaxed);
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(format!(".{}.{n}.tmp", std::process::id()));
         let tmp = PathBuf::from(tmp);
