@@ -264,7 +264,10 @@ impl Scheduler {
             Ending::Fault => FAULTED,
             Ending::Reschedule | Ending::Return => 0,
         };
-        if thread.state.end_activation(end) {
+        if thread
+            .state
+            .end_activation(end, self.mode != SchedMode::BusyPoll)
+        {
             self.enqueue(thread);
         }
     }

@@ -115,15 +115,19 @@ impl ThreadState {
         }
     }
 
-    /// The activation ended, adding `end` (FINISHED, FAULTED or 0). True when a notification
-    /// arrived meanwhile and the thread is queued again: the caller puts it on the run queue.
+    /// The activation ended, adding `end` (FINISHED, FAULTED or 0). With a run queue
+    /// (`queued`: sleep and deterministic modes), true when a notification arrived meanwhile and
+    /// the thread is queued again: the caller puts it on the run queue. In busy-poll mode such a
+    /// notification stays PENDING, for the worker's scan: nobody reads a busy-poll run queue.
     #[inline]
-    pub(crate) fn end_activation(&self, end: u32) -> bool {
+    pub(crate) fn end_activation(&self, end: u32, queued: bool) -> bool {
         let mut s = self.0.load(Ordering::Acquire);
         loop {
             let mut next = (s & !ACTIVE) | end;
-            let requeue =
-                next & PENDING != 0 && next & RUN != 0 && next & (FINISHED | FAULTED) == 0;
+            let requeue = queued
+                && next & PENDING != 0
+                && next & RUN != 0
+                && next & (FINISHED | FAULTED) == 0;
             if requeue {
                 next = (next & !PENDING) | QUEUED;
             }
@@ -222,7 +226,7 @@ mod loom_tests {
             }
             if self.state.begin_activation() {
                 self.activate();
-                if self.state.end_activation(0) {
+                if self.state.end_activation(0, true) {
                     self.enqueue();
                 }
             }
@@ -319,6 +323,41 @@ mod loom_tests {
             notifier.join().unwrap();
             worker.join().unwrap();
             while dpa.work_once() {}
+        });
+    }
+
+    /// Busy-poll mode: a notifier sets PENDING twice while the worker scans and runs
+    /// activations. The last activation saw both notifications (one that arrived during an
+    /// activation used to be moved to a run queue no busy-poll worker reads, and lost).
+    #[test]
+    fn busy_poll_notification_is_not_lost() {
+        crate::sync::model(3, || {
+            let dpa = Dpa::new(true);
+            let scan = |dpa: &Dpa| {
+                if dpa.state.take_pending() == Some(true) && dpa.state.begin_activation() {
+                    dpa.activate();
+                    if dpa.state.end_activation(0, false) {
+                        dpa.enqueue();
+                    }
+                    return true;
+                }
+                false
+            };
+            let notifier = {
+                let dpa = dpa.clone();
+                thread::spawn(move || {
+                    for _ in 0..2 {
+                        dpa.sent.fetch_add(1, Ordering::Relaxed);
+                        dpa.state.notify_scanned();
+                    }
+                })
+            };
+            thread::yield_now();
+            scan(&dpa);
+            notifier.join().unwrap();
+            while scan(&dpa) {}
+            assert_eq!(dpa.seen(), 2, "a notification was lost");
+            assert_eq!(dpa.state.get() & (QUEUED | PENDING | ACTIVE), 0);
         });
     }
 }
