@@ -22,8 +22,15 @@ pub(crate) use loom::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, fence,
 };
 
+#[cfg(loom)]
+pub(crate) use loom::sync::Mutex;
+
 #[cfg(not(loom))]
 pub(crate) use core::sync::atomic::fence;
+/// A lock held across atomics of a model: loom's under `cfg(loom)`, whose threads share one OS
+/// thread and would deadlock on a std one.
+#[cfg(not(loom))]
+pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]
 pub(crate) use wrapped::{
     AtomicBool, AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, AtomicUsize,

@@ -10,10 +10,11 @@
 
 use super::DpaShared;
 use super::activation::{self, Ending};
+use super::parking::Parking;
 use super::thread::{ThreadShared, flags};
 use crate::error::{Result, bail};
 use crate::ring::CompletionRing;
-use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::JoinHandle;
@@ -77,7 +78,7 @@ struct Worker {
     num_threads: AtomicUsize,
     /// Sleep mode: threads whose notification arrived.
     queue: CompletionRing,
-    sleeping: AtomicBool,
+    parking: Parking,
     thread: OnceLock<std::thread::Thread>,
 }
 
@@ -123,7 +124,7 @@ impl Scheduler {
                     .collect(),
                 num_threads: AtomicUsize::new(0),
                 queue: CompletionRing::new(crate::limits::DPA_MAX_THREADS),
-                sleeping: AtomicBool::new(false),
+                parking: Parking::default(),
                 thread: OnceLock::new(),
             })
             .collect();
@@ -227,12 +228,9 @@ impl Scheduler {
             .queue
             .try_push(&(thread.index as u32).to_ne_bytes(), 0);
         debug_assert!(pushed.is_ok());
-        if self.mode == SchedMode::Sleep {
-            fence(Ordering::SeqCst);
-            if worker.sleeping.load(Ordering::Relaxed) {
-                if let Some(t) = worker.thread.get() {
-                    t.unpark();
-                }
+        if self.mode == SchedMode::Sleep && worker.parking.wake_needed() {
+            if let Some(t) = worker.thread.get() {
+                t.unpark();
             }
         }
     }
@@ -429,12 +427,10 @@ fn sleep_between(shared: &Arc<DpaShared>, worker: &Worker) -> Exit {
             continue;
         }
         idle += 1;
-        worker.sleeping.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if !worker.queue.has_ready() {
-            std::thread::park_timeout(Duration::from_millis(20));
-        }
-        worker.sleeping.store(false, Ordering::Relaxed);
+        worker.parking.sleep(
+            || worker.queue.has_ready(),
+            || std::thread::park_timeout(Duration::from_millis(20)),
+        );
         if idle > 4 {
             return Exit::Idle;
         }
