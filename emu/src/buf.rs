@@ -769,6 +769,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "65535 locked increments take minutes under miri")]
     fn refcount_overflow_is_too_big() {
         let (mmap, inv, base) = setup(1);
         let b = inv.buf_get_by_addr(&mmap, base, 8).unwrap();

@@ -398,6 +398,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a PROT_NONE mmap reservation and mprotect: miri runs neither"
+    )]
     fn handles_are_checked_by_kind_and_liveness() {
         let a = register(Box::new(A(7))).unwrap();
         assert_eq!(get::<A>(a, "pe").unwrap().0, 7);
@@ -426,6 +430,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a PROT_NONE mmap reservation and mprotect: miri runs neither"
+    )]
     fn stale_handles_stay_stale_for_a_while() {
         let first = register(Box::new(B)).unwrap();
         unregister::<B>(first).unwrap();

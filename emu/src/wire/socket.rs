@@ -512,6 +512,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Unix sockets and the file system: miri runs neither")]
     fn a_live_listener_keeps_its_path_and_a_dead_one_gives_it_up() {
         let d = dir("stale");
         let path = d.join("srv");
@@ -536,6 +537,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "SOCK_SEQPACKET socketpair and SCM_RIGHTS: miri runs neither"
+    )]
     fn messages_keep_their_boundaries_and_descriptors_travel() {
         let (a, b) = SeqPacket::pair().unwrap();
         let (x, _y) = SeqPacket::pair().unwrap();
