@@ -7,7 +7,7 @@
 //! before it is granted, and a bounded grant never leaves more than `max` outstanding (the
 //! loom models below).
 
-use crate::sync::{AtomicU64, CachePadded, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, CachePadded, Ordering};
 
 /// A spender's side of a grant counter: how much it spent, and what it last saw granted.
 #[derive(Debug, Default)]
@@ -91,6 +91,35 @@ impl Credits {
     }
 }
 
+/// How many of a queue's producers have sends waiting for credits, so that the granting side
+/// reads one quiet cache line while nobody waits. Part of the wake-up handshake: a producer
+/// sets its flag before its PE arms ([`crate::wake::Arm::request`]), the granter grants, runs
+/// its barrier, then checks here before waking (the loom model below).
+#[derive(Debug, Default)]
+pub(crate) struct Waiting {
+    count: CachePadded<AtomicU32>,
+}
+
+impl Waiting {
+    /// Producer side: its sends start or stop waiting; `flag` is the producer's own.
+    pub(crate) fn set(&self, flag: &AtomicBool, waiting: bool) {
+        if flag.swap(waiting, Ordering::AcqRel) != waiting {
+            if waiting {
+                self.count.fetch_add(1, Ordering::AcqRel);
+            } else {
+                self.count.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Granting side, after its barrier: whether any producer may be waiting (then it checks
+    /// each producer's flag).
+    #[inline]
+    pub(crate) fn anyone(&self) -> bool {
+        self.count.load(Ordering::Relaxed) != 0
+    }
+}
+
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
@@ -168,6 +197,37 @@ mod loom_tests {
             assert_eq!(
                 credits.available(),
                 granted - delivered.load(Ordering::Acquire)
+            );
+        });
+    }
+
+    /// A producer with no credit marks itself waiting and its PE arms, checking for credits;
+    /// meanwhile the DPA grants one and wakes waiting producers. Exactly one side fires: the
+    /// producer's PE is never left asleep with a credit there, nor woken twice.
+    #[test]
+    fn a_credit_wakes_the_waiting_producer_exactly_once() {
+        use crate::wake::{Arm, heavy_barrier, light_barrier};
+        crate::sync::model(3, || {
+            let credits = Arc::new(Credits::default());
+            let waiting = Arc::new(Waiting::default());
+            let flag = Arc::new(AtomicBool::new(false));
+            let arm = Arc::new(Arm::new(false));
+            let granter = {
+                let (credits, waiting, flag, arm) =
+                    (credits.clone(), waiting.clone(), flag.clone(), arm.clone());
+                thread::spawn(move || {
+                    credits.grant(1);
+                    light_barrier();
+                    waiting.anyone() && flag.load(Ordering::Relaxed) && arm.take_after_barrier()
+                })
+            };
+            thread::yield_now();
+            waiting.set(&flag, true);
+            let producer_fired = arm.request(heavy_barrier, || credits.available() > 0);
+            let granter_fired = granter.join().unwrap();
+            assert!(
+                producer_fired ^ granter_fired,
+                "lost or doubled wake-up (producer {producer_fired}, granter {granter_fired})"
             );
         });
     }

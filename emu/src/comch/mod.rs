@@ -23,7 +23,7 @@ use crate::ring::CompletionRing;
 use crate::sync::CachePadded;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::table::Table;
-use credits::Credits;
+use credits::{Credits, Waiting};
 use std::sync::{Arc, Weak};
 
 /// Producer ids travel in the low 24 bits of a consumer completion entry; the high 8 bits say
@@ -62,14 +62,14 @@ pub(crate) struct CreditWaiter {
 /// while nobody waits.
 #[derive(Debug)]
 pub(crate) struct CreditWaiters {
-    waiting: CachePadded<AtomicU32>,
+    waiting: Waiting,
     producers: Table<CreditWaiter>,
 }
 
 impl CreditWaiters {
     pub(crate) fn new(max_producers: usize) -> Self {
         Self {
-            waiting: CachePadded(AtomicU32::new(0)),
+            waiting: Waiting::default(),
             producers: Table::new(max_producers),
         }
     }
@@ -87,13 +87,7 @@ impl CreditWaiters {
     /// Producer side: its sends start or stop waiting for credits. Set before the producer's PE
     /// can arm its notification, so the handshake in `credits_posted` covers it.
     pub(crate) fn set_waiting(&self, entry: &CreditWaiter, waiting: bool) {
-        if entry.waiting.swap(waiting, Ordering::AcqRel) != waiting {
-            if waiting {
-                self.waiting.fetch_add(1, Ordering::AcqRel);
-            } else {
-                self.waiting.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
+        self.waiting.set(&entry.waiting, waiting);
     }
 
     /// Producer side, on drop.
@@ -106,7 +100,7 @@ impl CreditWaiters {
     #[inline]
     pub(crate) fn credits_posted(&self) {
         crate::pe::light_barrier();
-        if self.waiting.load(Ordering::Relaxed) == 0 {
+        if !self.waiting.anyone() {
             return;
         }
         for slot in 0..self.producers.capacity() {
