@@ -27,9 +27,9 @@ use std::cell::Cell;
 use std::hint::black_box;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Instant;
+use support::sync::{Published, StopFlag};
 use support::{Echo, UnixEcho, bench_subject, cores, payload, warm_up};
 
 const N: usize = 64;
@@ -40,7 +40,7 @@ struct CtrlEcho {
     pe: Pe,
     conn: Connection,
     got: Rc<Cell<Option<[u8; N]>>>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<StopFlag>,
     server: Option<JoinHandle<()>>,
 }
 
@@ -49,7 +49,7 @@ impl CtrlEcho {
         let dir = std::env::temp_dir().join(format!("dpakit-bench-{}", std::process::id()));
         // SAFETY: set before the server thread starts; nothing else reads the environment now.
         unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", &dir) };
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(StopFlag::default());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let s = stop.clone();
         let server = std::thread::spawn(move || {
@@ -63,7 +63,7 @@ impl CtrlEcho {
                 .start()
                 .unwrap();
             ready_tx.send(()).unwrap();
-            while !s.load(Ordering::Relaxed) {
+            while !s.is_stopped() {
                 pe.progress();
             }
             drop(server);
@@ -106,7 +106,7 @@ impl Echo<N> for CtrlEcho {
 impl Drop for CtrlEcho {
     fn drop(&mut self) {
         self.client = None;
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.stop();
         if let Some(t) = self.server.take() {
             let _ = t.join();
         }
@@ -232,9 +232,9 @@ struct FastStream {
     server: Option<Server>,
     pe: Pe,
     consumer_id: u32,
-    received: Arc<std::sync::atomic::AtomicU64>,
+    received: Arc<Published>,
     sent: u64,
-    stop: Arc<AtomicBool>,
+    stop: Arc<StopFlag>,
     client: Option<JoinHandle<()>>,
 }
 
@@ -255,8 +255,8 @@ impl FastStream {
             .on_consumer(move |_, _, i, created| id2.set(created.then_some(i)))
             .start()
             .unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let received = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let stop = Arc::new(StopFlag::default());
+        let received = Arc::new(Published::default());
         let (s, r) = (stop.clone(), received.clone());
         let client = std::thread::spawn(move || {
             pin_current_thread(client_core).expect("pin");
@@ -272,11 +272,11 @@ impl FastStream {
                 .buf_size(FAST)
                 .on_recv(move |m| {
                     black_box(m.data);
-                    r.fetch_add(1, Ordering::Release);
+                    r.add(1);
                 })
                 .start()
                 .unwrap();
-            while !s.load(Ordering::Relaxed) {
+            while !s.is_stopped() {
                 pe.progress();
             }
             drop(consumer);
@@ -306,7 +306,7 @@ impl FastStream {
         let producer = self.producer.as_ref().unwrap();
         let start = Instant::now();
         let target = self.sent + n;
-        while self.received.load(Ordering::Acquire) < target {
+        while self.received.get() < target {
             while self.sent < target {
                 let Ok(mut loan) = producer.loan(FAST) else {
                     break;
@@ -324,7 +324,7 @@ impl FastStream {
 impl Drop for FastStream {
     fn drop(&mut self) {
         self.producer = None;
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.stop();
         if let Some(t) = self.client.take() {
             let _ = t.join();
         }

@@ -11,6 +11,8 @@
 
 #[path = "support/cli.rs"]
 mod cli;
+#[path = "support/interrupt.rs"]
+mod interrupt;
 
 use clap::{Command, value_parser};
 use dpakit::ErrorCode;
@@ -20,7 +22,6 @@ use dpakit::pe::Pe;
 use std::cell::Cell;
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 struct Flags {
@@ -74,13 +75,6 @@ fn flags() -> Flags {
     }
 }
 
-/// Set by SIGINT and SIGTERM: the server stops cleanly (its clients are told).
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
 /// What the callbacks count.
 #[derive(Default)]
 struct Stats {
@@ -93,11 +87,7 @@ struct Stats {
 
 fn main() -> ExitCode {
     let flags = flags();
-    let handler: extern "C" fn(libc::c_int) = on_signal;
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe { libc::signal(signal, handler as libc::sighandler_t) };
-    }
+    interrupt::install();
     match serve(&flags) {
         Ok(stats) if stats.send_errors.get() == 0 => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
@@ -162,20 +152,20 @@ fn serve(flags: &Flags) -> Result<Rc<Stats>, Box<dyn std::error::Error>> {
 
     let finished =
         || stats.echoed.get() >= flags.count && stats.served.get() > 0 && stats.clients.get() == 0;
-    while !finished() && !INTERRUPTED.load(Ordering::Relaxed) {
+    while !finished() && !interrupt::interrupted() {
         // Busy for a moment after each event, then asleep on the notification handle; the
         // timeout only bounds how long a signal may wait to be noticed.
         match pe.progress_until(Duration::from_millis(100), || {
-            finished() || INTERRUPTED.load(Ordering::Relaxed)
+            finished() || interrupt::interrupted()
         }) {
             // A signal may cut the wait short with an error; the flag is what counts then.
-            Err(e) if e.code() != ErrorCode::TimeOut && !INTERRUPTED.load(Ordering::Relaxed) => {
+            Err(e) if e.code() != ErrorCode::TimeOut && !interrupt::interrupted() => {
                 return Err(e.into());
             }
             _ => {}
         }
     }
-    if INTERRUPTED.load(Ordering::Relaxed) {
+    if interrupt::interrupted() {
         println!("interrupted: stopping");
     }
     server.stop()?;

@@ -13,6 +13,8 @@
 
 #[path = "support/cli.rs"]
 mod cli;
+#[path = "support/interrupt.rs"]
+mod interrupt;
 
 use clap::{Command, value_parser};
 use dpakit::ErrorCode;
@@ -23,7 +25,6 @@ use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Per client: receives posted, and sends in flight.
@@ -91,13 +92,6 @@ fn flags() -> Flags {
         count: m.remove_one("count").expect("has a default"),
         size: m.remove_one::<u32>("size").expect("has a default") as usize,
     }
-}
-
-/// Set by SIGINT and SIGTERM: the server stops cleanly (its clients are told).
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::Relaxed);
 }
 
 /// What the callbacks count.
@@ -250,11 +244,7 @@ struct Session {
 
 fn main() -> ExitCode {
     let flags = flags();
-    let handler: extern "C" fn(libc::c_int) = on_signal;
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe { libc::signal(signal, handler as libc::sighandler_t) };
-    }
+    interrupt::install();
     match serve(&flags) {
         Ok(stats) if stats.errors.get() == 0 => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
@@ -319,7 +309,7 @@ fn serve(flags: &Flags) -> Result<Rc<Stats>, Box<dyn std::error::Error>> {
                 && stats.clients.get() == 0
                 && sessions.is_empty()
         };
-        if finished(&sessions) || INTERRUPTED.load(Ordering::Relaxed) {
+        if finished(&sessions) || interrupt::interrupted() {
             break;
         }
         let backlog = || {
@@ -332,10 +322,10 @@ fn serve(flags: &Flags) -> Result<Rc<Stats>, Box<dyn std::error::Error>> {
         // Busy for a moment after each event, then asleep on the notification handle; the
         // timeout only bounds how long a signal may wait to be noticed.
         match pe.progress_until(Duration::from_millis(100), || {
-            !events.borrow().is_empty() || backlog() || INTERRUPTED.load(Ordering::Relaxed)
+            !events.borrow().is_empty() || backlog() || interrupt::interrupted()
         }) {
             // A signal may cut the wait short with an error; the flag is what counts then.
-            Err(e) if e.code() != ErrorCode::TimeOut && !INTERRUPTED.load(Ordering::Relaxed) => {
+            Err(e) if e.code() != ErrorCode::TimeOut && !interrupt::interrupted() => {
                 return Err(e.into());
             }
             _ => {}
@@ -388,7 +378,7 @@ fn serve(flags: &Flags) -> Result<Rc<Stats>, Box<dyn std::error::Error>> {
             }
         }
     }
-    if INTERRUPTED.load(Ordering::Relaxed) {
+    if interrupt::interrupted() {
         println!("interrupted: stopping");
     }
     // Fast paths first: a connection with producers or consumers on it cannot close.

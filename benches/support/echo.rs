@@ -1,13 +1,13 @@
 //! Round-trip partners: each sends an `N`-byte message to a responder on the other core and
 //! waits for it to come back, one message at a time.
 
+use super::sync::StopFlag;
 use super::{PingPong, TIMEOUT, dpa};
 use dpakit::pe::Pe;
 use dpakit::soft::{SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread::JoinHandle;
 
@@ -136,7 +136,7 @@ impl<const N: usize> Drop for CrossbeamEcho<N> {
 pub struct RtrbEcho<const N: usize> {
     tx: rtrb::Producer<[u8; N]>,
     rx: rtrb::Consumer<[u8; N]>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<StopFlag>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -154,11 +154,11 @@ impl<const N: usize> RtrbEcho<N> {
     pub fn start(core: usize) -> Self {
         let (tx, mut their_rx) = rtrb::RingBuffer::<[u8; N]>::new(1);
         let (mut their_tx, rx) = rtrb::RingBuffer::new(1);
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(StopFlag::default());
         let thread = {
             let stop = stop.clone();
             responder(core, move || {
-                while !stop.load(Ordering::Relaxed) {
+                while !stop.is_stopped() {
                     match their_rx.pop() {
                         Ok(m) => rtrb_push(&mut their_tx, m),
                         Err(_) => std::hint::spin_loop(),
@@ -190,7 +190,7 @@ impl<const N: usize> Echo<N> for RtrbEcho<N> {
 
 impl<const N: usize> Drop for RtrbEcho<N> {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.stop();
         join(&mut self.thread);
     }
 }

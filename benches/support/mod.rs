@@ -14,6 +14,7 @@
 pub mod echo;
 mod ping_pong;
 pub mod sink;
+pub mod sync;
 
 pub use echo::{
     CondvarEcho, CrossbeamEcho, DpakitEcho, Echo, MpscEcho, RtrbEcho, UnixEcho, warm_up,

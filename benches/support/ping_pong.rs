@@ -1,5 +1,8 @@
 //! The physical limit of a round trip between two cores.
 
+// The raw atomics are the baseline being measured, not a way around the concurrency facade.
+#![allow(clippy::disallowed_types)]
+
 use dpakit::soft::pin_current_thread;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,6 +1,7 @@
 //! One-way channels into a consumer on the other core that takes and counts messages.
 
 use super::echo::rtrb_push;
+use super::sync::{Published, StopFlag};
 use super::{TIMEOUT, dpa};
 use dpakit::abi::{ImmMessage, PingPong as PingPongMsg};
 use dpakit::pe::Pe;
@@ -8,7 +9,6 @@ use dpakit::soft::{SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels};
 use std::hint::black_box;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -103,14 +103,14 @@ impl Drop for DpakitSink {
 /// read by the producer only when it waits.
 #[repr(align(64))]
 #[derive(Default)]
-struct Count(AtomicU64);
+struct Count(Published);
 
 /// An `rtrb` ring of `capacity` slots; the producer spins while it is full, the consumer spins
 /// on pop.
 pub struct RtrbSink {
     tx: rtrb::Producer<Msg>,
     count: Arc<Count>,
-    stop: Arc<AtomicBool>,
+    stop: Arc<StopFlag>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -119,18 +119,18 @@ impl RtrbSink {
     pub fn start(core: usize, capacity: usize) -> Self {
         let (tx, mut rx) = rtrb::RingBuffer::<Msg>::new(capacity);
         let count = Arc::new(Count::default());
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(StopFlag::default());
         let thread = {
             let (count, stop) = (count.clone(), stop.clone());
             std::thread::spawn(move || {
                 pin_current_thread(core).expect("pin to a core this machine has");
                 let mut n = 0;
-                while !stop.load(Ordering::Relaxed) {
+                while !stop.is_stopped() {
                     match rx.pop() {
                         Ok(m) => {
                             black_box(m);
                             n += 1;
-                            count.0.store(n, Ordering::Release);
+                            count.0.set(n);
                         }
                         Err(_) => std::hint::spin_loop(),
                     }
@@ -154,13 +154,13 @@ impl OneWay for RtrbSink {
 
     #[inline]
     fn consumed(&mut self) -> u64 {
-        self.count.0.load(Ordering::Acquire)
+        self.count.0.get()
     }
 }
 
 impl Drop for RtrbSink {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.stop();
         if let Some(t) = self.thread.take() {
             t.join().expect("the consumer panicked");
         }
@@ -187,7 +187,7 @@ impl CrossbeamSink {
                 for m in rx {
                     black_box(m);
                     n += 1;
-                    count.0.store(n, Ordering::Release);
+                    count.0.set(n);
                 }
             })
         };
@@ -207,7 +207,7 @@ impl OneWay for CrossbeamSink {
 
     #[inline]
     fn consumed(&mut self) -> u64 {
-        self.count.0.load(Ordering::Acquire)
+        self.count.0.get()
     }
 }
 

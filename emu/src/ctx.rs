@@ -1,9 +1,9 @@
 //! The DOCA Core context state machine: IDLE → STARTING → RUNNING → STOPPING → IDLE.
 
 use crate::error::{Result, bail};
+use crate::sync::{AtomicU8, Ordering};
 use std::fmt;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, Ordering};
 
 pub use dpakit_abi::CtxState;
 

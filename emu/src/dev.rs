@@ -14,10 +14,11 @@
 
 use crate::error::{Error, ErrorCode};
 use crate::limits;
+use crate::sync::Ordering;
+use crate::sync::plain::AtomicU64;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 type Result<T, E = Error> = core::result::Result<T, E>;

@@ -28,11 +28,13 @@ pub mod ring;
 mod sync;
 mod sync_hint;
 mod table;
+mod wake;
 mod wire;
 
 pub use error::{Error, ErrorCode, Result};
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use sync::Ordering;
+use sync::plain::AtomicU32;
 
 static LOG_LEVEL: AtomicU32 = AtomicU32::new(u32::MAX);
 

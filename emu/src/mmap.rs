@@ -9,10 +9,11 @@
 use crate::dev::Dev;
 use crate::error::{Error, ErrorCode};
 use crate::limits::MMAP_MAX_LEN;
+use crate::sync::Ordering;
+use crate::sync::plain::AtomicU64;
 use std::alloc::Layout;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 type Result<T, E = Error> = core::result::Result<T, E>;

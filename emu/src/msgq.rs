@@ -9,10 +9,10 @@ use crate::ctx::{CtxState, StateMachine};
 use crate::dpa::Dpa;
 use crate::error::{Result, bail};
 use crate::limits;
+use crate::sync::{AtomicU32, Ordering};
 use crate::table::Table;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 /// Which way messages flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,23 +1,219 @@
-//! Atomics and cells for the soft device's lock-free code.
+//! Atomics and cells for the soft device's lock-free code: the crate's only way to atomics.
 //!
 //! Everything comes from `loom` under `cfg(loom)`, so the same code can be model-checked, and
 //! from `core` otherwise. `UnsafeCell` has loom's shape (`with` / `with_mut` instead of `get`)
 //! in both builds, which lets loom see every access to cell contents.
+//!
+//! The `core` atomics are wrapped in newtypes of this module: clippy's `disallowed-types`
+//! (workspace `clippy.toml`) keeps `core`/`std` atomics out of the rest of the crate, and a
+//! re-export would still name the disallowed type. [`plain`] has the same wrappers in every
+//! build, for what is no protocol between threads (ids, statistics, configuration) and for
+//! statics, which loom's atomics cannot initialise in a const context.
 
 // A facade for the whole crate: not every item has a user in every build.
 #![allow(unused_imports, dead_code)]
+// The one place the std atomics are named.
+#![allow(clippy::disallowed_types)]
 
 #[cfg(loom)]
 pub(crate) use loom::cell::UnsafeCell;
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{
-    AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, fence,
 };
 
+#[cfg(loom)]
+pub(crate) use loom::sync::Mutex;
+
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{
-    AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+pub(crate) use core::sync::atomic::fence;
+/// A lock held across atomics of a model: loom's under `cfg(loom)`, whose threads share one OS
+/// thread and would deadlock on a std one.
+#[cfg(not(loom))]
+pub(crate) use std::sync::Mutex;
+#[cfg(not(loom))]
+pub(crate) use wrapped::{
+    AtomicBool, AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, AtomicUsize,
 };
+
+pub(crate) use core::sync::atomic::{Ordering, compiler_fence};
+
+/// Atomics loom never models, in every build: ids, statistics and configuration values that no
+/// thread waits on or publishes data through, and statics. Never a protocol between threads:
+/// those use the atomics at the root of this module.
+pub(crate) mod plain {
+    pub(crate) use super::wrapped::{
+        AtomicBool, AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, AtomicUsize,
+    };
+}
+
+/// `core`'s atomics behind newtypes with the same methods (those the crate uses).
+mod wrapped {
+    use core::sync::atomic::{self as a, Ordering};
+
+    macro_rules! atomic_int {
+        ($($name:ident($int:ty)),* $(,)?) => {$(
+            #[derive(Debug, Default)]
+            #[repr(transparent)]
+            pub(crate) struct $name(a::$name);
+
+            impl $name {
+                #[inline]
+                pub(crate) const fn new(v: $int) -> Self {
+                    Self(a::$name::new(v))
+                }
+                #[inline]
+                pub(crate) fn load(&self, order: Ordering) -> $int {
+                    self.0.load(order)
+                }
+                #[inline]
+                pub(crate) fn store(&self, v: $int, order: Ordering) {
+                    self.0.store(v, order)
+                }
+                #[inline]
+                pub(crate) fn swap(&self, v: $int, order: Ordering) -> $int {
+                    self.0.swap(v, order)
+                }
+                #[inline]
+                pub(crate) fn compare_exchange(
+                    &self,
+                    current: $int,
+                    new: $int,
+                    success: Ordering,
+                    failure: Ordering,
+                ) -> Result<$int, $int> {
+                    self.0.compare_exchange(current, new, success, failure)
+                }
+                #[inline]
+                pub(crate) fn compare_exchange_weak(
+                    &self,
+                    current: $int,
+                    new: $int,
+                    success: Ordering,
+                    failure: Ordering,
+                ) -> Result<$int, $int> {
+                    self.0.compare_exchange_weak(current, new, success, failure)
+                }
+                #[inline]
+                pub(crate) fn fetch_add(&self, v: $int, order: Ordering) -> $int {
+                    self.0.fetch_add(v, order)
+                }
+                #[inline]
+                pub(crate) fn fetch_sub(&self, v: $int, order: Ordering) -> $int {
+                    self.0.fetch_sub(v, order)
+                }
+                #[inline]
+                pub(crate) fn fetch_and(&self, v: $int, order: Ordering) -> $int {
+                    self.0.fetch_and(v, order)
+                }
+                #[inline]
+                pub(crate) fn fetch_or(&self, v: $int, order: Ordering) -> $int {
+                    self.0.fetch_or(v, order)
+                }
+                #[inline]
+                pub(crate) fn fetch_max(&self, v: $int, order: Ordering) -> $int {
+                    self.0.fetch_max(v, order)
+                }
+            }
+        )*};
+    }
+
+    atomic_int!(
+        AtomicU8(u8),
+        AtomicU16(u16),
+        AtomicU32(u32),
+        AtomicU64(u64),
+        AtomicUsize(usize),
+    );
+
+    #[derive(Debug, Default)]
+    #[repr(transparent)]
+    pub(crate) struct AtomicBool(a::AtomicBool);
+
+    impl AtomicBool {
+        #[inline]
+        pub(crate) const fn new(v: bool) -> Self {
+            Self(a::AtomicBool::new(v))
+        }
+        #[inline]
+        pub(crate) fn load(&self, order: Ordering) -> bool {
+            self.0.load(order)
+        }
+        #[inline]
+        pub(crate) fn store(&self, v: bool, order: Ordering) {
+            self.0.store(v, order)
+        }
+        #[inline]
+        pub(crate) fn swap(&self, v: bool, order: Ordering) -> bool {
+            self.0.swap(v, order)
+        }
+        #[inline]
+        pub(crate) fn compare_exchange(
+            &self,
+            current: bool,
+            new: bool,
+            success: Ordering,
+            failure: Ordering,
+        ) -> Result<bool, bool> {
+            self.0.compare_exchange(current, new, success, failure)
+        }
+    }
+
+    #[repr(transparent)]
+    pub(crate) struct AtomicPtr<T>(a::AtomicPtr<T>);
+
+    // By hand: derives would require `T: Debug` / `T: Default`.
+    impl<T> core::fmt::Debug for AtomicPtr<T> {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            self.0.fmt(f)
+        }
+    }
+
+    impl<T> Default for AtomicPtr<T> {
+        fn default() -> Self {
+            Self::new(core::ptr::null_mut())
+        }
+    }
+
+    impl<T> AtomicPtr<T> {
+        #[inline]
+        pub(crate) const fn new(p: *mut T) -> Self {
+            Self(a::AtomicPtr::new(p))
+        }
+        #[inline]
+        pub(crate) fn load(&self, order: Ordering) -> *mut T {
+            self.0.load(order)
+        }
+        #[inline]
+        pub(crate) fn store(&self, p: *mut T, order: Ordering) {
+            self.0.store(p, order)
+        }
+        #[inline]
+        pub(crate) fn swap(&self, p: *mut T, order: Ordering) -> *mut T {
+            self.0.swap(p, order)
+        }
+        #[inline]
+        pub(crate) fn compare_exchange(
+            &self,
+            current: *mut T,
+            new: *mut T,
+            success: Ordering,
+            failure: Ordering,
+        ) -> Result<*mut T, *mut T> {
+            self.0.compare_exchange(current, new, success, failure)
+        }
+    }
+}
+
+/// Runs a loom model with at most `preemptions` preemptions per execution (`LOOM_MAX_PREEMPTIONS`
+/// overrides it). Bounded models explore every interleaving with that many forced switches,
+/// which finds the bugs of small protocols in seconds instead of minutes.
+#[cfg(all(test, loom))]
+pub(crate) fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound.get_or_insert(preemptions);
+    builder.check(f);
+}
 
 /// A busy-wait hint. Under loom it yields, which loom needs to explore spin loops at all.
 #[inline]

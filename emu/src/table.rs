@@ -7,8 +7,8 @@
 //! points, see [`Grace`]).
 
 use crate::dpa::grace::{Grace, Snapshot};
+use crate::sync::{AtomicPtr, AtomicU32, Ordering};
 use std::fmt;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Slots `0..capacity` of `Arc<T>`.
@@ -231,5 +231,49 @@ mod tests {
 
     fn t_id(i: usize) -> u32 {
         i as u32
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::UnsafeCell;
+    use loom::thread;
+
+    /// An object with plain (non-atomic) contents, written before it is published.
+    struct Obj(UnsafeCell<u32>);
+
+    // SAFETY: the contents are written once, before publication, and only read afterwards.
+    unsafe impl Sync for Obj {}
+    // SAFETY: as above.
+    unsafe impl Send for Obj {}
+
+    /// A reader looks an object up while another thread inserts it: it finds nothing or the
+    /// object fully built (loom reports a read of contents the publication does not order).
+    #[test]
+    fn a_lookup_sees_nothing_or_the_whole_object() {
+        loom::model(|| {
+            let table = loom::sync::Arc::new(Table::<Obj>::new(1));
+            let writer = {
+                let table = table.clone();
+                thread::spawn(move || {
+                    table.insert_with(|_| {
+                        let obj = Arc::new(Obj(UnsafeCell::new(0)));
+                        // SAFETY: not shared yet.
+                        obj.0.with_mut(|v| unsafe { *v = 7 });
+                        obj
+                    });
+                })
+            };
+            // Loom's DPOR misses a load racing a later store of another thread when the
+            // loading thread runs first (tokio-rs/loom#166): let the writer start.
+            thread::yield_now();
+            if let Some(obj) = table.get(0) {
+                // SAFETY: published objects are only read.
+                assert_eq!(obj.0.with(|v| unsafe { *v }), 7);
+            }
+            writer.join().unwrap();
+            assert!(table.get(0).is_some());
+        });
     }
 }

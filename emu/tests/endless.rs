@@ -1,6 +1,9 @@
 //! A kernel that never ends cannot be stopped (nor can a hung DPA), but destroying its context
 //! does not hang the host: the worker is left running, with a message, after a bound.
 
+// The kernel's release flags are the test's, not a protocol of the soft device.
+#![allow(clippy::disallowed_types)]
+
 mod common;
 
 use common::start_dpa;

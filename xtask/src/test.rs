@@ -52,26 +52,24 @@ pub fn run() -> Result {
     Ok(())
 }
 
-/// The loom models of the lock-free rings (MsgQ and the Comch fast path), in their own target
-/// dir (the cfg changes every crate).
+/// Every loom model of the soft device (tests in modules named `loom_tests`, or `loom`, under
+/// `cfg(all(test, loom))`; docs/design.md lists them), in their own target dir (the cfg
+/// changes every crate). Release mode: loom runs each model thousands of times. Models with
+/// big state spaces bound their preemptions (`crate::sync::model`) to stay within minutes.
 fn loom() -> Result {
     let target = workspace_root().join("target").join("loom");
     let target = target.to_str().expect("UTF-8 path");
     cargo(
-        &[
-            "test",
-            "-p",
-            "dpakit-emu",
-            "--release",
-            "--lib",
-            "ring::loom",
-        ],
+        &["test", "-p", "dpakit-emu", "--release", "--lib", "loom"],
         &[("RUSTFLAGS", "--cfg loom"), ("CARGO_TARGET_DIR", target)],
     )
 }
 
-/// The ring's unit tests under miri, which needs a nightly toolchain with the miri component.
-/// Where that cannot be installed, say so and go on: the rest of the suite still ran.
+/// The unit tests of every crate miri can run (shared-abi, dpa-dev's host build, the soft
+/// device) under miri, which needs a nightly toolchain with the miri component. Tests that
+/// need what miri cannot do (system calls it does not model, C code, stack switching) are
+/// ignored one by one with the reason; docs/design.md lists them. Where miri cannot be
+/// installed, say so and go on: the rest of the suite still ran.
 fn miri() {
     let ready = setup::ensure_nightly_component("miri")
         .and_then(|()| setup::ensure_nightly_component("rust-src"));
@@ -86,9 +84,12 @@ fn miri() {
             "miri",
             "test",
             "-p",
+            "dpakit-abi",
+            "-p",
+            "dpakit-dev",
+            "-p",
             "dpakit-emu",
             "--lib",
-            "ring",
         ],
         &[
             ("MIRIFLAGS", "-Zmiri-permissive-provenance"),

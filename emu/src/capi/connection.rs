@@ -156,7 +156,7 @@ impl ConnObj {
 
     /// `IN_USE` while producers or consumers exist on the connection; `what` says what waits.
     pub(crate) fn require_no_fast_path(&self, what: &str) -> Result<()> {
-        match self.shared.users.load(std::sync::atomic::Ordering::Acquire) {
+        match self.shared.users.load(crate::sync::Ordering::Acquire) {
             0 => Ok(()),
             n => bail!(
                 InUse,

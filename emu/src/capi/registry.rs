@@ -11,9 +11,12 @@
 //! reused.
 
 use crate::error::{ErrorCode, Result, err};
+use crate::sync::Ordering;
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+// Slots live in zero-initialised mmap memory, and the arena bounds are statics: loom cannot
+// have them, so they are plain atomics.
+use crate::sync::plain::{AtomicPtr, AtomicU64, AtomicUsize};
 use std::sync::{Mutex, OnceLock};
 
 /// The kinds of objects C can hold.
@@ -403,6 +406,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a PROT_NONE mmap reservation and mprotect: miri runs neither"
+    )]
     fn handles_are_checked_by_kind_and_liveness() {
         let a = register(Box::new(A(7))).unwrap();
         assert_eq!(get::<A>(a, "pe").unwrap().0, 7);
@@ -431,6 +438,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a PROT_NONE mmap reservation and mprotect: miri runs neither"
+    )]
     fn stale_handles_stay_stale_for_a_while() {
         let first = register(Box::new(B)).unwrap();
         unregister::<B>(first).unwrap();

@@ -7,9 +7,9 @@ use crate::dpa::completion::{ConsumerCompletion, DpaCompletion};
 use crate::error::{Result, bail};
 use crate::limits;
 use crate::msgq::{Direction, Msgq, MsgqShared};
+use crate::sync::AtomicU32;
 use dpakit_abi::handles::{ComchConsumerHandle, ComchProducerHandle};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU32;
 
 /// Configuration of a [`DpaConsumer`].
 #[derive(Debug)]

@@ -10,6 +10,7 @@
 mod callback;
 mod cpu_consumer;
 mod cpu_producer;
+mod credits;
 mod dpa_endpoints;
 
 pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};
@@ -20,53 +21,14 @@ use crate::dpa::completion::{ConsumerCompletionShared, DpaCompletionShared};
 use crate::pe::PeWaker;
 use crate::ring::CompletionRing;
 use crate::sync::CachePadded;
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::table::Table;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use credits::{Credits, Waiting};
 use std::sync::{Arc, Weak};
 
 /// Producer ids travel in the low 24 bits of a consumer completion entry; the high 8 bits say
 /// which of the completion context's consumers the message is for.
 pub(crate) const PRODUCER_ID_BITS: u32 = 24;
-
-/// A spender's side of a grant counter: how much it spent, and what it last saw granted.
-#[derive(Debug, Default)]
-struct Spent {
-    spent: AtomicU64,
-    granted_seen: AtomicU64,
-}
-
-impl Spent {
-    /// Spends one unit of `granted` if there is one. Reads `granted` (the other side's line)
-    /// only when the cached view is used up.
-    #[inline]
-    fn try_spend(&self, granted: &AtomicU64) -> bool {
-        let mut spent = self.spent.load(Ordering::Relaxed);
-        loop {
-            if spent >= self.granted_seen.load(Ordering::Relaxed) {
-                let fresh = granted.load(Ordering::Acquire);
-                self.granted_seen.fetch_max(fresh, Ordering::Relaxed);
-                if spent >= fresh {
-                    return false;
-                }
-            }
-            match self.spent.compare_exchange_weak(
-                spent,
-                spent + 1,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => spent = now,
-            }
-        }
-    }
-
-    fn available(&self, granted: &AtomicU64) -> u64 {
-        granted
-            .load(Ordering::Acquire)
-            .saturating_sub(self.spent.load(Ordering::Acquire))
-    }
-}
 
 /// The status of a task flushed because its context stopped (`doca_task_get_status` in the
 /// task's error callback).
@@ -100,14 +62,14 @@ pub(crate) struct CreditWaiter {
 /// while nobody waits.
 #[derive(Debug)]
 pub(crate) struct CreditWaiters {
-    waiting: CachePadded<AtomicU32>,
+    waiting: Waiting,
     producers: Table<CreditWaiter>,
 }
 
 impl CreditWaiters {
     pub(crate) fn new(max_producers: usize) -> Self {
         Self {
-            waiting: CachePadded(AtomicU32::new(0)),
+            waiting: Waiting::default(),
             producers: Table::new(max_producers),
         }
     }
@@ -125,13 +87,7 @@ impl CreditWaiters {
     /// Producer side: its sends start or stop waiting for credits. Set before the producer's PE
     /// can arm its notification, so the handshake in `credits_posted` covers it.
     pub(crate) fn set_waiting(&self, entry: &CreditWaiter, waiting: bool) {
-        if entry.waiting.swap(waiting, Ordering::AcqRel) != waiting {
-            if waiting {
-                self.waiting.fetch_add(1, Ordering::AcqRel);
-            } else {
-                self.waiting.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
+        self.waiting.set(&entry.waiting, waiting);
     }
 
     /// Producer side, on drop.
@@ -144,7 +100,7 @@ impl CreditWaiters {
     #[inline]
     pub(crate) fn credits_posted(&self) {
         crate::pe::light_barrier();
-        if self.waiting.load(Ordering::Relaxed) == 0 {
+        if !self.waiting.anyone() {
             return;
         }
         for slot in 0..self.producers.capacity() {
@@ -179,12 +135,10 @@ pub(crate) struct DpaConsumerShared {
     /// `doca_comch_consumer_set_dev_num_recv`: receives the DPA may have posted at once.
     pub max_recv: u32,
     pub completion: Arc<ConsumerCompletionShared>,
-    /// DPA side: receives posted by `consumer_ack` in total.
-    acked: CachePadded<AtomicU64>,
+    /// Receives posted by `consumer_ack` (DPA side) and spent by producers (CPU side).
+    credits: Credits,
     /// DPA side: this consumer's messages taken from the completion context.
     polled: CachePadded<AtomicU64>,
-    /// CPU side: receives spent by producers.
-    claimed: CachePadded<Spent>,
     /// The queue's CPU producers, woken when receives are posted.
     credit_waiters: Arc<CreditWaiters>,
 }
@@ -202,9 +156,8 @@ impl DpaConsumerShared {
             tag,
             max_recv,
             completion,
-            acked: CachePadded(AtomicU64::new(0)),
+            credits: Credits::default(),
             polled: CachePadded(AtomicU64::new(0)),
-            claimed: CachePadded(Spent::default()),
             credit_waiters,
         }
     }
@@ -212,7 +165,7 @@ impl DpaConsumerShared {
     /// Delivers one message if the DPA posted a receive and the completion context has room.
     #[inline]
     pub(crate) fn try_deliver(&self, imm: &[u8], producer_id: u32) -> Delivery {
-        if !self.claimed.try_spend(&self.acked) {
+        if !self.credits.try_spend() {
             return Delivery::NoCredit;
         }
         self.push(imm, producer_id)
@@ -231,45 +184,22 @@ impl DpaConsumerShared {
 
     /// Whether a send could be delivered right now.
     pub(crate) fn can_deliver(&self) -> bool {
-        self.claimed.available(&self.acked) > 0
+        self.credits.available() > 0
     }
 
     /// Receives posted and not yet filled.
     pub(crate) fn credits(&self) -> u64 {
-        self.claimed.available(&self.acked)
+        self.credits.available()
     }
 
     /// `consumer_ack(n)`: posts `n` receives unless that would exceed `max_recv` outstanding.
     /// Returns the receives already outstanding on refusal.
     pub(crate) fn ack(&self, n: u32) -> Result<(), u64> {
-        let n = u64::from(n);
-        let max = u64::from(self.max_recv);
-        let mut acked = self.acked.load(Ordering::Relaxed);
-        loop {
-            // Outstanding receives are those posted and not yet filled. Messages polled have
-            // certainly filled theirs (the cheap bound); if that is not enough, count every
-            // receive a producer has spent, which reads the CPU side's line.
-            let polled = self.polled.load(Ordering::Relaxed);
-            if (acked + n).saturating_sub(polled) > max {
-                let filled = self.claimed.spent.load(Ordering::Acquire);
-                let outstanding = acked.saturating_sub(filled);
-                if outstanding + n > max {
-                    return Err(outstanding);
-                }
-            }
-            match self.acked.compare_exchange_weak(
-                acked,
-                acked + n,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    self.credit_waiters.credits_posted();
-                    return Ok(());
-                }
-                Err(now) => acked = now,
-            }
-        }
+        // Messages polled have certainly filled their receive: the cheap bound.
+        self.credits
+            .grant_bounded(u64::from(n), u64::from(self.max_recv), &self.polled)?;
+        self.credit_waiters.credits_posted();
+        Ok(())
     }
 
     /// One of this consumer's messages was taken from the completion context.
@@ -306,10 +236,8 @@ pub(crate) struct CpuConsumerShared {
     pub ring: CompletionRing,
     pub imm_data_len: u32,
     pub waker: Arc<PeWaker>,
-    /// CPU side: receive tasks posted in total.
-    posted: CachePadded<AtomicU64>,
-    /// DPA side: receives filled by producers.
-    filled: CachePadded<Spent>,
+    /// Receive tasks posted (CPU side) and filled by producers (DPA side).
+    credits: Credits,
 }
 
 impl CpuConsumerShared {
@@ -319,26 +247,25 @@ impl CpuConsumerShared {
             ring: CompletionRing::new(capacity),
             imm_data_len,
             waker,
-            posted: CachePadded(AtomicU64::new(0)),
-            filled: CachePadded(Spent::default()),
+            credits: Credits::default(),
         }
     }
 
     /// The CPU posted one more receive.
     #[inline]
     pub(crate) fn post(&self) {
-        self.posted.fetch_add(1, Ordering::Release);
+        self.credits.grant(1);
     }
 
     /// A DPA producer takes a posted receive; false when none is posted.
     #[inline]
     pub(crate) fn claim_receive(&self) -> bool {
-        self.filled.try_spend(&self.posted)
+        self.credits.try_spend()
     }
 
     /// Whether no receive is posted (`doca_dpa_dev_comch_producer_is_consumer_empty`).
     pub(crate) fn is_empty(&self) -> bool {
-        self.filled.available(&self.posted) == 0
+        self.credits.available() == 0
     }
 
     /// Takes back every posted receive no producer has claimed yet (the consumer is stopping):
@@ -347,7 +274,7 @@ impl CpuConsumerShared {
     /// many it took back.
     pub(crate) fn flush(&self) -> u64 {
         let mut taken = 0;
-        while self.filled.try_spend(&self.posted) {
+        while self.credits.try_spend() {
             taken += 1;
         }
         taken

@@ -12,12 +12,13 @@ use crate::comch::DpaConsumerShared;
 use crate::error::{Result, bail};
 use crate::limits;
 use crate::ring::CompletionRing;
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, Ordering, fence};
+use crate::wake::Arm;
 use dpakit_abi::handles::{
     CompletionHandle, ConsumerCompletionHandle, NotificationCompletionHandle,
 };
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering, fence};
 use std::sync::{Arc, Weak};
 
 /// Arming and triggering the attached thread.
@@ -27,7 +28,7 @@ use std::sync::{Arc, Weak};
 /// would otherwise miss in the sender's cache each time.
 #[repr(align(128))]
 pub(crate) struct Notifier {
-    armed: AtomicBool,
+    armed: Arm,
     thread: Option<Arc<ThreadShared>>,
     dpa: Weak<DpaShared>,
     /// The one thread index allowed to read the context (+1; 0 = nobody yet).
@@ -42,7 +43,7 @@ pub(crate) struct Notifier {
 impl fmt::Debug for Notifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Notifier")
-            .field("armed", &self.armed.load(Ordering::Relaxed))
+            .field("armed", &self.armed)
             .finish()
     }
 }
@@ -65,7 +66,7 @@ impl Notifier {
     fn new(dpa: &Dpa, thread: Option<&DpaThread>) -> Self {
         // Armed from the start: the first completion triggers the thread.
         Self {
-            armed: AtomicBool::new(true),
+            armed: Arm::new(true),
             reader: AtomicU32::new(thread.map_or(0, |t| t.shared().index as u32 + 1)),
             thread: thread.map(|t| t.shared().clone()),
             dpa: Arc::downgrade(&dpa.shared),
@@ -86,8 +87,8 @@ impl Notifier {
     /// The worker's scan (busy-poll mode): if armed and `ready`, consume the arming.
     #[inline]
     pub(crate) fn take_if(&self, ready: impl FnOnce() -> bool) -> bool {
-        if self.armed.load(Ordering::Relaxed) && !self.retired.load(Ordering::Relaxed) && ready() {
-            self.armed.store(false, Ordering::Relaxed);
+        if self.armed.is_armed_local() && !self.retired.load(Ordering::Relaxed) && ready() {
+            self.armed.set_local(false);
             true
         } else {
             false
@@ -128,7 +129,7 @@ impl Notifier {
             return;
         }
         fence(Ordering::SeqCst);
-        if self.armed.load(Ordering::Relaxed) && self.armed.swap(false, Ordering::AcqRel) {
+        if self.armed.take_after_barrier() {
             self.fire();
         }
     }
@@ -138,12 +139,10 @@ impl Notifier {
     pub(crate) fn request(&self, waiting: impl FnOnce() -> bool) {
         if self.scanned {
             // Only the attached thread's worker reads and writes the flag in this mode.
-            self.armed.store(true, Ordering::Relaxed);
+            self.armed.set_local(true);
             return;
         }
-        self.armed.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if waiting() && self.armed.swap(false, Ordering::AcqRel) {
+        if self.armed.request(|| fence(Ordering::SeqCst), waiting) {
             self.fire();
         }
     }

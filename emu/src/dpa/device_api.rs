@@ -18,10 +18,10 @@ use crate::dpa::completion::{ConsumerCompletionShared, DpaCompletionShared};
 use crate::error::ErrorCode;
 use crate::limits::MAX_IMM_DATA_LEN;
 use crate::ring::Polled;
+use crate::sync::Ordering;
 use crate::table::Table;
 use dpakit_abi::SubmitFlags;
 use std::ffi::{c_char, c_int};
-use std::sync::atomic::Ordering;
 
 /// `DOCA_DPA_DEV_COMP_SEND`.
 const COMP_SEND: u32 = 0;

@@ -66,7 +66,10 @@ impl DeviceMemory {
         }
         let storage: Box<[Line]> = vec![Line([0; 64]); size.div_ceil(64)].into_boxed_slice();
         let addr = storage.as_ptr() as u64;
-        a.by_addr.insert(addr, (storage, size));
+        let (storage, _) = a.by_addr.entry(addr).or_insert((storage, size));
+        // Kernels and copies write through the address: expose it from a mutable borrow, taken
+        // once the storage is in place (a pointer from `as_ptr` is read-only).
+        let _ = storage.as_mut_ptr().expose_provenance();
         a.total += size;
         Ok(DevPtr(addr))
     }

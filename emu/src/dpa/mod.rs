@@ -10,23 +10,28 @@ pub(crate) mod activation;
 pub mod completion;
 pub(crate) mod device_api;
 mod element;
+mod fatal;
 pub(crate) mod grace;
 pub(crate) mod memory;
+pub(crate) mod parking;
 pub(crate) mod sched;
 pub mod thread;
+pub(crate) mod thread_state;
 mod trap;
 
 use crate::ctx::{CtxState, StateMachine};
 use crate::error::{Error, Result, bail};
+use crate::sync::Ordering;
+use crate::sync::plain::AtomicU16;
 use crate::table::Table;
 use completion::{ConsumerCompletionShared, DpaCompletionShared, NotificationShared};
 use dpakit_abi::kernel::{RPC_MAX_ARGS, SoftApp, SoftKernel};
 use dpakit_dev::{RpcKernel, RpcSignature, ThreadKernel};
+use fatal::Fatal;
 use memory::DeviceMemory;
 use sched::{Scheduler, SchedulerConfig};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use thread::ThreadShared;
 
 pub use activation::Ending;
@@ -262,8 +267,7 @@ pub(crate) struct DpaShared {
     pub threads: Table<ThreadShared>,
     pub sched: Scheduler,
     pub memory: DeviceMemory,
-    fatal: Mutex<Option<Error>>,
-    faulted: AtomicBool,
+    fatal: Fatal<Error>,
 }
 
 impl fmt::Debug for DpaShared {
@@ -296,26 +300,20 @@ impl DpaShared {
 
     /// Records a fatal error: the context moves to STOPPING and every later check reports it.
     pub(crate) fn set_fatal(&self, error: Error) {
-        let mut fatal = self.fatal.lock().unwrap_or_else(|p| p.into_inner());
-        if fatal.is_none() {
+        self.fatal.set(error, |error| {
             eprintln!(
                 "dpakit soft device: fatal error on DPA context {}: {error}",
                 self.id
             );
-            *fatal = Some(error);
-            self.faulted.store(true, Ordering::Release);
             if self.state.get() == CtxState::Running {
                 self.state.transition(CtxState::Stopping);
             }
-        }
+        });
     }
 
     /// The fatal error, if one happened.
     pub(crate) fn fatal(&self) -> Option<Error> {
-        if !self.faulted.load(Ordering::Acquire) {
-            return None;
-        }
-        self.fatal.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.fatal.get()
     }
 
     pub(crate) fn check(&self) -> Result<()> {
@@ -431,8 +429,7 @@ impl DpaBuilder {
             threads: Table::new(DPA_MAX_THREADS),
             sched: Scheduler::new(self.sched, weak.clone()),
             memory: DeviceMemory::new(crate::limits::DPA_MAX_MEMORY),
-            fatal: Mutex::new(None),
-            faulted: AtomicBool::new(false),
+            fatal: Fatal::new(),
         });
         device_api::keep_linked();
         if let Some(cb) = self.on_state_changed {

@@ -11,11 +11,12 @@
 use super::DpaShared;
 use super::activation::{self, Ending};
 use super::grace::Grace;
+use super::parking::Parking;
 use super::thread::{ThreadShared, flags};
 use crate::error::{Result, bail};
 use crate::ring::CompletionRing;
+use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -85,7 +86,7 @@ struct Worker {
     num_threads: AtomicUsize,
     /// Sleep mode: threads whose notification arrived.
     queue: CompletionRing,
-    sleeping: AtomicBool,
+    parking: Parking,
     thread: OnceLock<std::thread::Thread>,
 }
 
@@ -135,7 +136,7 @@ impl Scheduler {
                     .collect(),
                 num_threads: AtomicUsize::new(0),
                 queue: CompletionRing::new(crate::limits::DPA_MAX_THREADS),
-                sleeping: AtomicBool::new(false),
+                parking: Parking::default(),
                 thread: OnceLock::new(),
             })
             .collect();
@@ -244,12 +245,9 @@ impl Scheduler {
             .queue
             .try_push(&(thread.index as u32).to_ne_bytes(), 0);
         debug_assert!(pushed.is_ok());
-        if self.mode == SchedMode::Sleep {
-            fence(Ordering::SeqCst);
-            if worker.sleeping.load(Ordering::Relaxed) {
-                if let Some(t) = worker.thread.get() {
-                    t.unpark();
-                }
+        if self.mode == SchedMode::Sleep && worker.parking.wake_needed() {
+            if let Some(t) = worker.thread.get() {
+                t.unpark();
             }
         }
     }
@@ -257,20 +255,8 @@ impl Scheduler {
     /// Runs one activation of `thread`, which the caller dequeued.
     pub(crate) fn run(&self, dpa: &Arc<DpaShared>, thread: &ThreadShared) {
         use flags::*;
-        let mut s = thread.state.load(Ordering::Acquire);
-        loop {
-            if s & (FINISHED | FAULTED) != 0 {
-                thread.state.fetch_and(!QUEUED, Ordering::AcqRel);
-                return;
-            }
-            let next = (s | ACTIVE) & !(QUEUED | PENDING);
-            match thread
-                .state
-                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => break,
-                Err(actual) => s = actual,
-            }
+        if !thread.state.begin_activation() {
+            return;
         }
 
         let ending = activation::run_thread(dpa, thread);
@@ -294,26 +280,11 @@ impl Scheduler {
             Ending::Fault => FAULTED,
             Ending::Reschedule | Ending::Return => 0,
         };
-        let mut s = thread.state.load(Ordering::Acquire);
-        loop {
-            let mut next = (s & !ACTIVE) | end;
-            let requeue =
-                next & PENDING != 0 && next & RUN != 0 && next & (FINISHED | FAULTED) == 0;
-            if requeue {
-                next = (next & !PENDING) | QUEUED;
-            }
-            match thread
-                .state
-                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => {
-                    if requeue {
-                        self.enqueue(thread);
-                    }
-                    return;
-                }
-                Err(actual) => s = actual,
-            }
+        if thread
+            .state
+            .end_activation(end, self.mode != SchedMode::BusyPoll)
+        {
+            self.enqueue(thread);
         }
     }
 
@@ -493,14 +464,14 @@ fn sleep_between(shared: &Arc<DpaShared>, worker: &Worker, w: usize) {
             }
             continue;
         }
-        worker.sleeping.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if !worker.queue.has_ready() {
-            // Asleep, the worker holds nothing: removals need not wait for it.
-            sched.grace.offline(w);
-            std::thread::park_timeout(Duration::from_millis(20));
-            sched.grace.online(w);
-        }
-        worker.sleeping.store(false, Ordering::Relaxed);
+        worker.parking.sleep(
+            || worker.queue.has_ready(),
+            || {
+                // Asleep, the worker holds nothing: removals need not wait for it.
+                sched.grace.offline(w);
+                std::thread::park_timeout(Duration::from_millis(20));
+                sched.grace.online(w);
+            },
+        );
     }
 }

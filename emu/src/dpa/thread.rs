@@ -5,14 +5,15 @@ use super::Dpa;
 use super::completion::Notifier;
 use super::sched::SchedMode;
 use super::sched::Scheduler;
+use super::thread_state::ThreadState;
 use crate::error::{Result, bail};
 use crate::ring::CompletionRing;
+use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use corosensei::stack::DefaultStack;
 use dpakit_dev::{ThreadEntry, ThreadKernel};
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Stack of one DPA thread on the soft device. Generous for debug builds of kernels; pages are
 /// only touched as used.
@@ -55,7 +56,7 @@ pub(crate) struct ThreadShared {
     pub entry: ThreadEntry,
     pub arg: u64,
     pub local_storage: AtomicU64,
-    pub state: AtomicU32,
+    pub state: ThreadState,
     pub activations: AtomicU64,
     sources: [Source; MAX_SOURCES],
     num_sources: AtomicUsize,
@@ -76,7 +77,7 @@ impl fmt::Debug for ThreadShared {
         f.debug_struct("DpaThread")
             .field("index", &self.index)
             .field("kernel", &self.name)
-            .field("state", &self.state.load(Ordering::Relaxed))
+            .field("state", &self.state.get())
             .finish()
     }
 }
@@ -95,19 +96,10 @@ impl ThreadShared {
     /// ACTIVE bit meanwhile, so no worker can start an activation on it; a thread whose kernel
     /// is still running keeps its stack.
     fn release_stack(&self) {
-        use flags::*;
-        let s = self.state.load(Ordering::Acquire);
-        if s & FINISHED == 0 || s & ACTIVE != 0 {
-            return;
-        }
-        if self
-            .state
-            .compare_exchange(s, s | ACTIVE, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
+        if self.state.claim_finished() {
             // SAFETY: this call holds ACTIVE; FINISHED keeps every worker from taking it.
             drop(unsafe { self.take_stack() });
-            self.state.fetch_and(!ACTIVE, Ordering::AcqRel);
+            self.state.release();
         }
     }
 
@@ -173,16 +165,9 @@ impl ThreadShared {
     /// only by the thread's worker.
     #[inline]
     pub(crate) fn triggered(&self) -> bool {
-        use flags::*;
-        let s = self.state.load(Ordering::Acquire);
-        if s & RUN == 0 || s & (FINISHED | FAULTED | ACTIVE) != 0 {
+        let Some(mut hit) = self.state.take_pending() else {
             return false;
-        }
-        let mut hit = false;
-        if s & PENDING != 0 {
-            self.state.fetch_and(!PENDING, Ordering::AcqRel);
-            hit = true;
-        }
+        };
         for source in &self.sources[..self.num_sources.load(Ordering::Acquire)] {
             let notifier = source.notifier.load(Ordering::Acquire);
             if notifier.is_null() {
@@ -201,39 +186,11 @@ impl ThreadShared {
     /// A notification arrived (a completion on an attached, armed context, or `thread_notify`).
     #[inline]
     pub(crate) fn notify(&self, sched: &Scheduler) {
-        use flags::*;
         if sched.mode() == SchedMode::BusyPoll {
             // The worker's scan sees the flag.
-            if self.state.load(Ordering::Acquire) & (FINISHED | FAULTED) == 0 {
-                self.state.fetch_or(PENDING, Ordering::AcqRel);
-            }
-            return;
-        }
-        let mut s = self.state.load(Ordering::Acquire);
-        loop {
-            if s & (FINISHED | FAULTED) != 0 {
-                return;
-            }
-            let next = if s & RUN == 0 || s & (QUEUED | ACTIVE) != 0 {
-                s | PENDING
-            } else {
-                s | QUEUED
-            };
-            if next == s {
-                return;
-            }
-            match self
-                .state
-                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => {
-                    if next & QUEUED != 0 && s & QUEUED == 0 {
-                        sched.enqueue(self);
-                    }
-                    return;
-                }
-                Err(actual) => s = actual,
-            }
+            self.state.notify_scanned();
+        } else if self.state.notify_queued() {
+            sched.enqueue(self);
         }
     }
 }
@@ -276,7 +233,7 @@ impl DpaThreadBuilder<'_> {
                 entry: self.entry,
                 arg: self.arg,
                 local_storage: AtomicU64::new(self.local_storage),
-                state: AtomicU32::new(0),
+                state: ThreadState::new(),
                 activations: AtomicU64::new(0),
                 sources: Default::default(),
                 num_sources: AtomicUsize::new(0),
@@ -344,7 +301,7 @@ impl DpaThread {
     pub fn run(&self) -> Result<()> {
         use flags::*;
         self.dpa.shared.require_running("run a DPA thread")?;
-        let prev = self.shared.state.fetch_or(RUN, Ordering::AcqRel);
+        let prev = self.shared.state.set_run();
         if prev & FINISHED != 0 {
             bail!(
                 BadState,
@@ -360,7 +317,7 @@ impl DpaThread {
             );
         }
         if prev & PENDING != 0 {
-            self.shared.state.fetch_and(!PENDING, Ordering::AcqRel);
+            self.shared.state.clear_pending();
             self.shared.notify(&self.dpa.shared.sched);
         }
         Ok(())
@@ -379,20 +336,19 @@ impl DpaThread {
 
     /// Whether the kernel called `thread_finish` (or the thread was stopped).
     pub fn is_finished(&self) -> bool {
-        self.shared.state.load(Ordering::Acquire) & flags::FINISHED != 0
+        self.shared.state.get() & flags::FINISHED != 0
     }
 
     /// Whether the kernel faulted; see [`Dpa::error`] for why.
     pub fn is_faulted(&self) -> bool {
-        self.shared.state.load(Ordering::Acquire) & flags::FAULTED != 0
+        self.shared.state.get() & flags::FAULTED != 0
     }
 
     /// `doca_dpa_thread_stop`: no further activations; waits for a running one to end.
     pub fn stop(&self) -> Result<()> {
-        use flags::*;
-        self.shared.state.fetch_or(FINISHED, Ordering::AcqRel);
+        self.shared.state.finish();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while self.shared.state.load(Ordering::Acquire) & ACTIVE != 0 {
+        while self.shared.state.is_active() {
             if std::time::Instant::now() > deadline {
                 bail!(
                     TimeOut,

@@ -152,6 +152,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "the file system: miri isolates the host")]
     fn the_runtime_directory_must_be_private() {
         // SAFETY: getuid cannot fail.
         let uid = unsafe { libc::getuid() };

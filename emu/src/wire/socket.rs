@@ -72,8 +72,8 @@ impl Listener {
     pub(crate) fn bind(path: &Path) -> Result<Listener> {
         let fd = new_socket()?;
         // Unique per listener: servers of one process may start at the same time.
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        static NEXT: crate::sync::plain::AtomicU64 = crate::sync::plain::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, crate::sync::Ordering::Relaxed);
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(format!(".{}.{n}.tmp", std::process::id()));
         let tmp = PathBuf::from(tmp);
@@ -511,6 +511,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Unix sockets and the file system: miri runs neither")]
     fn a_live_listener_keeps_its_path_and_a_dead_one_gives_it_up() {
         let d = dir("stale");
         let path = d.join("srv");
@@ -535,6 +536,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "SOCK_SEQPACKET socketpair and SCM_RIGHTS: miri runs neither"
+    )]
     fn messages_keep_their_boundaries_and_descriptors_travel() {
         let (a, b) = SeqPacket::pair().unwrap();
         let (x, _y) = SeqPacket::pair().unwrap();

@@ -66,7 +66,7 @@ pub unsafe extern "C" fn doca_comch_consumer_destroy(
             Some(link) => {
                 link.shared
                     .users
-                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                    .fetch_sub(1, crate::sync::Ordering::AcqRel);
             }
             None => c.msgq()?.release_consumer_id(c.id),
         }
@@ -340,9 +340,7 @@ pub unsafe extern "C" fn doca_comch_consumer_create(
             mmap: buf_mmap.cast(),
         };
         let handle = ConsumerObj::register(std::ptr::null_mut(), Some(link), id)?;
-        shared
-            .users
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        shared.users.fetch_add(1, crate::sync::Ordering::AcqRel);
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(consumer, "consumer", handle.cast()) }
     })

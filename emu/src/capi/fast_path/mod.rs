@@ -11,9 +11,9 @@
 //! the peer's consumers.
 
 use crate::error::{Result, bail};
+use crate::sync::{AtomicU32, Ordering};
 use crate::wire::SeqPacket;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// What a connection shares with the producers and consumers created on it, which may run on
@@ -26,7 +26,7 @@ pub(crate) struct ConnShared {
     /// Producers and consumers alive on the connection.
     pub users: AtomicU32,
     /// Set once the connection closed: what other threads may read of its state.
-    closed: std::sync::atomic::AtomicBool,
+    closed: crate::sync::AtomicBool,
     /// The peer's consumers, as announced.
     remote: Mutex<Vec<Arc<RemoteConsumer>>>,
 }
@@ -38,7 +38,7 @@ impl ConnShared {
             next_consumer_id: AtomicU32::new(1),
             next_producer_id: AtomicU32::new(1),
             users: AtomicU32::new(0),
-            closed: std::sync::atomic::AtomicBool::new(false),
+            closed: crate::sync::AtomicBool::new(false),
             remote: Mutex::new(Vec::new()),
         }))
     }

@@ -5,9 +5,9 @@ use super::ring::{Claim, Done, Post, Ring, Stall};
 use super::{ConnShared, Mapping, SharedMemory, check_shared_file, memfd};
 use crate::error::{ErrorCode, Result, bail, err};
 use crate::limits::MAX_IMM_DATA_LEN;
+use crate::sync::{AtomicBool, Ordering};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 // ---------------------------------------------------------------------------------------------
 // Consumer side

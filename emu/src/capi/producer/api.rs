@@ -63,9 +63,7 @@ pub unsafe extern "C" fn doca_comch_producer_destroy(
         }
         match &p.link {
             Some(shared) => {
-                shared
-                    .users
-                    .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+                shared.users.fetch_sub(1, crate::sync::Ordering::AcqRel);
             }
             None => p.msgq()?.release_producer(),
         }
@@ -311,9 +309,7 @@ pub unsafe extern "C" fn doca_comch_producer_create(
         let shared = conn.shared.clone();
         let id = shared.producer_id();
         let handle = ProducerObj::register(std::ptr::null_mut(), Some(shared.clone()), id)?;
-        shared
-            .users
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        shared.users.fetch_add(1, crate::sync::Ordering::AcqRel);
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(producer, "producer", handle.cast()) }
     })
