@@ -154,15 +154,23 @@ impl ConnObj {
         self.shared.close();
     }
 
-    /// `IN_USE` while producers or consumers exist on the connection; `what` says what waits.
+    /// IN_USE while producers or consumers exist on the connection; else seals it, so none can
+    /// be created while `what` goes on (undo with [`unseal`](Self::unseal) if it fails).
     pub(crate) fn require_no_fast_path(&self, what: &str) -> Result<()> {
-        match self.shared.users.load(crate::sync::Ordering::Acquire) {
-            0 => Ok(()),
-            n => bail!(
+        match self.shared.endpoints.seal_if_unused() {
+            Ok(()) => Ok(()),
+            Err(n) => bail!(
                 InUse,
                 "{n} producer(s)/consumer(s) exist on the connection: stop and destroy them \
                  before {what}"
             ),
+        }
+    }
+
+    /// Lets endpoints be created again after a takedown that did not happen.
+    pub(crate) fn unseal(&self) {
+        if self.state.get() != ConnState::Closed {
+            self.shared.endpoints.unseal();
         }
     }
 

@@ -294,7 +294,11 @@ impl ServerObj {
             bail!(NotConnected, "the connection is already disconnected");
         }
         conn.require_no_fast_path("disconnecting")?;
-        if !conn.sock.send(&[&[proto::TAG_BYE]], &[])? {
+        let sent = conn.sock.send(&[&[proto::TAG_BYE]], &[]);
+        if !matches!(sent, Ok(true)) {
+            conn.unseal();
+        }
+        if !sent? {
             bail!(
                 Again,
                 "the connection's queue is full: the disconnection message cannot be sent now; \
@@ -328,9 +332,18 @@ impl Context for ServerObj {
     }
 
     fn stop(&self) -> Result<bool> {
-        for &h in self.conns.borrow().iter() {
-            if let Ok(conn) = connection(h.cast(), "connection") {
-                conn.require_no_fast_path("stopping the server")?;
+        let conns: Vec<_> = self
+            .conns
+            .borrow()
+            .iter()
+            .filter_map(|&h| connection(h.cast(), "connection").ok())
+            .collect();
+        for (i, conn) in conns.iter().enumerate() {
+            if let Err(e) = conn.require_no_fast_path("stopping the server") {
+                for sealed in &conns[..i] {
+                    sealed.unseal();
+                }
+                return Err(e);
             }
         }
         for sock in self.handshakes.borrow_mut().drain(..) {

@@ -64,9 +64,7 @@ pub unsafe extern "C" fn doca_comch_consumer_destroy(
         }
         match &c.link {
             Some(link) => {
-                link.shared
-                    .users
-                    .fetch_sub(1, crate::sync::Ordering::AcqRel);
+                link.shared.endpoints.release();
             }
             None => c.msgq()?.release_consumer_id(c.id),
         }
@@ -330,8 +328,11 @@ pub unsafe extern "C" fn doca_comch_consumer_create(
         crate::capi::non_null(consumer, "consumer")?;
         // Endpoints may be created on other threads than the connection's: read only what is
         // shared with them.
-        if conn.shared.is_closed() {
-            bail!(NotConnected, "the connection is closed");
+        if !conn.shared.endpoints.hold() {
+            bail!(
+                NotConnected,
+                "the connection is closed or being disconnected"
+            );
         }
         let shared = conn.shared.clone();
         let id = shared.consumer_id();
@@ -339,8 +340,8 @@ pub unsafe extern "C" fn doca_comch_consumer_create(
             shared: shared.clone(),
             mmap: buf_mmap.cast(),
         };
-        let handle = ConsumerObj::register(std::ptr::null_mut(), Some(link), id)?;
-        shared.users.fetch_add(1, crate::sync::Ordering::AcqRel);
+        let handle = ConsumerObj::register(std::ptr::null_mut(), Some(link), id)
+            .inspect_err(|_| shared.endpoints.release())?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(consumer, "consumer", handle.cast()) }
     })

@@ -13,6 +13,7 @@
 use crate::error::{Result, bail};
 use crate::sync::{AtomicU32, Ordering};
 use crate::wire::SeqPacket;
+pub(crate) use endpoints::Endpoints;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 
@@ -23,10 +24,8 @@ pub(crate) struct ConnShared {
     sock: SeqPacket,
     next_consumer_id: AtomicU32,
     next_producer_id: AtomicU32,
-    /// Producers and consumers alive on the connection.
-    pub users: AtomicU32,
-    /// Set once the connection closed: what other threads may read of its state.
-    closed: crate::sync::AtomicBool,
+    /// Producers and consumers alive on the connection, and whether new ones may come.
+    pub endpoints: Endpoints,
     /// The peer's consumers, as announced.
     remote: Mutex<Vec<Arc<RemoteConsumer>>>,
 }
@@ -37,8 +36,7 @@ impl ConnShared {
             sock: sock.try_clone()?,
             next_consumer_id: AtomicU32::new(1),
             next_producer_id: AtomicU32::new(1),
-            users: AtomicU32::new(0),
-            closed: crate::sync::AtomicBool::new(false),
+            endpoints: Endpoints::default(),
             remote: Mutex::new(Vec::new()),
         }))
     }
@@ -82,16 +80,11 @@ impl ConnShared {
 
     /// The connection closed: every consumer of the peer is gone.
     pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::Release);
+        self.endpoints.seal();
         let mut remote = self.remote.lock().unwrap_or_else(|p| p.into_inner());
         for c in remote.drain(..) {
             c.dead.store(true, Ordering::Release);
         }
-    }
-
-    /// Whether the connection closed (readable from any thread).
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
     }
 
     fn find_remote(&self, id: u32) -> Option<Arc<RemoteConsumer>> {
@@ -333,6 +326,7 @@ pub(crate) fn share_mmap(addr: *mut u8, len: usize) -> Result<SharedMemory> {
     })
 }
 
+mod endpoints;
 mod ring;
 mod sides;
 pub(crate) use sides::{Attempt, FastConsumer, FastProducer, RemoteConsumer};

@@ -63,7 +63,7 @@ pub unsafe extern "C" fn doca_comch_producer_destroy(
         }
         match &p.link {
             Some(shared) => {
-                shared.users.fetch_sub(1, crate::sync::Ordering::AcqRel);
+                shared.endpoints.release();
             }
             None => p.msgq()?.release_producer(),
         }
@@ -303,13 +303,16 @@ pub unsafe extern "C" fn doca_comch_producer_create(
         crate::capi::non_null(producer, "producer")?;
         // Endpoints may be created on other threads than the connection's: read only what is
         // shared with them.
-        if conn.shared.is_closed() {
-            bail!(NotConnected, "the connection is closed");
+        if !conn.shared.endpoints.hold() {
+            bail!(
+                NotConnected,
+                "the connection is closed or being disconnected"
+            );
         }
         let shared = conn.shared.clone();
         let id = shared.producer_id();
-        let handle = ProducerObj::register(std::ptr::null_mut(), Some(shared.clone()), id)?;
-        shared.users.fetch_add(1, crate::sync::Ordering::AcqRel);
+        let handle = ProducerObj::register(std::ptr::null_mut(), Some(shared.clone()), id)
+            .inspect_err(|_| shared.endpoints.release())?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(producer, "producer", handle.cast()) }
     })
