@@ -4,6 +4,20 @@ use dpakit::dpa::Dpa;
 use dpakit::soft::SchedMode;
 use dpakit::{ErrorCode, kit_app, open_dpa_dev};
 
+/// A DPA context of the kit's app with one worker in `mode`.
+fn dpa_in(mode: SchedMode) -> Dpa {
+    Dpa::builder(&open_dpa_dev().unwrap())
+        .app(kit_app())
+        .sched_mode(mode)
+        .workers(1)
+        .start()
+        .unwrap()
+}
+
+fn busy_dpa() -> Dpa {
+    dpa_in(SchedMode::BusyPoll)
+}
+
 #[test]
 fn zero_workers_is_invalid_value_in_every_scheduling_mode() {
     for mode in [SchedMode::BusyPoll, SchedMode::Sleep] {
@@ -31,12 +45,7 @@ fn pinning_to_a_cpu_that_does_not_exist_is_invalid_value() {
 
 #[test]
 fn allocating_more_than_the_device_has_is_no_memory_not_an_overflow() {
-    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
-        .app(kit_app())
-        .sched_mode(SchedMode::BusyPoll)
-        .workers(1)
-        .start()
-        .unwrap();
+    let dpa = busy_dpa();
     let _one = dpa.mem_alloc(64).unwrap();
     let e = dpa.mem_alloc(usize::MAX).unwrap_err();
     assert_eq!(e.code(), ErrorCode::NoMemory, "{e}");
@@ -75,12 +84,7 @@ fn echo_with_arg(arg: u64) -> dpakit::Error {
     use dpakit::dpa::{ConsumerCompletion, DpaThread};
     use dpakit::msgq::Msgq;
     use dpakit::pe::Pe;
-    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
-        .app(kit_app())
-        .sched_mode(SchedMode::BusyPoll)
-        .workers(1)
-        .start()
-        .unwrap();
+    let dpa = busy_dpa();
     let pe = Pe::new().unwrap();
     let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
     let thread = DpaThread::builder(&dpa, &dpakit::kernels::ECHO, arg)
@@ -139,12 +143,7 @@ fn a_thread_takes_the_same_number_of_completion_contexts_in_every_mode() {
         SchedMode::Sleep,
         SchedMode::Deterministic { seed: 1 },
     ] {
-        let dpa = Dpa::builder(&open_dpa_dev().unwrap())
-            .app(kit_app())
-            .sched_mode(mode)
-            .workers(1)
-            .start()
-            .unwrap();
+        let dpa = dpa_in(mode);
         let max = dpa.max_completions_per_thread().unwrap();
         assert_eq!(max, 8, "{mode:?}");
         let thread = DpaThread::builder(&dpa, &dpakit::kernels::ECHO, 0)

@@ -106,31 +106,66 @@ fn completion_contexts_of_one_dpa_are_refused_by_a_thread_of_another() {
     assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
 }
 
+/// A CPU→DPA queue into the sink kernel's completion context, with a CPU producer whose
+/// completions (user data, status) are recorded. No DPA consumer yet, and no credits.
+struct SinkQueue {
+    statuses: std::rc::Rc<std::cell::RefCell<Vec<(u64, ErrorCode)>>>,
+    producer: CpuProducer,
+    completion: ConsumerCompletion,
+    _thread: DpaThread,
+    to_dpa: Msgq,
+    pe: Pe,
+    dpa: Dpa,
+}
+
+impl SinkQueue {
+    fn new(send_tasks: u32) -> SinkQueue {
+        let dpa = dpa(SchedMode::BusyPoll);
+        let pe = Pe::new().unwrap();
+        let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
+        let statuses = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let sink = statuses.clone();
+        let producer = CpuProducer::builder(&to_dpa, &pe)
+            .num_send_tasks(send_tasks)
+            .on_send_complete(move |c| sink.borrow_mut().push((c.user_data, c.status)))
+            .start()
+            .unwrap();
+        let thread = DpaThread::builder(&dpa, &kernels::SINK, 0).start().unwrap();
+        let completion = ConsumerCompletion::builder(&dpa)
+            .dpa_thread(&thread)
+            .start()
+            .unwrap();
+        SinkQueue {
+            statuses,
+            producer,
+            completion,
+            _thread: thread,
+            to_dpa,
+            pe,
+            dpa,
+        }
+    }
+}
+
 #[test]
 fn a_send_waiting_for_a_destroyed_consumer_fails_and_never_reaches_its_successor() {
-    let dpa = dpa(SchedMode::BusyPoll);
-    let pe = Pe::new().unwrap();
-    let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
-    let statuses = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let sink = statuses.clone();
-    let producer = CpuProducer::builder(&to_dpa, &pe)
-        .num_send_tasks(4)
-        .on_send_complete(move |c| sink.borrow_mut().push((c.user_data, c.status)))
-        .start()
-        .unwrap();
-    let thread = DpaThread::builder(&dpa, &kernels::SINK, 0).start().unwrap();
-    let cc = ConsumerCompletion::builder(&dpa)
-        .dpa_thread(&thread)
-        .start()
-        .unwrap();
-    let first = DpaConsumer::builder(&to_dpa, &cc).start().unwrap();
+    let q = SinkQueue::new(4);
+    let (dpa, pe, to_dpa, producer, cc, statuses) = (
+        &q.dpa,
+        &q.pe,
+        &q.to_dpa,
+        &q.producer,
+        &q.completion,
+        &q.statuses,
+    );
+    let first = DpaConsumer::builder(to_dpa, cc).start().unwrap();
     let first_id = first.id();
     // No credits were posted: the send waits for one.
     producer.send(&token(1), first_id, 1).unwrap();
     pe.progress();
     assert_eq!(producer.in_flight(), 1);
     drop(first);
-    let second = DpaConsumer::builder(&to_dpa, &cc).start().unwrap();
+    let second = DpaConsumer::builder(to_dpa, cc).start().unwrap();
     assert_ne!(
         second.id(),
         first_id,
@@ -156,22 +191,11 @@ fn a_send_waiting_for_a_destroyed_consumer_fails_and_never_reaches_its_successor
 #[test]
 fn stopping_a_producer_with_sends_in_flight_completes_them_with_an_error() {
     use dpakit::ctx::CtxState;
-    let dpa = dpa(SchedMode::BusyPoll);
-    let pe = Pe::new().unwrap();
-    let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
-    let statuses = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let sink = statuses.clone();
-    let producer = CpuProducer::builder(&to_dpa, &pe)
-        .num_send_tasks(8)
-        .on_send_complete(move |c| sink.borrow_mut().push((c.user_data, c.status)))
+    let q = SinkQueue::new(8);
+    let (pe, producer, statuses) = (&q.pe, &q.producer, &q.statuses);
+    let consumer = DpaConsumer::builder(&q.to_dpa, &q.completion)
         .start()
         .unwrap();
-    let thread = DpaThread::builder(&dpa, &kernels::SINK, 0).start().unwrap();
-    let cc = ConsumerCompletion::builder(&dpa)
-        .dpa_thread(&thread)
-        .start()
-        .unwrap();
-    let consumer = DpaConsumer::builder(&to_dpa, &cc).start().unwrap();
     // No credits: every send waits.
     for i in 0..5 {
         producer.send(&token(i), consumer.id(), i).unwrap();
