@@ -5,7 +5,7 @@ mod common;
 
 use common::{Path, PathOptions, default_dev, echo_app, start_dpa};
 use dpakit_abi::handles::NotificationCompletionHandle;
-use dpakit_abi::{Echo, ImmMessage, bytes_of};
+use dpakit_abi::{Echo, ErrorCode, ImmMessage, bytes_of};
 use dpakit_dev::runtime::CONSUMER_ACK;
 use dpakit_dev::{thread, thread_kernel};
 use dpakit_emu::dpa::{self, App, Dpa, DpaThread, SchedMode};
@@ -130,32 +130,32 @@ fn one_progress_call_is_bounded_while_receive_callbacks_keep_sending() {
         }));
         let again = std::rc::Rc::downgrade(&path);
         // Every reply is answered with a new message and its receive posted again, as a
-        // ping-pong program does from its callback.
+        // ping-pong program does from its callback. A send whose task has not been reported
+        // complete yet (NO_MEMORY) is made after the call instead.
+        let deferred = std::rc::Rc::new(std::cell::Cell::new(0u32));
+        let owed = deferred.clone();
+        let send = |p: &Path| {
+            let msg = ImmMessage::new(0, &Echo::default());
+            p.cpu_producer.send(msg.as_bytes(), p.dpa_consumer.id(), 0)
+        };
         path.set_on_received(move || {
             let p = again.upgrade().expect("the path outlives its callbacks");
             p.cpu_consumer.post_recv(0).unwrap();
-            let msg = ImmMessage::new(0, &Echo::default());
-            p.cpu_producer
-                .send(msg.as_bytes(), p.dpa_consumer.id(), 0)
-                .unwrap();
+            if let Err(e) = send(&p) {
+                assert_eq!(e.code(), ErrorCode::NoMemory, "{e}");
+                owed.set(owed.get() + 1);
+            }
         });
-        for i in 0..common::DEPTH {
-            let msg = ImmMessage::new(
-                0,
-                &Echo {
-                    token: u64::from(i),
-                    timestamp_ns: 0,
-                    tag: 0,
-                },
-            );
-            path.cpu_producer
-                .send(msg.as_bytes(), path.dpa_consumer.id(), 0)
-                .unwrap();
+        for _ in 0..common::DEPTH {
+            send(&path).unwrap();
         }
         for _ in 0..2_000 {
             // Each call completes at most the sends and receives outstanding when it began.
             let n = path.pe.progress();
             assert!(n <= 2 * common::DEPTH as usize, "{n} callbacks in one call");
+            while deferred.get() > 0 && send(&path).is_ok() {
+                deferred.set(deferred.get() - 1);
+            }
         }
         assert_eq!(dpa.check(), Ok(()));
         path.set_on_received(|| {});
