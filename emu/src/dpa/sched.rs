@@ -108,6 +108,8 @@ pub(crate) struct Scheduler {
     /// When objects removed from the DPA's tables may be freed: the workers report their
     /// quiescent points here.
     pub(crate) grace: Grace,
+    /// Serialises changes to the workers' scan lists (control path).
+    registering: Mutex<()>,
 }
 
 impl fmt::Debug for Scheduler {
@@ -158,6 +160,7 @@ impl Scheduler {
             shutdown: AtomicBool::new(false),
             joins: Mutex::new(Vec::new()),
             grace: Grace::new(n),
+            registering: Mutex::new(()),
         }
     }
 
@@ -193,6 +196,8 @@ impl Scheduler {
         }
         let worker = &self.workers[thread.index % self.workers.len()];
         let ptr = Arc::as_ptr(thread).cast_mut();
+        // Two threads created at once must not both append into one slot.
+        let _registering = self.registering.lock().unwrap_or_else(|p| p.into_inner());
         // Reuse a removed slot if there is one, else append.
         let n = worker.num_threads.load(Ordering::Acquire);
         for slot in &worker.threads[..n] {
