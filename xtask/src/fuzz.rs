@@ -112,7 +112,7 @@ fn build(targets: &[&str]) -> Result<Vec<PathBuf>> {
     Ok(targets.iter().map(|t| dir.join(t)).collect())
 }
 
-/// The checked-in inputs of fuzz/regressions/<target>/, each run once.
+/// The checked-in inputs of `fuzz/regressions/<target>/`, each run once.
 fn replay(target: &str, bin: &Path) -> Result {
     let dir = regressions(target);
     let mut inputs: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -150,7 +150,7 @@ fn replay(target: &str, bin: &Path) -> Result {
     ))
 }
 
-/// Fuzzes `target` for `secs` seconds over its corpus (target/fuzz/corpus/<target>, kept
+/// Fuzzes `target` for `secs` seconds over its corpus (`target/fuzz/corpus/<target>`, kept
 /// between runs) and its regression inputs.
 fn fuzz(target: &str, bin: &Path, secs: u64) -> Result {
     let corpus = fuzz_dir().join("corpus").join(target);

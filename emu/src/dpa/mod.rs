@@ -625,7 +625,7 @@ impl Dpa {
     }
 
     /// The deterministic trace: `(thread index, ending)` for every activation, in order (the
-    /// most recent [`TRACE_CAPACITY`](sched::TRACE_CAPACITY)).
+    /// most recent [`TRACE_CAPACITY`]).
     pub fn trace(&self) -> Vec<sched::TraceEvent> {
         self.shared.sched.trace()
     }
