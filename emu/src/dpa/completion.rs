@@ -32,7 +32,7 @@ pub(crate) struct Notifier {
     thread: Option<Arc<ThreadShared>>,
     dpa: Weak<DpaShared>,
     /// The one thread index allowed to read the context (+1; 0 = nobody yet).
-    reader: AtomicU32,
+    reader: Reader,
     /// Busy-poll workers scan the armed contexts of their threads themselves, so publishing
     /// needs no handshake with them: no fence, no shared flag, no run queue.
     scanned: bool,
@@ -67,7 +67,7 @@ impl Notifier {
         // Armed from the start: the first completion triggers the thread.
         Self {
             armed: Arm::new(true),
-            reader: AtomicU32::new(thread.map_or(0, |t| t.shared().index as u32 + 1)),
+            reader: Reader::new(thread.map(|t| t.shared().index)),
             thread: thread.map(|t| t.shared().clone()),
             dpa: Arc::downgrade(&dpa.shared),
             scanned: dpa.shared.sched.mode() == super::SchedMode::BusyPoll,
@@ -107,19 +107,7 @@ impl Notifier {
     /// Whether the caller (`None`: an RPC) may read the context: the attached thread, or the
     /// first reader of an unattached context. RPCs never read: they run beside the threads.
     pub(crate) fn claim_reader(&self, thread: Option<usize>) -> bool {
-        let Some(index) = thread else { return false };
-        let me = index as u32 + 1;
-        // The common case — the owner reading again — needs no locked instruction.
-        match self.reader.load(Ordering::Acquire) {
-            0 => match self
-                .reader
-                .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => true,
-                Err(owner) => owner == me,
-            },
-            owner => owner == me,
-        }
+        thread.is_some_and(|index| self.reader.claim(index))
     }
 
     /// Call after publishing a completion.
@@ -153,6 +141,59 @@ impl Notifier {
         if let (Some(thread), Some(dpa)) = (&self.thread, self.dpa.upgrade()) {
             thread.notify(&dpa.sched);
         }
+    }
+}
+
+/// The one DPA thread that reads a completion context: the attached one, or the first to
+/// read an unattached context. Two threads racing to be first: exactly one wins, for good
+/// (the loom model below).
+#[derive(Debug)]
+pub(crate) struct Reader(AtomicU32);
+
+impl Reader {
+    /// Owned by thread `index` from the start, or by nobody yet.
+    fn new(owner: Option<usize>) -> Self {
+        Self(AtomicU32::new(owner.map_or(0, |i| i as u32 + 1)))
+    }
+
+    /// Whether thread `index` reads the context, taking it if nobody does yet.
+    #[inline]
+    pub(crate) fn claim(&self, index: usize) -> bool {
+        let me = index as u32 + 1;
+        // The common case — the owner reading again — needs no locked instruction.
+        match self.0.load(Ordering::Acquire) {
+            0 => match self
+                .0
+                .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => true,
+                Err(owner) => owner == me,
+            },
+            owner => owner == me,
+        }
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom {
+    use super::Reader;
+    use ::loom::sync::Arc;
+    use ::loom::thread;
+
+    #[test]
+    fn exactly_one_of_two_first_readers_wins_for_good() {
+        crate::sync::model(3, || {
+            let r = Arc::new(Reader::new(None));
+            let other = {
+                let r = r.clone();
+                thread::spawn(move || (r.claim(1), r.claim(1)))
+            };
+            let mine = (r.claim(0), r.claim(0));
+            let theirs = other.join().unwrap();
+            assert!(mine.0 != theirs.0, "exactly one wins");
+            assert_eq!(mine.0, mine.1, "and keeps it");
+            assert_eq!(theirs.0, theirs.1);
+        });
     }
 }
 
