@@ -83,6 +83,21 @@ impl Credits {
         }
     }
 
+    /// Whether no credit is left to spend. Like [`try_spend`](Self::try_spend), it reads the
+    /// granting side's counter (a cache line the other side writes) only when the credits
+    /// already seen are spent: the common case costs no cross-core transfer.
+    #[inline]
+    pub(crate) fn exhausted(&self) -> bool {
+        let own = &self.spent;
+        let spent = own.spent.load(Ordering::Relaxed);
+        if spent < own.granted_seen.load(Ordering::Relaxed) {
+            return false;
+        }
+        let fresh = self.granted.load(Ordering::Acquire);
+        own.granted_seen.fetch_max(fresh, Ordering::Relaxed);
+        spent >= fresh
+    }
+
     /// Credits granted and not spent yet.
     pub(crate) fn available(&self) -> u64 {
         self.granted

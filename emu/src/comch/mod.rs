@@ -264,8 +264,9 @@ impl CpuConsumerShared {
     }
 
     /// Whether no receive is posted (`doca_dpa_dev_comch_producer_is_consumer_empty`).
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        self.credits.available() == 0
+        self.credits.exhausted()
     }
 
     /// Takes back every posted receive no producer has claimed yet (the consumer is stopping):

@@ -21,6 +21,9 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// Idle scan passes between two quiescent-point reports of a busy-poll worker.
+const QUIESCENT_EVERY: u32 = 256;
+
 /// How long destroying a DPA context waits for a worker to leave a kernel activation.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
@@ -426,9 +429,14 @@ fn worker_main(shared: Arc<DpaShared>, w: usize, cpu: Option<usize>) {
 /// context with a completion waiting, and run them. Producers never touch the worker.
 fn scan(shared: &Arc<DpaShared>, worker: &Worker, w: usize) {
     let sched = &shared.sched;
+    let mut idle_passes: u32 = 0;
     loop {
-        // Nothing read in earlier passes is held any more.
-        sched.grace.quiescent(w);
+        // Nothing read in earlier passes is held any more. Reported after each pass that ran
+        // an activation and every QUIESCENT_EVERY idle passes: the report is a locked
+        // instruction, which an idle pass, the worker's reaction time, should not pay each time.
+        if idle_passes % QUIESCENT_EVERY == 0 {
+            sched.grace.quiescent(w);
+        }
         if sched.shutdown.load(Ordering::Acquire) {
             return;
         }
@@ -446,7 +454,10 @@ fn scan(shared: &Arc<DpaShared>, worker: &Worker, w: usize) {
                 ran = true;
             }
         }
-        if !ran {
+        if ran {
+            idle_passes = 0;
+        } else {
+            idle_passes = idle_passes.wrapping_add(1);
             std::hint::spin_loop();
         }
     }
