@@ -301,6 +301,36 @@ static inline void post_receive(struct doca_comch_consumer_task_post_recv *task)
 		doca_task_free(t);
 }
 
+/* ---- Start-up ---- */
+
+/*
+ * Starts the program's logging and parses its flags into cfg (register_flags registers the
+ * program's share of struct comch_flags). On failure whatever it started is undone and the
+ * reason logged (a bad flag: by the parser); on success the program ends with
+ * doca_argp_destroy().
+ */
+static inline doca_error_t comch_parse_flags(const char *program, struct comch_flags *cfg,
+					     doca_error_t (*register_flags)(void), int argc, char **argv)
+{
+	doca_error_t result = doca_log_backend_create_standard();
+
+	if (result != DOCA_SUCCESS)
+		return result;
+	result = doca_argp_init(program, cfg);
+	if (result != DOCA_SUCCESS) {
+		DOCA_LOG_ERR("cannot start the argument parser: %s", doca_error_get_descr(result));
+		return result;
+	}
+	result = register_flags();
+	if (result != DOCA_SUCCESS)
+		DOCA_LOG_ERR("cannot register the flags: %s", doca_error_get_descr(result));
+	else
+		result = doca_argp_start(argc, argv);
+	if (result != DOCA_SUCCESS)
+		doca_argp_destroy();
+	return result;
+}
+
 /* ---- Progress ---- */
 
 /* Sleeps on the PE's notification handle until work arrives or timeout_ms passes. */
@@ -312,6 +342,31 @@ static inline void sleep_on_pe(struct doca_pe *pe, doca_notification_handle_t ha
 		return;
 	(void)poll(&pfd, 1, timeout_ms);
 	doca_pe_clear_notification(pe, handle);
+}
+
+/*
+ * Progresses until done(state) holds, or false once now_sec() passes deadline: polling while
+ * events come, sleeping on the PE's notification handle once none came for spin_usec.
+ */
+static inline bool progress_until(struct doca_pe *pe, doca_notification_handle_t handle, int spin_usec,
+				  bool (*done)(const void *state), const void *state, double deadline)
+{
+	double idle_since = now_sec();
+
+	while (!done(state)) {
+		double now;
+
+		if (doca_pe_progress(pe)) {
+			idle_since = now_sec();
+			continue;
+		}
+		now = now_sec();
+		if (now > deadline)
+			return false;
+		if (now - idle_since > spin_usec / 1e6)
+			sleep_on_pe(pe, handle, 10);
+	}
+	return true;
 }
 
 /* Stops a context (if it is not IDLE already) and progresses until it is. */

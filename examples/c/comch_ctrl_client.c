@@ -143,42 +143,26 @@ static void state_changed(const union doca_data user_data, struct doca_ctx *ctx,
  * Progresses until done(state) holds; false once the deadline passes. Busy for a moment after
  * each event (an echo comes back within microseconds), then asleep on the notification handle.
  */
-static bool progress_until(struct doca_pe *pe, doca_notification_handle_t handle,
-			   const struct client_state *state, bool (*done)(const struct client_state *),
-			   double deadline)
-{
-	double idle_since = now_sec();
-
-	while (!done(state)) {
-		double now;
-
-		if (doca_pe_progress(pe)) {
-			idle_since = now_sec();
-			continue;
-		}
-		now = now_sec();
-		if (now > deadline)
-			return false;
-		if (now - idle_since > SPIN_USEC / 1e6)
-			sleep_on_pe(pe, handle, 10);
-	}
-	return true;
-}
-
 /* Connected (RUNNING), or refused by the server (back to IDLE). */
-static bool start_settled(const struct client_state *state)
+static bool start_settled(const void *arg)
 {
+	const struct client_state *state = arg;
+
 	return state->ctx_state == DOCA_CTX_STATE_RUNNING || state->ctx_state == DOCA_CTX_STATE_IDLE;
 }
 
 /* The echo is back and the send complete (its buffer free again), or the connection is gone. */
-static bool exchange_over(const struct client_state *state)
+static bool exchange_over(const void *arg)
 {
+	const struct client_state *state = arg;
+
 	return (state->echo_received && !state->send_in_flight) || state->ctx_state != DOCA_CTX_STATE_RUNNING;
 }
 
-static bool idle(const struct client_state *state)
+static bool idle(const void *arg)
 {
+	const struct client_state *state = arg;
+
 	return state->ctx_state == DOCA_CTX_STATE_IDLE;
 }
 
@@ -208,7 +192,7 @@ static doca_error_t ping_pong(const struct comch_flags *cfg, struct doca_pe *pe,
 			DOCA_LOG_ERR("cannot send message %d: %s", i, doca_error_get_descr(result));
 			return result;
 		}
-		if (!progress_until(pe, handle, state, exchange_over, now_sec() + ECHO_TIMEOUT_SEC)) {
+		if (!progress_until(pe, handle, SPIN_USEC, exchange_over, state, now_sec() + ECHO_TIMEOUT_SEC)) {
 			DOCA_LOG_ERR("no echo of message %d within %d s", i, ECHO_TIMEOUT_SEC);
 			return DOCA_ERROR_TIME_OUT;
 		}
@@ -260,7 +244,7 @@ static doca_error_t run(const struct comch_flags *cfg, struct doca_dev *dev, str
 		DOCA_LOG_ERR("cannot start the client: %s", doca_error_get_descr(result));
 		goto destroy;
 	}
-	if (!progress_until(pe, handle, state, start_settled, now_sec() + CONNECT_TIMEOUT_SEC)) {
+	if (!progress_until(pe, handle, SPIN_USEC, start_settled, state, now_sec() + CONNECT_TIMEOUT_SEC)) {
 		DOCA_LOG_ERR("no Comch server `%s` answered within %d s on %s: start comch_ctrl_server first",
 			     cfg->server_name, CONNECT_TIMEOUT_SEC, cfg->pci_addr);
 		result = DOCA_ERROR_TIME_OUT;
@@ -279,7 +263,7 @@ static doca_error_t run(const struct comch_flags *cfg, struct doca_dev *dev, str
 	if (state->ctx_state != DOCA_CTX_STATE_IDLE) {
 		stopped = doca_ctx_stop(ctx);
 		if (stopped == DOCA_SUCCESS || stopped == DOCA_ERROR_IN_PROGRESS)
-			stopped = progress_until(pe, handle, state, idle, now_sec() + COMCH_STOP_TIMEOUT_SEC) ?
+			stopped = progress_until(pe, handle, SPIN_USEC, idle, state, now_sec() + COMCH_STOP_TIMEOUT_SEC) ?
 					  DOCA_SUCCESS :
 					  DOCA_ERROR_TIME_OUT;
 		if (stopped != DOCA_SUCCESS) {
@@ -314,22 +298,8 @@ int main(int argc, char **argv)
 	doca_error_t result;
 	int exit_status = EXIT_FAILURE;
 
-	result = doca_log_backend_create_standard();
-	if (result != DOCA_SUCCESS)
+	if (comch_parse_flags("comch_ctrl_client", &cfg, register_flags, argc, argv) != DOCA_SUCCESS)
 		return EXIT_FAILURE;
-	result = doca_argp_init("comch_ctrl_client", &cfg);
-	if (result != DOCA_SUCCESS) {
-		DOCA_LOG_ERR("cannot start the argument parser: %s", doca_error_get_descr(result));
-		return EXIT_FAILURE;
-	}
-	result = register_flags();
-	if (result != DOCA_SUCCESS) {
-		DOCA_LOG_ERR("cannot register the flags: %s", doca_error_get_descr(result));
-		goto argp_destroy;
-	}
-	result = doca_argp_start(argc, argv);
-	if (result != DOCA_SUCCESS)
-		goto argp_destroy; /* the parser has said what is wrong */
 
 	if (open_device(cfg.pci_addr, doca_comch_cap_client_is_supported, "a Comch client (give a host-side device)", &dev) != DOCA_SUCCESS)
 		goto argp_destroy;

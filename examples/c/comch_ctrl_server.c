@@ -273,22 +273,8 @@ int main(int argc, char **argv)
 	doca_error_t result;
 	int exit_status = EXIT_FAILURE;
 
-	result = doca_log_backend_create_standard();
-	if (result != DOCA_SUCCESS)
+	if (comch_parse_flags("comch_ctrl_server", &cfg, register_flags, argc, argv) != DOCA_SUCCESS)
 		return EXIT_FAILURE;
-	result = doca_argp_init("comch_ctrl_server", &cfg);
-	if (result != DOCA_SUCCESS) {
-		DOCA_LOG_ERR("cannot start the argument parser: %s", doca_error_get_descr(result));
-		return EXIT_FAILURE;
-	}
-	result = register_flags();
-	if (result != DOCA_SUCCESS) {
-		DOCA_LOG_ERR("cannot register the flags: %s", doca_error_get_descr(result));
-		goto argp_destroy;
-	}
-	result = doca_argp_start(argc, argv);
-	if (result != DOCA_SUCCESS)
-		goto argp_destroy; /* the parser has said what is wrong */
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
