@@ -12,6 +12,7 @@ pub(crate) mod device_api;
 mod element;
 mod fatal;
 pub(crate) mod grace;
+pub(crate) mod isa;
 pub(crate) mod memory;
 pub(crate) mod parking;
 pub(crate) mod sched;

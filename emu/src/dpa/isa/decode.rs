@@ -1,0 +1,692 @@
+//! Decoding RV64IMAC instruction words into [`Inst`].
+//!
+//! Compressed (RVC) instructions expand into the same [`Inst`] as their 32-bit equivalents, so
+//! the executor knows one form of each; only the instruction length differs. Everything the hart
+//! does not implement — F/D, vector, privileged instructions, CSRs other than the user counters,
+//! reserved encodings, 48-bit and longer formats — decodes to [`Inst::Illegal`].
+
+use super::bus::AmoOp;
+
+/// A register-register or register-immediate operation on 64-bit values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AluOp {
+    /// `add`, `addi`.
+    Add,
+    /// `sub`.
+    Sub,
+    /// `sll`, `slli` (shift amount: low 6 bits).
+    Sll,
+    /// `slt`, `slti`.
+    Slt,
+    /// `sltu`, `sltiu` (the immediate is sign-extended, then compared unsigned).
+    Sltu,
+    /// `xor`, `xori`.
+    Xor,
+    /// `srl`, `srli`.
+    Srl,
+    /// `sra`, `srai`.
+    Sra,
+    /// `or`, `ori`.
+    Or,
+    /// `and`, `andi`.
+    And,
+    /// `mul`: low 64 bits of the product.
+    Mul,
+    /// `mulh`: high 64 bits, signed × signed.
+    Mulh,
+    /// `mulhsu`: high 64 bits, signed × unsigned.
+    Mulhsu,
+    /// `mulhu`: high 64 bits, unsigned × unsigned.
+    Mulhu,
+    /// `div` (signed).
+    Div,
+    /// `divu`.
+    Divu,
+    /// `rem` (signed, sign of the dividend).
+    Rem,
+    /// `remu`.
+    Remu,
+}
+
+/// An operation on the low 32 bits whose result is sign-extended to 64 (the `*w` instructions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AluWOp {
+    /// `addw`, `addiw`.
+    Add,
+    /// `subw`.
+    Sub,
+    /// `sllw`, `slliw` (shift amount: low 5 bits).
+    Sll,
+    /// `srlw`, `srliw`.
+    Srl,
+    /// `sraw`, `sraiw`.
+    Sra,
+    /// `mulw`.
+    Mul,
+    /// `divw`.
+    Div,
+    /// `divuw`.
+    Divu,
+    /// `remw`.
+    Rem,
+    /// `remuw`.
+    Remu,
+}
+
+/// The condition of a conditional branch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cond {
+    /// `beq`.
+    Eq,
+    /// `bne`.
+    Ne,
+    /// `blt` (signed).
+    Lt,
+    /// `bge` (signed).
+    Ge,
+    /// `bltu`.
+    Ltu,
+    /// `bgeu`.
+    Geu,
+}
+
+/// The width and extension of a load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LoadKind {
+    /// `lb`: 1 byte, sign-extended.
+    B,
+    /// `lh`: 2 bytes, sign-extended.
+    H,
+    /// `lw`: 4 bytes, sign-extended.
+    W,
+    /// `ld`: 8 bytes.
+    D,
+    /// `lbu`: 1 byte, zero-extended.
+    Bu,
+    /// `lhu`: 2 bytes, zero-extended.
+    Hu,
+    /// `lwu`: 4 bytes, zero-extended.
+    Wu,
+}
+
+impl LoadKind {
+    /// Bytes read.
+    #[inline]
+    pub fn size(self) -> u8 {
+        match self {
+            LoadKind::B | LoadKind::Bu => 1,
+            LoadKind::H | LoadKind::Hu => 2,
+            LoadKind::W | LoadKind::Wu => 4,
+            LoadKind::D => 8,
+        }
+    }
+
+    /// The register value of the zero-extended `size()` bytes `raw`.
+    #[inline]
+    pub fn extend(self, raw: u64) -> u64 {
+        match self {
+            LoadKind::B => raw as i8 as i64 as u64,
+            LoadKind::H => raw as i16 as i64 as u64,
+            LoadKind::W => raw as i32 as i64 as u64,
+            LoadKind::D | LoadKind::Bu | LoadKind::Hu | LoadKind::Wu => raw,
+        }
+    }
+}
+
+/// A decoded instruction. Registers are 0..=31; immediates and offsets are sign-extended (or, for
+/// shifts, the shift amount); sizes are in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Inst {
+    /// `lui`: rd = imm (already shifted left by 12 and sign-extended).
+    Lui { rd: u8, imm: i64 },
+    /// `auipc`: rd = pc + imm.
+    Auipc { rd: u8, imm: i64 },
+    /// `jal`: rd = pc + length; pc += offset.
+    Jal { rd: u8, offset: i64 },
+    /// `jalr`: target = (rs1 + imm) with bit 0 cleared; rd = pc + length.
+    Jalr { rd: u8, rs1: u8, imm: i64 },
+    /// Conditional branch: pc += offset if `cond` holds for rs1, rs2.
+    Branch {
+        cond: Cond,
+        rs1: u8,
+        rs2: u8,
+        offset: i64,
+    },
+    /// Load from rs1 + imm.
+    Load {
+        kind: LoadKind,
+        rd: u8,
+        rs1: u8,
+        imm: i64,
+    },
+    /// Store of the low `size` bytes of rs2 at rs1 + imm.
+    Store {
+        size: u8,
+        rs1: u8,
+        rs2: u8,
+        imm: i64,
+    },
+    /// rd = rs1 `op` imm.
+    OpImm {
+        op: AluOp,
+        rd: u8,
+        rs1: u8,
+        imm: i64,
+    },
+    /// rd = sext32(rs1 `op` imm).
+    OpImmW {
+        op: AluWOp,
+        rd: u8,
+        rs1: u8,
+        imm: i64,
+    },
+    /// rd = rs1 `op` rs2.
+    Op { op: AluOp, rd: u8, rs1: u8, rs2: u8 },
+    /// rd = sext32(rs1 `op` rs2).
+    OpW {
+        op: AluWOp,
+        rd: u8,
+        rs1: u8,
+        rs2: u8,
+    },
+    /// `lr.w`/`lr.d`: load-reserved from rs1.
+    Lr { size: u8, rd: u8, rs1: u8 },
+    /// `sc.w`/`sc.d`: store-conditional of rs2 at rs1; rd = 0 on success, 1 on failure.
+    Sc { size: u8, rd: u8, rs1: u8, rs2: u8 },
+    /// `amo<op>.w`/`.d` at rs1 with operand rs2; rd = old value.
+    Amo {
+        op: AmoOp,
+        size: u8,
+        rd: u8,
+        rs1: u8,
+        rs2: u8,
+    },
+    /// A read of `cycle`, `time` or `instret`: rd = the hart's retired-instruction count.
+    ReadCounter { rd: u8 },
+    /// `fence`, `fence.i` and their variants: nothing to do for a single sequential hart.
+    Fence,
+    /// `ecall`.
+    Ecall,
+    /// `ebreak`, `c.ebreak`.
+    Ebreak,
+    /// Anything the hart does not execute.
+    Illegal,
+}
+
+/// Decodes the instruction whose low bits are in `raw` (a 16-bit one in its low half): the
+/// instruction and its length in bytes (2 or 4).
+#[inline]
+pub(crate) fn decode(raw: u32) -> (Inst, u8) {
+    if raw & 3 == 3 {
+        (decode32(raw), 4)
+    } else {
+        (decode16(raw as u16), 2)
+    }
+}
+
+/// Sign-extends the low `bits` bits of `v`.
+#[inline(always)]
+fn sext(v: u32, bits: u32) -> i64 {
+    let shift = 32 - bits;
+    i64::from(((v << shift) as i32) >> shift)
+}
+
+/// Bits `lo..lo + len` of `v`, shifted down.
+#[inline(always)]
+fn field(v: u32, lo: u32, len: u32) -> u32 {
+    (v >> lo) & ((1 << len) - 1)
+}
+
+/// Decodes a 32-bit instruction word (low two bits 11).
+#[inline]
+pub(crate) fn decode32(raw: u32) -> Inst {
+    let rd = field(raw, 7, 5) as u8;
+    let rs1 = field(raw, 15, 5) as u8;
+    let rs2 = field(raw, 20, 5) as u8;
+    let funct3 = field(raw, 12, 3);
+    let funct7 = raw >> 25;
+    let imm_i = sext(raw >> 20, 12);
+    match raw & 0x7f {
+        0x37 => Inst::Lui {
+            rd,
+            imm: i64::from((raw & 0xffff_f000) as i32),
+        },
+        0x17 => Inst::Auipc {
+            rd,
+            imm: i64::from((raw & 0xffff_f000) as i32),
+        },
+        0x6f => {
+            let imm = field(raw, 31, 1) << 20
+                | field(raw, 12, 8) << 12
+                | field(raw, 20, 1) << 11
+                | field(raw, 21, 10) << 1;
+            Inst::Jal {
+                rd,
+                offset: sext(imm, 21),
+            }
+        }
+        0x67 if funct3 == 0 => Inst::Jalr {
+            rd,
+            rs1,
+            imm: imm_i,
+        },
+        0x63 => {
+            let cond = match funct3 {
+                0 => Cond::Eq,
+                1 => Cond::Ne,
+                4 => Cond::Lt,
+                5 => Cond::Ge,
+                6 => Cond::Ltu,
+                7 => Cond::Geu,
+                _ => return Inst::Illegal,
+            };
+            let imm = field(raw, 31, 1) << 12
+                | field(raw, 7, 1) << 11
+                | field(raw, 25, 6) << 5
+                | field(raw, 8, 4) << 1;
+            Inst::Branch {
+                cond,
+                rs1,
+                rs2,
+                offset: sext(imm, 13),
+            }
+        }
+        0x03 => {
+            let kind = match funct3 {
+                0 => LoadKind::B,
+                1 => LoadKind::H,
+                2 => LoadKind::W,
+                3 => LoadKind::D,
+                4 => LoadKind::Bu,
+                5 => LoadKind::Hu,
+                6 => LoadKind::Wu,
+                _ => return Inst::Illegal,
+            };
+            Inst::Load {
+                kind,
+                rd,
+                rs1,
+                imm: imm_i,
+            }
+        }
+        0x23 if funct3 < 4 => Inst::Store {
+            size: 1 << funct3,
+            rs1,
+            rs2,
+            imm: sext(funct7 << 5 | u32::from(rd), 12),
+        },
+        0x13 => decode_op_imm(raw, funct3, rd, rs1, imm_i),
+        0x1b => {
+            let shamt = i64::from(rs2);
+            let (op, imm) = match (funct3, funct7) {
+                (0, _) => (AluWOp::Add, imm_i),
+                (1, 0) => (AluWOp::Sll, shamt),
+                (5, 0) => (AluWOp::Srl, shamt),
+                (5, 0x20) => (AluWOp::Sra, shamt),
+                // Includes shift amounts with bit 5 set: reserved on RV64.
+                _ => return Inst::Illegal,
+            };
+            Inst::OpImmW { op, rd, rs1, imm }
+        }
+        0x33 => {
+            let op = match (funct7, funct3) {
+                (0, 0) => AluOp::Add,
+                (0x20, 0) => AluOp::Sub,
+                (0, 1) => AluOp::Sll,
+                (0, 2) => AluOp::Slt,
+                (0, 3) => AluOp::Sltu,
+                (0, 4) => AluOp::Xor,
+                (0, 5) => AluOp::Srl,
+                (0x20, 5) => AluOp::Sra,
+                (0, 6) => AluOp::Or,
+                (0, 7) => AluOp::And,
+                (1, 0) => AluOp::Mul,
+                (1, 1) => AluOp::Mulh,
+                (1, 2) => AluOp::Mulhsu,
+                (1, 3) => AluOp::Mulhu,
+                (1, 4) => AluOp::Div,
+                (1, 5) => AluOp::Divu,
+                (1, 6) => AluOp::Rem,
+                (1, 7) => AluOp::Remu,
+                _ => return Inst::Illegal,
+            };
+            Inst::Op { op, rd, rs1, rs2 }
+        }
+        0x3b => {
+            let op = match (funct7, funct3) {
+                (0, 0) => AluWOp::Add,
+                (0x20, 0) => AluWOp::Sub,
+                (0, 1) => AluWOp::Sll,
+                (0, 5) => AluWOp::Srl,
+                (0x20, 5) => AluWOp::Sra,
+                (1, 0) => AluWOp::Mul,
+                (1, 4) => AluWOp::Div,
+                (1, 5) => AluWOp::Divu,
+                (1, 6) => AluWOp::Rem,
+                (1, 7) => AluWOp::Remu,
+                _ => return Inst::Illegal,
+            };
+            Inst::OpW { op, rd, rs1, rs2 }
+        }
+        // fence (any predecessor/successor sets, fence.tso, pause) and fence.i; their reserved
+        // fields are ignored, as the spec asks.
+        0x0f if funct3 <= 1 => Inst::Fence,
+        0x2f => decode_amo(raw, funct3, rd, rs1, rs2),
+        0x73 => decode_system(raw, funct3, rd, rs1),
+        _ => Inst::Illegal,
+    }
+}
+
+/// OP-IMM: `addi` … `andi` and the 6-bit-shamt shifts.
+#[inline(always)]
+fn decode_op_imm(raw: u32, funct3: u32, rd: u8, rs1: u8, imm: i64) -> Inst {
+    let shamt = i64::from(field(raw, 20, 6));
+    let (op, imm) = match (funct3, raw >> 26) {
+        (0, _) => (AluOp::Add, imm),
+        (2, _) => (AluOp::Slt, imm),
+        (3, _) => (AluOp::Sltu, imm),
+        (4, _) => (AluOp::Xor, imm),
+        (6, _) => (AluOp::Or, imm),
+        (7, _) => (AluOp::And, imm),
+        (1, 0) => (AluOp::Sll, shamt),
+        (5, 0) => (AluOp::Srl, shamt),
+        (5, 0x10) => (AluOp::Sra, shamt),
+        _ => return Inst::Illegal,
+    };
+    Inst::OpImm { op, rd, rs1, imm }
+}
+
+/// AMO: `lr`, `sc` and the read-modify-writes, word or doubleword; aq/rl are ignored.
+#[inline(always)]
+fn decode_amo(raw: u32, funct3: u32, rd: u8, rs1: u8, rs2: u8) -> Inst {
+    let size = match funct3 {
+        2 => 4,
+        3 => 8,
+        _ => return Inst::Illegal,
+    };
+    let op = match raw >> 27 {
+        0b00010 if rs2 == 0 => return Inst::Lr { size, rd, rs1 },
+        0b00011 => return Inst::Sc { size, rd, rs1, rs2 },
+        0b00001 => AmoOp::Swap,
+        0b00000 => AmoOp::Add,
+        0b00100 => AmoOp::Xor,
+        0b01100 => AmoOp::And,
+        0b01000 => AmoOp::Or,
+        0b10000 => AmoOp::Min,
+        0b10100 => AmoOp::Max,
+        0b11000 => AmoOp::Minu,
+        0b11100 => AmoOp::Maxu,
+        _ => return Inst::Illegal,
+    };
+    Inst::Amo {
+        op,
+        size,
+        rd,
+        rs1,
+        rs2,
+    }
+}
+
+/// SYSTEM: `ecall`, `ebreak`, and reads of the user counters. Every CSR write (including
+/// `unimp`, which is `csrrw x0, cycle, x0`) and every other CSR is illegal.
+#[inline(always)]
+fn decode_system(raw: u32, funct3: u32, rd: u8, rs1: u8) -> Inst {
+    match (funct3, raw) {
+        (0, 0x0000_0073) => Inst::Ecall,
+        (0, 0x0010_0073) => Inst::Ebreak,
+        // csrrs/csrrc with rs1 = x0 and csrrsi/csrrci with uimm = 0 only read.
+        (2 | 3 | 6 | 7, _) if rs1 == 0 && matches!(raw >> 20, 0xc00..=0xc02) => {
+            Inst::ReadCounter { rd }
+        }
+        _ => Inst::Illegal,
+    }
+}
+
+/// rd', rs1', rs2': the 3-bit register fields of RVC name x8..x15.
+#[inline(always)]
+fn creg(v: u32, lo: u32) -> u8 {
+    8 + field(v, lo, 3) as u8
+}
+
+/// The 6-bit signed immediate of the CI format: imm[5] at bit 12, imm[4:0] at bits 6:2.
+#[inline(always)]
+fn ci_imm(v: u32) -> i64 {
+    sext(field(v, 12, 1) << 5 | field(v, 2, 5), 6)
+}
+
+/// Decodes a 16-bit (RVC) instruction (low two bits not 11) into its 32-bit equivalent.
+#[inline]
+pub(crate) fn decode16(raw: u16) -> Inst {
+    let v = u32::from(raw);
+    let funct3 = field(v, 13, 3);
+    // The full 5-bit register fields of the CI/CR/CSS formats.
+    let rd = field(v, 7, 5) as u8;
+    let rs2 = field(v, 2, 5) as u8;
+    match (v & 3, funct3) {
+        // Quadrant 0. The all-zero word is reserved (nzuimm = 0 makes it illegal here).
+        (0, 0b000) => {
+            let nzuimm = field(v, 11, 2) << 4
+                | field(v, 7, 4) << 6
+                | field(v, 6, 1) << 2
+                | field(v, 5, 1) << 3;
+            if nzuimm == 0 {
+                return Inst::Illegal;
+            }
+            Inst::OpImm {
+                op: AluOp::Add,
+                rd: creg(v, 2),
+                rs1: 2,
+                imm: i64::from(nzuimm),
+            }
+        }
+        (0, 0b010) => Inst::Load {
+            kind: LoadKind::W,
+            rd: creg(v, 2),
+            rs1: creg(v, 7),
+            imm: cw_offset(v),
+        },
+        (0, 0b011) => Inst::Load {
+            kind: LoadKind::D,
+            rd: creg(v, 2),
+            rs1: creg(v, 7),
+            imm: cd_offset(v),
+        },
+        (0, 0b110) => Inst::Store {
+            size: 4,
+            rs1: creg(v, 7),
+            rs2: creg(v, 2),
+            imm: cw_offset(v),
+        },
+        (0, 0b111) => Inst::Store {
+            size: 8,
+            rs1: creg(v, 7),
+            rs2: creg(v, 2),
+            imm: cd_offset(v),
+        },
+        // c.fld, c.fsd (no F/D) and the reserved 0b100.
+        (0, _) => Inst::Illegal,
+
+        // Quadrant 1. c.nop and the rd = 0 / imm = 0 forms of c.addi are hints: executing them
+        // as the addi they expand to changes nothing.
+        (1, 0b000) => Inst::OpImm {
+            op: AluOp::Add,
+            rd,
+            rs1: rd,
+            imm: ci_imm(v),
+        },
+        (1, 0b001) if rd != 0 => Inst::OpImmW {
+            op: AluWOp::Add,
+            rd,
+            rs1: rd,
+            imm: ci_imm(v),
+        },
+        (1, 0b010) => Inst::OpImm {
+            op: AluOp::Add,
+            rd,
+            rs1: 0,
+            imm: ci_imm(v),
+        },
+        (1, 0b011) if rd == 2 => {
+            let nzimm = field(v, 12, 1) << 9
+                | field(v, 6, 1) << 4
+                | field(v, 5, 1) << 6
+                | field(v, 3, 2) << 7
+                | field(v, 2, 1) << 5;
+            if nzimm == 0 {
+                return Inst::Illegal;
+            }
+            Inst::OpImm {
+                op: AluOp::Add,
+                rd: 2,
+                rs1: 2,
+                imm: sext(nzimm, 10),
+            }
+        }
+        (1, 0b011) => match ci_imm(v) {
+            0 => Inst::Illegal,
+            imm => Inst::Lui { rd, imm: imm << 12 },
+        },
+        (1, 0b100) => decode_c_alu(v),
+        (1, 0b101) => {
+            let imm = field(v, 12, 1) << 11
+                | field(v, 11, 1) << 4
+                | field(v, 9, 2) << 8
+                | field(v, 8, 1) << 10
+                | field(v, 7, 1) << 6
+                | field(v, 6, 1) << 7
+                | field(v, 3, 3) << 1
+                | field(v, 2, 1) << 5;
+            Inst::Jal {
+                rd: 0,
+                offset: sext(imm, 12),
+            }
+        }
+        (1, 0b110 | 0b111) => {
+            let imm = field(v, 12, 1) << 8
+                | field(v, 10, 2) << 3
+                | field(v, 5, 2) << 6
+                | field(v, 3, 2) << 1
+                | field(v, 2, 1) << 5;
+            Inst::Branch {
+                cond: if funct3 == 0b110 { Cond::Eq } else { Cond::Ne },
+                rs1: creg(v, 7),
+                rs2: 0,
+                offset: sext(imm, 9),
+            }
+        }
+        // c.addiw with rd = 0 is reserved.
+        (1, _) => Inst::Illegal,
+
+        // Quadrant 2.
+        (2, 0b000) => Inst::OpImm {
+            op: AluOp::Sll,
+            rd,
+            rs1: rd,
+            imm: i64::from(field(v, 12, 1) << 5 | field(v, 2, 5)),
+        },
+        (2, 0b010) if rd != 0 => Inst::Load {
+            kind: LoadKind::W,
+            rd,
+            rs1: 2,
+            imm: i64::from(field(v, 12, 1) << 5 | field(v, 4, 3) << 2 | field(v, 2, 2) << 6),
+        },
+        (2, 0b011) if rd != 0 => Inst::Load {
+            kind: LoadKind::D,
+            rd,
+            rs1: 2,
+            imm: i64::from(field(v, 12, 1) << 5 | field(v, 5, 2) << 3 | field(v, 2, 3) << 6),
+        },
+        (2, 0b100) => match (field(v, 12, 1), rd, rs2) {
+            (0, 0, 0) => Inst::Illegal, // c.jr x0 is reserved
+            (0, _, 0) => Inst::Jalr {
+                rd: 0,
+                rs1: rd,
+                imm: 0,
+            },
+            (0, _, _) => Inst::Op {
+                op: AluOp::Add,
+                rd,
+                rs1: 0,
+                rs2,
+            },
+            (_, 0, 0) => Inst::Ebreak,
+            (_, _, 0) => Inst::Jalr {
+                rd: 1,
+                rs1: rd,
+                imm: 0,
+            },
+            (_, _, _) => Inst::Op {
+                op: AluOp::Add,
+                rd,
+                rs1: rd,
+                rs2,
+            },
+        },
+        (2, 0b110) => Inst::Store {
+            size: 4,
+            rs1: 2,
+            rs2,
+            imm: i64::from(field(v, 9, 4) << 2 | field(v, 7, 2) << 6),
+        },
+        (2, 0b111) => Inst::Store {
+            size: 8,
+            rs1: 2,
+            rs2,
+            imm: i64::from(field(v, 10, 3) << 3 | field(v, 7, 3) << 6),
+        },
+        // c.fldsp, c.fsdsp (no F/D), and c.lwsp/c.ldsp with rd = 0 (reserved).
+        _ => Inst::Illegal,
+    }
+}
+
+/// The offset of c.lw/c.sw: uimm[5:3] at bits 12:10, uimm[2] at bit 6, uimm[6] at bit 5.
+#[inline(always)]
+fn cw_offset(v: u32) -> i64 {
+    i64::from(field(v, 10, 3) << 3 | field(v, 6, 1) << 2 | field(v, 5, 1) << 6)
+}
+
+/// The offset of c.ld/c.sd: uimm[5:3] at bits 12:10, uimm[7:6] at bits 6:5.
+#[inline(always)]
+fn cd_offset(v: u32) -> i64 {
+    i64::from(field(v, 10, 3) << 3 | field(v, 5, 2) << 6)
+}
+
+/// Quadrant 1, funct3 100: c.srli, c.srai, c.andi and the register-register c.sub … c.addw.
+#[inline(always)]
+fn decode_c_alu(v: u32) -> Inst {
+    let rd = creg(v, 7);
+    let rs2 = creg(v, 2);
+    // Shift amount 0 is a hint; shifting by 0 changes nothing.
+    let shamt = i64::from(field(v, 12, 1) << 5 | field(v, 2, 5));
+    let op_imm = |op, imm| Inst::OpImm {
+        op,
+        rd,
+        rs1: rd,
+        imm,
+    };
+    let op = |op| Inst::Op {
+        op,
+        rd,
+        rs1: rd,
+        rs2,
+    };
+    let op_w = |op| Inst::OpW {
+        op,
+        rd,
+        rs1: rd,
+        rs2,
+    };
+    match (field(v, 10, 2), field(v, 12, 1), field(v, 5, 2)) {
+        (0b00, _, _) => op_imm(AluOp::Srl, shamt),
+        (0b01, _, _) => op_imm(AluOp::Sra, shamt),
+        (0b10, _, _) => op_imm(AluOp::And, ci_imm(v)),
+        (_, 0, 0b00) => op(AluOp::Sub),
+        (_, 0, 0b01) => op(AluOp::Xor),
+        (_, 0, 0b10) => op(AluOp::Or),
+        (_, 0, _) => op(AluOp::And),
+        (_, _, 0b00) => op_w(AluWOp::Sub),
+        (_, _, 0b01) => op_w(AluWOp::Add),
+        // Reserved on RV64C (no Zcb).
+        _ => Inst::Illegal,
+    }
+}

@@ -1,0 +1,32 @@
+//! A RISC-V RV64IMAC interpreter core for the soft device's ISA mode.
+//!
+//! The soft device can run a DPA kernel from the riscv64 image the kit builds (rustc's
+//! `riscv64imac-unknown-none-elf`, or C from `clang -march=rv64imac`, lp64 ABI) one instruction
+//! at a time: [`decode()`] turns an instruction word (32-bit, or 16-bit compressed, expanded into
+//! the same form) into an [`Inst`], and [`Hart::run`] executes them against a
+//! [`Bus`] until something needs the caller: an `ecall` (a device call), an `ebreak`, the return
+//! of the called function, an illegal instruction, a refused access, or a spent budget.
+//!
+//! Why an interpreter of our own rather than an emulator library:
+//! - every load, store and atomic goes through the [`Bus`], which checks it against the memory
+//!   map of host-shared regions the kernel may reach; a refused access stops the hart with a
+//!   precise fault (the instruction's pc, the address, size and kind), and misaligned accesses
+//!   are caught before the bus sees them;
+//! - an instruction budget bounds each call, so a looping kernel cannot hold a worker;
+//! - `ecall` stops the hart at the instruction, for the soft device's device-call traps;
+//! - instruction counts are exact and deterministic, and the counters a kernel can read
+//!   (`cycle`, `time`, `instret`) all return the retired count, so runs replay identically;
+//! - nothing allocates, nothing is `unsafe`, there is no dynamic dispatch (the loop is
+//!   monomorphized over the bus), and there is nothing to compile but this code.
+//!
+//! The hart is a single user-mode RV64IMAC hart with the user counters of Zicsr: no F/D, no
+//! vector, no privileged instructions; those decode as illegal and stop the run.
+
+// Nothing calls the core yet: the soft device's ISA mode wires it in.
+#![allow(dead_code, unused_imports)]
+
+mod bus;
+mod decode;
+
+pub(crate) use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
+pub(crate) use decode::{AluOp, AluWOp, Cond, Inst, LoadKind, decode, decode16, decode32};
