@@ -27,6 +27,8 @@
 
 mod bus;
 mod decode;
+mod hart;
 
 pub(crate) use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
 pub(crate) use decode::{AluOp, AluWOp, Cond, Inst, LoadKind, decode, decode16, decode32};
+pub(crate) use hart::{Hart, Stop, reg};
