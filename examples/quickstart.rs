@@ -4,28 +4,41 @@
 //! receives it through its consumer completion and answers with post-send-immediate; a CPU
 //! consumer gets it back. Every echo is checked byte for byte.
 //!
+//! With `--isa` the kernel runs from the DPA image `cargo xtask build-dpa --release` links — the
+//! riscv64 code the DPA would run — in the soft device's RV64IMAC interpreter (built first if
+//! missing), and the instructions it retired per message are printed.
+//!
 //! ```sh
-//! cargo run --release --example quickstart [-- MESSAGES]
+//! cargo run --release --example quickstart [-- [--isa] [MESSAGES]]
 //! ```
 
 use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
-use dpakit::soft::{SchedMode, pin_current_thread};
+use dpakit::soft::{ExecMode, SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+#[path = "support/image.rs"]
+mod support;
+
 fn main() -> ExitCode {
-    let messages: usize = match std::env::args().nth(1).map(|a| a.parse()) {
-        None => 200_000,
-        Some(Ok(n)) if n > 0 => n,
-        Some(_) => {
-            eprintln!("usage: quickstart [MESSAGES]  (a positive count)");
-            return ExitCode::FAILURE;
+    let mut isa = false;
+    let mut messages = 200_000usize;
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--isa" => isa = true,
+            n => match n.parse() {
+                Ok(n) if n > 0 => messages = n,
+                _ => {
+                    eprintln!("usage: quickstart [--isa] [MESSAGES]  (a positive count)");
+                    return ExitCode::FAILURE;
+                }
+            },
         }
-    };
-    match run(messages) {
+    }
+    match run(messages, isa) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("quickstart failed: {e}");
@@ -34,17 +47,22 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(messages: usize) -> Result<(), Box<dyn std::error::Error>> {
+fn run(messages: usize, isa: bool) -> Result<(), Box<dyn std::error::Error>> {
     // Host thread and DPA worker on distinct cores, the DPA worker busy-polling.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     pin_current_thread(0)?;
     let dev = open_dpa_dev()?;
-    let dpa = Dpa::builder(&dev)
+    let mut dpa = Dpa::builder(&dev)
         .app(kit_app())
         .sched_mode(SchedMode::BusyPoll)
         .workers(1)
-        .pin_workers(vec![1 % cpus])
-        .start()?;
+        .pin_workers(vec![1 % cpus]);
+    if isa {
+        dpa = dpa
+            .exec_mode(ExecMode::Isa)
+            .isa_image(support::ensure_kit_image()?);
+    }
+    let dpa = dpa.start()?;
     let pe = Pe::new()?;
     let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
         .depth(64)
@@ -90,11 +108,22 @@ fn run(messages: usize) -> Result<(), Box<dyn std::error::Error>> {
     latencies.sort_unstable();
     let pct = |p: f64| latencies[((latencies.len() - 1) as f64 * p).round() as usize];
     println!(
-        "echo: {messages} messages, {lost} lost, p50 {} ns, p99 {} ns, {:.0} msg/s",
+        "echo{}: {messages} messages, {lost} lost, p50 {} ns, p99 {} ns, {:.0} msg/s",
+        if isa { " (ISA mode)" } else { "" },
         pct(0.50),
         pct(0.99),
         messages as f64 / elapsed.as_secs_f64()
     );
+    if isa {
+        let profile = path.thread().isa_profile()?;
+        let total = messages as f64 + 1_000.0;
+        println!(
+            "  per message: {:.1} instructions, {:.1} device calls ({} activations)",
+            profile.instructions as f64 / total,
+            profile.device_calls() as f64 / total,
+            profile.activations
+        );
+    }
     if lost > 0 {
         return Err(format!("{lost} echoes did not match what was sent").into());
     }

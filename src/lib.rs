@@ -18,3 +18,13 @@ pub mod kernels {
 pub fn kit_app() -> &'static dpa::App {
     &dpakit_kernels::APP
 }
+
+/// Where `cargo xtask build-dpa --release` writes the DPA image of the kit's kernels in this
+/// workspace: what the soft device runs in ISA mode (`DpaBuilder::isa_image`).
+pub fn kit_image() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join("dpa")
+        .join("release")
+        .join("dpakit_kernels.elf")
+}

@@ -192,10 +192,18 @@ macro_rules! __dpa_app_symbol {
         #[unsafe(no_mangle)]
         pub static $symbol: $crate::abi::kernel::SoftAppSymbol = {
             const KERNELS: &[$crate::abi::kernel::SoftKernel] = &[$($kernel.soft_kernel()),*];
+            // The DPA image the build names (`cargo xtask build-dpa` sets DPAKIT_DPA_IMAGE), for
+            // the soft device's ISA mode.
+            const IMAGE: &str = match option_env!("DPAKIT_DPA_IMAGE") {
+                Some(path) => path,
+                None => "",
+            };
+            static IMAGE_PATH: [u8; IMAGE.len() + 1] = $crate::__private::nul_terminated(IMAGE);
             static DESCRIPTOR: $crate::abi::kernel::SoftApp = $crate::abi::kernel::SoftApp::new(
                 $crate::__private::cstr(concat!(stringify!($symbol), "\0")),
                 KERNELS,
-            );
+            )
+            .with_image(&IMAGE_PATH);
             $crate::abi::kernel::SoftAppSymbol(&DESCRIPTOR)
         };
     };

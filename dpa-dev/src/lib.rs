@@ -40,6 +40,20 @@ pub mod __private {
         }
     }
 
+    /// `s` and a NUL in a fixed array (`N` = `s.len() + 1`; `s` must have no NUL).
+    pub const fn nul_terminated<const N: usize>(s: &str) -> [u8; N] {
+        let bytes = s.as_bytes();
+        assert!(bytes.len() + 1 == N);
+        let mut out = [0u8; N];
+        let mut i = 0;
+        while i < bytes.len() {
+            assert!(bytes[i] != 0, "a path with a NUL byte");
+            out[i] = bytes[i];
+            i += 1;
+        }
+        out
+    }
+
     /// Copies a string into a fixed array (the kernel marker records).
     pub const fn str_to_array<const N: usize>(s: &str) -> [u8; N] {
         let bytes = s.as_bytes();

@@ -9,6 +9,9 @@
  *   DPAKIT_SOFT_WORKERS=N                   worker threads per DPA context (default: cores - 1)
  *   DPAKIT_SOFT_PIN=CPU[,CPU...]            pin worker i to the i-th CPU of the list
  *   DPAKIT_SOFT_SIDE=host|arm               list only this side's devices (default both)
+ *   DPAKIT_SOFT_EXEC=native|isa             how kernels run (default native)
+ *   DPAKIT_SOFT_DPA_IMAGE=PATH              the DPA image ISA mode runs (default: the app's)
+ *   DPAKIT_SOFT_ISA_BUDGET=N                instructions one ISA activation may retire
  *   DPAKIT_SOFT_LOG=0|1                     print each failed call's diagnostic to stderr
  *   DPAKIT_DPA_LOG_LEVEL=N                  most verbose doca_dpa_dev_log level printed (50)
  */
@@ -49,6 +52,51 @@ doca_error_t dpakit_soft_dpa_set_worker_cpus(struct doca_dpa *dpa, const uint32_
 
 /* Deterministic mode: runs one ready activation; *ran is 1 if one ran. */
 doca_error_t dpakit_soft_dpa_step(struct doca_dpa *dpa, uint8_t *ran);
+
+/* ---- How kernels run (per DPA context, before doca_dpa_start) ---- */
+
+enum dpakit_soft_exec_mode {
+	/* The kernels compiled for the host run as host code: fastest. */
+	DPAKIT_SOFT_EXEC_NATIVE = 0,
+	/*
+	 * The app's DPA image (the riscv64 executable `cargo xtask build-dpa` links) runs in the
+	 * soft device's RV64IMAC interpreter: every load and store is checked, each activation has
+	 * an instruction budget, and instructions and device calls are counted.
+	 */
+	DPAKIT_SOFT_EXEC_ISA = 1,
+};
+
+doca_error_t dpakit_soft_dpa_set_exec_mode(struct doca_dpa *dpa, enum dpakit_soft_exec_mode mode);
+
+/* ISA mode: the image to run instead of DPAKIT_SOFT_DPA_IMAGE or the one the app names. */
+doca_error_t dpakit_soft_dpa_set_isa_image(struct doca_dpa *dpa, const char *path);
+
+/* ISA mode: instructions one activation may retire before it is a fatal runaway (default 1e8). */
+doca_error_t dpakit_soft_dpa_set_isa_budget(struct doca_dpa *dpa, uint64_t max_instructions);
+
+/* What the interpreter counted for one DPA thread. */
+struct dpakit_soft_isa_profile {
+	uint64_t activations;      /* activations run */
+	uint64_t instructions;     /* instructions they retired; device calls not included */
+	uint64_t max_instructions; /* the most one activation retired */
+	uint64_t device_calls;     /* DOCA device function calls, all functions together */
+};
+
+struct doca_dpa_thread;
+
+/* DOCA_ERROR_NOT_SUPPORTED when the thread's context runs natively. */
+doca_error_t dpakit_soft_dpa_thread_get_isa_profile(struct doca_dpa_thread *thread,
+						    struct dpakit_soft_isa_profile *profile);
+
+/*
+ * Device calls by function: counts[i] is the count of dpakit_soft_device_function_name(i), for
+ * up to `capacity` functions; *num_functions gets how many there are.
+ */
+doca_error_t dpakit_soft_dpa_thread_get_isa_calls(struct doca_dpa_thread *thread, uint64_t *counts,
+						  size_t capacity, size_t *num_functions);
+
+/* The C name of DOCA device function `index`, or NULL past the last. */
+const char *dpakit_soft_device_function_name(size_t index);
 
 /* ---- What the soft device recorded ---- */
 
@@ -114,7 +162,7 @@ doca_error_t dpakit_soft_pin_current_thread(uint32_t cpu);
  * Rust kernels; DPAKIT_SOFT_APP makes it for C kernels.
  */
 #define DPAKIT_SOFT_APP_MAGIC 0x6470616b69746170ULL /* "dpakitap" */
-#define DPAKIT_SOFT_APP_VERSION 1u
+#define DPAKIT_SOFT_APP_VERSION 2u
 #define DPAKIT_SOFT_KERNEL_THREAD 0u
 #define DPAKIT_SOFT_KERNEL_RPC 1u
 
@@ -131,6 +179,7 @@ struct doca_dpa_app {
 	uint32_t num_kernels;
 	const char *name;
 	const struct dpakit_soft_kernel *kernels;
+	const char *image; /* path of the app's DPA image for ISA mode, or NULL (version 2 on) */
 };
 
 #define DPAKIT_SOFT_THREAD_KERNEL(fn) {#fn, (const void *)(fn), DPAKIT_SOFT_KERNEL_THREAD, 1u}
@@ -142,7 +191,7 @@ struct doca_dpa_app {
 	static const struct doca_dpa_app app##_dpakit_descriptor = {                               \
 		DPAKIT_SOFT_APP_MAGIC, DPAKIT_SOFT_APP_VERSION,                                    \
 		(uint32_t)(sizeof(app##_dpakit_kernels) / sizeof(app##_dpakit_kernels[0])), #app,  \
-		app##_dpakit_kernels};                                                             \
+		app##_dpakit_kernels, NULL};                                                       \
 	struct doca_dpa_app *app = (struct doca_dpa_app *)&app##_dpakit_descriptor
 
 #ifdef __cplusplus

@@ -112,6 +112,15 @@ pub(crate) unsafe fn read_array<T: Copy + Default>(
 
 /// Reads the NUL-terminated string at `addr` (at most [`MAX_STRING`] bytes, valid UTF-8).
 pub(crate) fn read_c_string(addr: *const std::ffi::c_char, what: &str) -> Result<String> {
+    read_c_string_limited(addr, MAX_STRING, what)
+}
+
+/// Reads the NUL-terminated string at `addr` (at most `max` bytes, valid UTF-8).
+pub(crate) fn read_c_string_limited(
+    addr: *const std::ffi::c_char,
+    max: usize,
+    what: &str,
+) -> Result<String> {
     if addr.is_null() {
         return Err(unreadable(what, addr.cast()));
     }
@@ -120,7 +129,7 @@ pub(crate) fn read_c_string(addr: *const std::ffi::c_char, what: &str) -> Result
     let mut at = addr as usize;
     // Read up to each page boundary at most, so a string ending just before an unmapped page
     // still reads.
-    while out.len() <= MAX_STRING {
+    while out.len() <= max {
         let to_page_end = 4096 - (at % 4096);
         let mut chunk = vec![0u8; to_page_end.min(64)];
         if !pipe.copy(at, &mut chunk) {
@@ -140,7 +149,7 @@ pub(crate) fn read_c_string(addr: *const std::ffi::c_char, what: &str) -> Result
     }
     Err(err(
         ErrorCode::InvalidValue,
-        format!("{what} at {addr:p} is longer than {MAX_STRING} bytes or not NUL-terminated"),
+        format!("{what} at {addr:p} is longer than {max} bytes or not NUL-terminated"),
     ))
 }
 

@@ -264,3 +264,125 @@ impl<T> core::ops::Deref for CachePadded<T> {
         &self.0
     }
 }
+
+/// Loads and stores of an emulated processor (the DPA interpreter) in memory it shares with
+/// other threads: DPA memory, mmaps, message rings. Every access is one naturally aligned atomic
+/// access of its size, so a kernel reading memory the host writes at the same time is a race
+/// of the emulated program, never a data race of the soft device. Plain (not modelled by loom):
+/// the emulated program's own protocols are not the soft device's.
+pub(crate) mod emulated {
+    use core::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
+
+    /// The read-modify-write operations of RISC-V's A extension.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Rmw {
+        Swap,
+        Add,
+        Xor,
+        And,
+        Or,
+        Min,
+        Max,
+        Minu,
+        Maxu,
+    }
+
+    /// Loads `size` (1, 2, 4 or 8) bytes at `addr`, zero-extended.
+    ///
+    /// # Safety
+    /// `addr` is aligned to `size` and valid for reads of `size` bytes.
+    #[inline]
+    pub(crate) unsafe fn load(addr: u64, size: u8) -> u64 {
+        let p = addr as usize;
+        // SAFETY: valid and aligned by the caller's contract; an atomic may alias other accesses.
+        unsafe {
+            match size {
+                1 => u64::from(AtomicU8::from_ptr(p as *mut u8).load(Ordering::Relaxed)),
+                2 => u64::from(AtomicU16::from_ptr(p as *mut u16).load(Ordering::Relaxed)),
+                4 => u64::from(AtomicU32::from_ptr(p as *mut u32).load(Ordering::Relaxed)),
+                _ => AtomicU64::from_ptr(p as *mut u64).load(Ordering::Relaxed),
+            }
+        }
+    }
+
+    /// Stores the low `size` bytes of `value` at `addr`.
+    ///
+    /// # Safety
+    /// `addr` is aligned to `size` and valid for writes of `size` bytes.
+    #[inline]
+    pub(crate) unsafe fn store(addr: u64, size: u8, value: u64) {
+        let p = addr as usize;
+        // SAFETY: as in `load`.
+        unsafe {
+            match size {
+                1 => AtomicU8::from_ptr(p as *mut u8).store(value as u8, Ordering::Relaxed),
+                2 => AtomicU16::from_ptr(p as *mut u16).store(value as u16, Ordering::Relaxed),
+                4 => AtomicU32::from_ptr(p as *mut u32).store(value as u32, Ordering::Relaxed),
+                _ => AtomicU64::from_ptr(p as *mut u64).store(value, Ordering::Relaxed),
+            }
+        }
+    }
+
+    macro_rules! rmw {
+        ($atomic:ident, $int:ty, $signed:ty, $p:expr, $op:expr, $v:expr) => {{
+            let a = $atomic::from_ptr($p as *mut $int);
+            let v = $v as $int;
+            let o = Ordering::SeqCst;
+            (match $op {
+                Rmw::Swap => a.swap(v, o),
+                Rmw::Add => a.fetch_add(v, o),
+                Rmw::Xor => a.fetch_xor(v, o),
+                Rmw::And => a.fetch_and(v, o),
+                Rmw::Or => a.fetch_or(v, o),
+                Rmw::Minu => a.fetch_min(v, o),
+                Rmw::Maxu => a.fetch_max(v, o),
+                Rmw::Min => a
+                    .fetch_update(o, o, |x| Some((x as $signed).min(v as $signed) as $int))
+                    .unwrap_or_else(|x| x),
+                Rmw::Max => a
+                    .fetch_update(o, o, |x| Some((x as $signed).max(v as $signed) as $int))
+                    .unwrap_or_else(|x| x),
+            }) as u64
+        }};
+    }
+
+    /// Applies `op` with `operand` to the 4- or 8-byte word at `addr`; returns the old value,
+    /// zero-extended.
+    ///
+    /// # Safety
+    /// As for `store`, with `size` 4 or 8.
+    #[inline]
+    pub(crate) unsafe fn rmw(addr: u64, size: u8, op: Rmw, operand: u64) -> u64 {
+        let p = addr as usize;
+        // SAFETY: as in `load`.
+        unsafe {
+            if size == 4 {
+                rmw!(AtomicU32, u32, i32, p, op, operand)
+            } else {
+                rmw!(AtomicU64, u64, i64, p, op, operand)
+            }
+        }
+    }
+
+    /// Stores `new` at `addr` if it holds `expected` (4 or 8 bytes); whether it did.
+    ///
+    /// # Safety
+    /// As for `rmw`.
+    #[inline]
+    pub(crate) unsafe fn compare_exchange(addr: u64, size: u8, expected: u64, new: u64) -> bool {
+        let p = addr as usize;
+        let o = Ordering::SeqCst;
+        // SAFETY: as in `load`.
+        unsafe {
+            if size == 4 {
+                AtomicU32::from_ptr(p as *mut u32)
+                    .compare_exchange(expected as u32, new as u32, o, o)
+                    .is_ok()
+            } else {
+                AtomicU64::from_ptr(p as *mut u64)
+                    .compare_exchange(expected, new, o, o)
+                    .is_ok()
+            }
+        }
+    }
+}

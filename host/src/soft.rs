@@ -30,6 +30,54 @@ pub(crate) struct DpaSettings {
     mode: Option<SchedMode>,
     workers: Option<u32>,
     pin: Option<Vec<u32>>,
+    exec: Option<ExecMode>,
+    isa_image: Option<std::path::PathBuf>,
+    isa_budget: Option<u64>,
+}
+
+/// How the soft device runs a DPA context's kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExecMode {
+    /// The kernels compiled for the host run as host code: fastest.
+    #[default]
+    Native,
+    /// The app's DPA image — the riscv64 executable `cargo xtask build-dpa` links, the code the
+    /// DPA would run — runs in the soft device's RV64IMAC interpreter: every load and store is
+    /// checked, each activation has an instruction budget, and instructions and device calls
+    /// are counted ([`DpaThread::isa_profile`]).
+    Isa,
+}
+
+impl ExecMode {
+    /// `DPAKIT_SOFT_EXEC` from the environment (`native` or `isa`), else native: what the soft
+    /// device itself starts with.
+    pub fn from_env() -> ExecMode {
+        match std::env::var("DPAKIT_SOFT_EXEC").as_deref() {
+            Ok("isa") => ExecMode::Isa,
+            _ => ExecMode::Native,
+        }
+    }
+}
+
+/// What the soft device's interpreter counted for one DPA thread in ISA mode.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IsaProfile {
+    /// Activations run.
+    pub activations: u64,
+    /// Instructions they retired; the device functions they called are not included.
+    pub instructions: u64,
+    /// The most instructions one activation retired.
+    pub max_instructions: u64,
+    /// DOCA device function calls by C name, in the device API's order (all of them, zeros
+    /// included).
+    pub calls: Vec<(&'static str, u64)>,
+}
+
+impl IsaProfile {
+    /// Device calls made, all functions together.
+    pub fn device_calls(&self) -> u64 {
+        self.calls.iter().map(|(_, n)| n).sum()
+    }
 }
 
 fn api(what: &str) -> Result<&'static SoftApi> {
@@ -61,6 +109,38 @@ impl DpaSettings {
             // SAFETY: a live DPA context.
             check("dpakit_soft_dpa_set_num_workers", unsafe {
                 (api.dpa_set_num_workers)(dpa, n)
+            })?;
+        }
+        if let Some(exec) = self.exec {
+            let api = api("the execution mode")?;
+            let raw = match exec {
+                ExecMode::Native => sys::soft::EXEC_NATIVE,
+                ExecMode::Isa => sys::soft::EXEC_ISA,
+            };
+            // SAFETY: a live DPA context.
+            check("dpakit_soft_dpa_set_exec_mode", unsafe {
+                (api.dpa_set_exec_mode)(dpa, raw)
+            })?;
+        }
+        if let Some(path) = &self.isa_image {
+            let api = api("the DPA image")?;
+            let Some(c_path) = path.to_str().and_then(|p| std::ffi::CString::new(p).ok()) else {
+                bail!(
+                    InvalidValue,
+                    "the DPA image path {} is not UTF-8 without NUL bytes",
+                    path.display()
+                );
+            };
+            // SAFETY: a live DPA context and a NUL-terminated path.
+            check("dpakit_soft_dpa_set_isa_image", unsafe {
+                (api.dpa_set_isa_image)(dpa, c_path.as_ptr())
+            })?;
+        }
+        if let Some(budget) = self.isa_budget {
+            let api = api("the ISA instruction budget")?;
+            // SAFETY: a live DPA context.
+            check("dpakit_soft_dpa_set_isa_budget", unsafe {
+                (api.dpa_set_isa_budget)(dpa, budget)
             })?;
         }
         if let Some(cpus) = &self.pin {
@@ -98,6 +178,75 @@ impl DpaBuilder {
                 .collect(),
         );
         self
+    }
+}
+
+impl DpaBuilder {
+    /// How kernels run (`dpakit_soft_dpa_set_exec_mode`; default `DPAKIT_SOFT_EXEC` from the
+    /// environment, else native). ISA mode runs the app's DPA image in the interpreter.
+    pub fn exec_mode(mut self, mode: ExecMode) -> Self {
+        self.soft.exec = Some(mode);
+        self
+    }
+
+    /// ISA mode: the DPA image to run (`dpakit_soft_dpa_set_isa_image`) instead of
+    /// `DPAKIT_SOFT_DPA_IMAGE` or the image the app names.
+    pub fn isa_image(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.soft.isa_image = Some(path.into());
+        self
+    }
+
+    /// ISA mode: instructions one activation may retire before it is stopped as a runaway
+    /// loop (`dpakit_soft_dpa_set_isa_budget`; default 100,000,000).
+    pub fn isa_budget(mut self, instructions: u64) -> Self {
+        self.soft.isa_budget = Some(instructions);
+        self
+    }
+}
+
+impl crate::dpa::DpaThread {
+    /// What the interpreter counted for this thread (`dpakit_soft_dpa_thread_get_isa_profile`
+    /// and `_get_isa_calls`); `NOT_SUPPORTED` when its context runs kernels natively.
+    pub fn isa_profile(&self) -> Result<IsaProfile> {
+        let api = api("instruction counts")?;
+        let mut p = sys::soft::dpakit_soft_isa_profile::default();
+        // SAFETY: a live thread and a writable struct.
+        check("dpakit_soft_dpa_thread_get_isa_profile", unsafe {
+            (api.dpa_thread_get_isa_profile)(self.raw(), &mut p)
+        })?;
+        let mut n = 0usize;
+        // SAFETY: a live thread; capacity 0 writes no count.
+        check("dpakit_soft_dpa_thread_get_isa_calls", unsafe {
+            (api.dpa_thread_get_isa_calls)(self.raw(), std::ptr::null_mut(), 0, &mut n)
+        })?;
+        let mut counts = vec![0u64; n];
+        // SAFETY: room for `n` counts.
+        check("dpakit_soft_dpa_thread_get_isa_calls", unsafe {
+            (api.dpa_thread_get_isa_calls)(self.raw(), counts.as_mut_ptr(), n, &mut n)
+        })?;
+        let calls = counts
+            .into_iter()
+            .enumerate()
+            .map(|(i, count)| {
+                // SAFETY: the name is a static NUL-terminated string, or NULL past the last.
+                let name = unsafe { (api.device_function_name)(i) };
+                let name = if name.is_null() {
+                    "?"
+                } else {
+                    // SAFETY: non-null names live as long as the process.
+                    unsafe { std::ffi::CStr::from_ptr(name) }
+                        .to_str()
+                        .unwrap_or("?")
+                };
+                (name, count)
+            })
+            .collect();
+        Ok(IsaProfile {
+            activations: p.activations,
+            instructions: p.instructions,
+            max_instructions: p.max_instructions,
+            calls,
+        })
     }
 }
 

@@ -239,6 +239,10 @@ pub struct SoftApp {
     pub name: *const c_char,
     /// The kernels.
     pub kernels: *const SoftKernel,
+    /// Path of the app's DPA image (the riscv64 executable `cargo xtask build-dpa` links), which
+    /// the soft device's ISA mode runs; NUL-terminated, or null when the app names none.
+    /// Version 2 and later.
+    pub image: *const c_char,
 }
 
 // SAFETY: the descriptor is immutable and points only to immutable statics (names, functions).
@@ -250,7 +254,9 @@ impl SoftApp {
     /// `DPAKIT_SOFT_APP_MAGIC`: "dpakitap" in ASCII.
     pub const MAGIC: u64 = u64::from_be_bytes(*b"dpakitap");
     /// `DPAKIT_SOFT_APP_VERSION`.
-    pub const VERSION: u32 = 1;
+    pub const VERSION: u32 = 2;
+    /// The first version, without `image`: still read.
+    pub const VERSION_1: u32 = 1;
 
     /// The descriptor of app `name` holding `kernels`.
     pub const fn new(name: &'static CStr, kernels: &'static [SoftKernel]) -> Self {
@@ -260,7 +266,17 @@ impl SoftApp {
             num_kernels: kernels.len() as u32,
             name: name.as_ptr(),
             kernels: kernels.as_ptr(),
+            image: core::ptr::null(),
         }
+    }
+
+    /// The descriptor naming `image` (a NUL-terminated path) as the app's DPA image; an empty
+    /// string names none.
+    pub const fn with_image(mut self, image: &'static [u8]) -> Self {
+        if image.len() > 1 {
+            self.image = image.as_ptr().cast();
+        }
+        self
     }
 }
 

@@ -7,7 +7,7 @@ pub const DOCA_DEVINFO_IFACE_NAME_SIZE: u32 = 256;
 pub const DOCA_DEVINFO_REP_VUID_SIZE: u32 = 128;
 pub const DOCA_DEVINFO_PCI_BDF_SIZE: u32 = 8;
 pub const DPAKIT_SOFT_APP_MAGIC: u64 = 7237391715143016816;
-pub const DPAKIT_SOFT_APP_VERSION: u32 = 1;
+pub const DPAKIT_SOFT_APP_VERSION: u32 = 2;
 pub const DPAKIT_SOFT_KERNEL_THREAD: u32 = 0;
 pub const DPAKIT_SOFT_KERNEL_RPC: u32 = 1;
 pub const DOCA_SUCCESS: doca_error = 0;
@@ -1374,6 +1374,67 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn dpakit_soft_dpa_step(dpa: *mut doca_dpa, ran: *mut u8) -> doca_error_t;
 }
+pub const DPAKIT_SOFT_EXEC_NATIVE: dpakit_soft_exec_mode = 0;
+pub const DPAKIT_SOFT_EXEC_ISA: dpakit_soft_exec_mode = 1;
+pub type dpakit_soft_exec_mode = ::core::ffi::c_uint;
+unsafe extern "C" {
+    pub fn dpakit_soft_dpa_set_exec_mode(
+        dpa: *mut doca_dpa,
+        mode: dpakit_soft_exec_mode,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn dpakit_soft_dpa_set_isa_image(
+        dpa: *mut doca_dpa,
+        path: *const ::core::ffi::c_char,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn dpakit_soft_dpa_set_isa_budget(
+        dpa: *mut doca_dpa,
+        max_instructions: u64,
+    ) -> doca_error_t;
+}
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct dpakit_soft_isa_profile {
+    pub activations: u64,
+    pub instructions: u64,
+    pub max_instructions: u64,
+    pub device_calls: u64,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of dpakit_soft_isa_profile"]
+        [::core::mem::size_of::<dpakit_soft_isa_profile>() - 32usize];
+    ["Alignment of dpakit_soft_isa_profile"]
+        [::core::mem::align_of::<dpakit_soft_isa_profile>() - 8usize];
+    ["Offset of field: dpakit_soft_isa_profile::activations"]
+        [::core::mem::offset_of!(dpakit_soft_isa_profile, activations) - 0usize];
+    ["Offset of field: dpakit_soft_isa_profile::instructions"]
+        [::core::mem::offset_of!(dpakit_soft_isa_profile, instructions) - 8usize];
+    ["Offset of field: dpakit_soft_isa_profile::max_instructions"]
+        [::core::mem::offset_of!(dpakit_soft_isa_profile, max_instructions) - 16usize];
+    ["Offset of field: dpakit_soft_isa_profile::device_calls"]
+        [::core::mem::offset_of!(dpakit_soft_isa_profile, device_calls) - 24usize];
+};
+unsafe extern "C" {
+    pub fn dpakit_soft_dpa_thread_get_isa_profile(
+        thread: *mut doca_dpa_thread,
+        profile: *mut dpakit_soft_isa_profile,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn dpakit_soft_dpa_thread_get_isa_calls(
+        thread: *mut doca_dpa_thread,
+        counts: *mut u64,
+        capacity: usize,
+        num_functions: *mut usize,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn dpakit_soft_device_function_name(index: usize) -> *const ::core::ffi::c_char;
+}
 pub const DPAKIT_SOFT_ENDING_RESCHEDULE: dpakit_soft_ending = 0;
 pub const DPAKIT_SOFT_ENDING_RETURN: dpakit_soft_ending = 1;
 pub const DPAKIT_SOFT_ENDING_FINISH: dpakit_soft_ending = 2;
@@ -1489,10 +1550,11 @@ pub struct doca_dpa_app {
     pub num_kernels: u32,
     pub name: *const ::core::ffi::c_char,
     pub kernels: *const dpakit_soft_kernel,
+    pub image: *const ::core::ffi::c_char,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of doca_dpa_app"][::core::mem::size_of::<doca_dpa_app>() - 32usize];
+    ["Size of doca_dpa_app"][::core::mem::size_of::<doca_dpa_app>() - 40usize];
     ["Alignment of doca_dpa_app"][::core::mem::align_of::<doca_dpa_app>() - 8usize];
     ["Offset of field: doca_dpa_app::magic"][::core::mem::offset_of!(doca_dpa_app, magic) - 0usize];
     ["Offset of field: doca_dpa_app::version"]
@@ -1502,6 +1564,8 @@ const _: () = {
     ["Offset of field: doca_dpa_app::name"][::core::mem::offset_of!(doca_dpa_app, name) - 16usize];
     ["Offset of field: doca_dpa_app::kernels"]
         [::core::mem::offset_of!(doca_dpa_app, kernels) - 24usize];
+    ["Offset of field: doca_dpa_app::image"]
+        [::core::mem::offset_of!(doca_dpa_app, image) - 32usize];
 };
 impl Default for doca_dpa_app {
     fn default() -> Self {

@@ -4,7 +4,7 @@
 //! configuration) or loaded as `libdoca_*.so` from the soft SDK prefix (feature `doca` pointed at
 //! `cargo xtask soft-sdk`'s output). With DOCA's own libraries [`api`] returns `None`.
 
-use crate::{doca_dpa, doca_error_t};
+use crate::{doca_dpa, doca_dpa_thread, doca_error_t};
 use core::ffi::c_char;
 
 /// `DPAKIT_SOFT_SCHED_BUSY_POLL`.
@@ -14,8 +14,25 @@ pub const SCHED_SLEEP: u32 = 1;
 /// `DPAKIT_SOFT_SCHED_DETERMINISTIC`.
 pub const SCHED_DETERMINISTIC: u32 = 2;
 
+/// `DPAKIT_SOFT_EXEC_NATIVE`.
+pub const EXEC_NATIVE: u32 = 0;
+/// `DPAKIT_SOFT_EXEC_ISA`.
+pub const EXEC_ISA: u32 = 1;
+
 #[cfg(all(feature = "soft", not(feature = "doca")))]
-pub use crate::{dpakit_soft_dpa_stats, dpakit_soft_trace_event};
+pub use crate::{dpakit_soft_dpa_stats, dpakit_soft_isa_profile, dpakit_soft_trace_event};
+
+/// `struct dpakit_soft_isa_profile`.
+#[cfg(any(feature = "doca", not(feature = "soft")))]
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct dpakit_soft_isa_profile {
+    pub activations: u64,
+    pub instructions: u64,
+    pub max_instructions: u64,
+    pub device_calls: u64,
+}
 
 /// `struct dpakit_soft_trace_event`.
 #[cfg(any(feature = "doca", not(feature = "soft")))]
@@ -60,6 +77,14 @@ pub struct SoftApi {
     pub dpa_get_error: unsafe extern "C" fn(*mut doca_dpa, *mut c_char, usize) -> doca_error_t,
     pub last_error: unsafe extern "C" fn(*mut c_char, usize) -> doca_error_t,
     pub pin_current_thread: unsafe extern "C" fn(u32) -> doca_error_t,
+    pub dpa_set_exec_mode: unsafe extern "C" fn(*mut doca_dpa, u32) -> doca_error_t,
+    pub dpa_set_isa_image: unsafe extern "C" fn(*mut doca_dpa, *const c_char) -> doca_error_t,
+    pub dpa_set_isa_budget: unsafe extern "C" fn(*mut doca_dpa, u64) -> doca_error_t,
+    pub dpa_thread_get_isa_profile:
+        unsafe extern "C" fn(*mut doca_dpa_thread, *mut dpakit_soft_isa_profile) -> doca_error_t,
+    pub dpa_thread_get_isa_calls:
+        unsafe extern "C" fn(*mut doca_dpa_thread, *mut u64, usize, *mut usize) -> doca_error_t,
+    pub device_function_name: unsafe extern "C" fn(usize) -> *const c_char,
 }
 
 /// The soft device's controls, or `None` when the library underneath is not the soft device.
@@ -76,6 +101,12 @@ pub fn api() -> Option<&'static SoftApi> {
         dpa_get_error: crate::dpakit_soft_dpa_get_error,
         last_error: crate::dpakit_soft_last_error,
         pin_current_thread: crate::dpakit_soft_pin_current_thread,
+        dpa_set_exec_mode: crate::dpakit_soft_dpa_set_exec_mode,
+        dpa_set_isa_image: crate::dpakit_soft_dpa_set_isa_image,
+        dpa_set_isa_budget: crate::dpakit_soft_dpa_set_isa_budget,
+        dpa_thread_get_isa_profile: crate::dpakit_soft_dpa_thread_get_isa_profile,
+        dpa_thread_get_isa_calls: crate::dpakit_soft_dpa_thread_get_isa_calls,
+        device_function_name: crate::dpakit_soft_device_function_name,
     };
     Some(&API)
 }
@@ -113,6 +144,12 @@ pub fn api() -> Option<&'static SoftApi> {
             dpa_get_error: find!(c"dpakit_soft_dpa_get_error"),
             last_error: find!(c"dpakit_soft_last_error"),
             pin_current_thread: find!(c"dpakit_soft_pin_current_thread"),
+            dpa_set_exec_mode: find!(c"dpakit_soft_dpa_set_exec_mode"),
+            dpa_set_isa_image: find!(c"dpakit_soft_dpa_set_isa_image"),
+            dpa_set_isa_budget: find!(c"dpakit_soft_dpa_set_isa_budget"),
+            dpa_thread_get_isa_profile: find!(c"dpakit_soft_dpa_thread_get_isa_profile"),
+            dpa_thread_get_isa_calls: find!(c"dpakit_soft_dpa_thread_get_isa_calls"),
+            device_function_name: find!(c"dpakit_soft_device_function_name"),
         })
     })
     .as_ref()

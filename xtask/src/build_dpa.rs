@@ -10,13 +10,16 @@
 //! allocator shim, a libc call — means std, alloc or a C library slipped into a kernel.
 
 use crate::setup::{self, DPA_TARGET};
-use crate::{Result, nested, workspace_root};
+use crate::{Result, dpa_image, nested, workspace_root};
 use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSection, ObjectSymbol};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
+
+/// Tells `dpa_app!` (through `option_env!`) the DPA image its descriptor names.
+const IMAGE_ENV: &str = "DPAKIT_DPA_IMAGE";
 
 /// The section where kernel declarations record `kind:name\0` on device builds.
 const KERNEL_SECTION: &str = ".dpakit.kernels";
@@ -55,6 +58,22 @@ impl Options {
     }
 }
 
+impl Options {
+    /// The fixture kernels that misbehave on purpose (`xtask/fixtures/faulty-kernels`), into
+    /// `target/dpa/fixtures/release/`: the soft device's ISA-mode fault tests run their image.
+    pub fn faulty_fixture() -> Self {
+        let dpa = workspace_root().join("target").join("dpa");
+        Options {
+            package: "dpakit-fixture-faulty-kernels".into(),
+            lib_name: "dpakit_fixture_faulty_kernels".into(),
+            release: true,
+            out_dir: dpa.join("fixtures").join("release"),
+            cargo_target_dir: dpa.join("cargo"),
+            soft_app: false,
+        }
+    }
+}
+
 fn profile_dir(release: bool) -> &'static str {
     if release { "release" } else { "debug" }
 }
@@ -81,6 +100,8 @@ pub struct Report {
     pub kernels: Vec<Kernel>,
     /// Undefined symbols of the archive (all DOCA device functions), sorted.
     pub imports: Vec<String>,
+    /// The archive linked with the device runtime: what the soft device's ISA mode runs.
+    pub image: PathBuf,
     /// The soft device's app library, when built.
     pub soft_app: Option<PathBuf>,
 }
@@ -98,6 +119,7 @@ impl Report {
                 "size": k.size,
             })).collect::<Vec<_>>(),
             "imports": self.imports,
+            "image": self.image.display().to_string(),
             "soft_app": self.soft_app.as_ref().map(|p| p.display().to_string()),
         })
     }
@@ -138,6 +160,7 @@ impl Report {
         for import in &self.imports {
             let _ = writeln!(out, "    {import}");
         }
+        let _ = writeln!(out, "DPA image (ISA mode): {}", self.image.display());
         if let Some(lib) = &self.soft_app {
             let _ = writeln!(out, "soft device app library: {}", lib.display());
         }
@@ -171,8 +194,10 @@ pub fn build(opts: &Options) -> Result<Report> {
             archive.display()
         )
     })?;
+    let entries: Vec<&str> = analysis.kernels.iter().map(|k| k.symbol.as_str()).collect();
+    let image = dpa_image::link(&archive, &entries, &opts.out_dir, &opts.lib_name)?;
     let soft_app = if opts.soft_app {
-        Some(build_soft_app(opts)?)
+        Some(build_soft_app(opts, &image)?)
     } else {
         None
     };
@@ -181,6 +206,7 @@ pub fn build(opts: &Options) -> Result<Report> {
         profile: profile_dir(opts.release),
         kernels: analysis.kernels,
         imports: analysis.imports.into_iter().collect(),
+        image,
         soft_app,
     };
     let json = serde_json::to_string_pretty(&report.to_json()).expect("JSON values serialize");
@@ -203,6 +229,7 @@ fn cargo_build(opts: &Options) -> Result<PathBuf> {
         features: &[],
         target_dir: &opts.cargo_target_dir,
         profile: &[("LTO", "fat"), ("CODEGEN_UNITS", "1"), ("PANIC", "abort")],
+        env: &[],
     }
     .run()
 }
@@ -210,8 +237,9 @@ fn cargo_build(opts: &Options) -> Result<PathBuf> {
 /// Builds the soft device's app library into `<out_dir>/soft/lib<lib_name>.so`: the kernels
 /// compiled for the host without std (as on the device, a panic finishes the thread), exporting
 /// each kernel under its own name and the app symbol, and importing the DOCA device functions,
-/// which the soft device's `libdoca_dpa.so` provides.
-fn build_soft_app(opts: &Options) -> Result<PathBuf> {
+/// which the soft device's `libdoca_dpa.so` provides. The app descriptor names `image`, which the
+/// soft device's ISA mode runs.
+fn build_soft_app(opts: &Options, image: &std::path::Path) -> Result<PathBuf> {
     let built = nested::Build {
         package: &opts.package,
         lib_name: &opts.lib_name,
@@ -221,6 +249,7 @@ fn build_soft_app(opts: &Options) -> Result<PathBuf> {
         features: &["soft-app"],
         target_dir: &opts.cargo_target_dir.with_file_name("soft-cargo"),
         profile: &[("PANIC", "abort")],
+        env: &[(IMAGE_ENV, image.as_os_str())],
     }
     .run()?;
     let lib = opts

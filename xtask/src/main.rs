@@ -2,6 +2,7 @@
 
 mod bench;
 mod build_dpa;
+mod dpa_image;
 mod fuzz;
 mod nested;
 mod sdk_checks;
@@ -83,6 +84,8 @@ fn parse_build_dpa(args: &[String]) -> Result<build_dpa::Options> {
     for arg in args {
         match arg.as_str() {
             "--release" => opts = build_dpa::Options::shipped_kernels(true),
+            // The ISA-mode fault tests' kernels (what `cargo xtask test` builds).
+            "--faulty-fixture" => opts = build_dpa::Options::faulty_fixture(),
             other => return Err(format!("build-dpa: unknown option `{other}`\n\n{USAGE}")),
         }
     }

@@ -27,6 +27,8 @@ pub struct Build<'a> {
     pub target_dir: &'a Path,
     /// Profile settings (`LTO`, `PANIC`, …) for the chosen profile.
     pub profile: &'a [(&'a str, &'a str)],
+    /// Environment variables for the build (after the scrub), e.g. what build scripts read.
+    pub env: &'a [(&'a str, &'a std::ffi::OsStr)],
 }
 
 impl Build<'_> {
@@ -58,6 +60,9 @@ impl Build<'_> {
         let profile = if self.release { "RELEASE" } else { "DEV" };
         for (key, value) in self.profile {
             cmd.env(format!("CARGO_PROFILE_{profile}_{key}"), value);
+        }
+        for (key, value) in self.env {
+            cmd.env(key, value);
         }
         let extension = if self.crate_type == "cdylib" {
             ".so"

@@ -56,6 +56,7 @@ pub fn run(prefix: &Path) -> Result<PathBuf> {
         features: &[],
         target_dir: &workspace_root().join("target").join("soft-sdk-cargo"),
         profile: &[],
+        env: &[],
     }
     .run()?;
     let include = prefix.join("include");

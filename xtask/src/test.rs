@@ -30,6 +30,8 @@ pub fn run() -> Result {
     )?;
     let report = build_dpa::build(&build_dpa::Options::shipped_kernels(true))?;
     print!("{}", report.table());
+    // The image of kernels that misbehave, for the ISA-mode fault tests.
+    build_dpa::build(&build_dpa::Options::faulty_fixture())?;
     // The checked-in bindings (for machines without libclang) are what bindgen generates.
     cargo(
         &["build", "-p", "dpakit-sys"],

@@ -147,7 +147,12 @@ pub unsafe extern "C" fn doca_dpa_start(dpa: *mut doca_dpa) -> doca_error_t {
         let mut builder = Dpa::builder(&d.dev()?.dev)
             .app(app)
             .sched_mode(soft.mode)
-            .pin_workers(soft.pin);
+            .pin_workers(soft.pin)
+            .exec_mode(soft.exec)
+            .isa_budget(soft.isa.budget);
+        if let Some(image) = soft.isa.image {
+            builder = builder.isa_image(image);
+        }
         if let Some(n) = soft.workers {
             builder = builder.workers(n);
         }

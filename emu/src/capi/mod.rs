@@ -35,6 +35,7 @@ mod producer;
 pub(crate) mod registry;
 mod server;
 mod soft;
+mod soft_isa;
 mod task;
 pub mod types;
 
@@ -56,6 +57,7 @@ pub use pe::*;
 pub use producer::*;
 pub use server::*;
 pub use soft::*;
+pub use soft_isa::*;
 
 use crate::error::{Error, ErrorCode, Result, err};
 use std::cell::RefCell;

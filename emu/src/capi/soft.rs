@@ -4,7 +4,7 @@
 use super::dpa;
 use super::types::*;
 use super::{call, last_error, out};
-use crate::dpa::{Ending, SchedMode, pin_current_thread};
+use crate::dpa::{Ending, ExecMode, IsaConfig, SchedMode, pin_current_thread};
 use crate::error::{ErrorCode, Result, bail};
 use std::ffi::c_char;
 use std::sync::OnceLock;
@@ -15,6 +15,8 @@ pub(crate) struct SoftConfig {
     pub mode: SchedMode,
     pub workers: Option<usize>,
     pub pin: Vec<usize>,
+    pub exec: ExecMode,
+    pub isa: IsaConfig,
 }
 
 impl SoftConfig {
@@ -28,6 +30,8 @@ impl SoftConfig {
                     mode: SchedMode::BusyPoll,
                     workers: None,
                     pin: Vec::new(),
+                    exec: ExecMode::Native,
+                    isa: IsaConfig::default(),
                 };
                 let warn = |var: &str, value: &str, why: &str| {
                     eprintln!("dpakit soft device: ignoring {var}={value}: {why}");
@@ -45,6 +49,23 @@ impl SoftConfig {
                             "DPAKIT_SOFT_WORKERS",
                             &v,
                             &format!("a worker count is 1..={MAX_WORKERS}"),
+                        ),
+                    }
+                }
+                if let Ok(v) = std::env::var("DPAKIT_SOFT_EXEC") {
+                    match v.as_str() {
+                        "native" => cfg.exec = ExecMode::Native,
+                        "isa" => cfg.exec = ExecMode::Isa,
+                        _ => warn("DPAKIT_SOFT_EXEC", &v, "use native or isa"),
+                    }
+                }
+                if let Ok(v) = std::env::var("DPAKIT_SOFT_ISA_BUDGET") {
+                    match v.parse::<u64>() {
+                        Ok(n) if n > 0 => cfg.isa.budget = n,
+                        _ => warn(
+                            "DPAKIT_SOFT_ISA_BUDGET",
+                            &v,
+                            "an instruction budget is a positive number",
                         ),
                     }
                 }

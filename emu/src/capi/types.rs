@@ -14,6 +14,7 @@ pub type doca_task_submit_flag = c_uint;
 pub type doca_dpa_dev_log_level = c_uint;
 pub type doca_dpa_dev_log_level_t = doca_dpa_dev_log_level;
 pub type dpakit_soft_sched_mode = c_uint;
+pub type dpakit_soft_exec_mode = c_uint;
 pub type dpakit_soft_ending = c_uint;
 
 pub type doca_event_handle_t = c_int;
@@ -187,6 +188,16 @@ pub struct dpakit_soft_dpa_stats {
     pub activations: u64,
     pub workers: u32,
     pub reserved: u32,
+}
+
+/// `struct dpakit_soft_isa_profile`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct dpakit_soft_isa_profile {
+    pub activations: u64,
+    pub instructions: u64,
+    pub max_instructions: u64,
+    pub device_calls: u64,
 }
 
 pub const DOCA_CTX_STATE_IDLE: doca_ctx_states = 0;

@@ -175,10 +175,28 @@ pub(crate) fn run_thread(dpa: &Arc<DpaShared>, thread: &ThreadShared) -> Ending 
         ));
         return Ending::Fault;
     };
-    let entry = thread.entry;
     let arg = thread.arg;
-    let (ending, _, stack) =
-        run_on_stack(dpa, Some(thread), thread.name, stack, move || entry(arg));
+    let (ending, stack) = if dpa.isa.is_some() && thread.isa_entry != 0 {
+        let (isa_entry, dpa_ptr, thread_ptr) = (
+            thread.isa_entry,
+            Arc::as_ptr(dpa),
+            thread as *const ThreadShared,
+        );
+        let body = move || {
+            // SAFETY: the DPA and the thread outlive the activation (the caller holds both).
+            let (dpa, thread) = unsafe { (&*dpa_ptr, &*thread_ptr) };
+            if let Some(program) = &dpa.isa {
+                super::isa_mode::run(program, &thread.isa_counters, isa_entry, &[arg]);
+            }
+        };
+        let (ending, _, stack) = run_on_stack(dpa, Some(thread), thread.name, stack, body);
+        (ending, stack)
+    } else {
+        let entry = thread.entry;
+        let (ending, _, stack) =
+            run_on_stack(dpa, Some(thread), thread.name, stack, move || entry(arg));
+        (ending, stack)
+    };
     // SAFETY: still ACTIVE.
     unsafe { thread.put_stack(stack) };
     ending

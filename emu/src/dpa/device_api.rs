@@ -217,7 +217,7 @@ fn deliver(
 // ---- Comch MsgQ, DPA consumer side ----
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_comch_consumer_ack(consumer: u64, num_msgs: u32) {
+pub(crate) extern "C" fn doca_dpa_dev_comch_consumer_ack(consumer: u64, num_msgs: u32) {
     with_current("doca_dpa_dev_comch_consumer_ack", |cur| {
         let c = dpa_consumer(cur, consumer);
         if let Err(current) = c.ack(num_msgs) {
@@ -234,7 +234,7 @@ extern "C" fn doca_dpa_dev_comch_consumer_ack(consumer: u64, num_msgs: u32) {
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_comch_consumer_get_completion(
+pub(crate) extern "C" fn doca_dpa_dev_comch_consumer_get_completion(
     consumer_comp: u64,
     comp_element: *mut u64,
 ) -> c_int {
@@ -277,7 +277,7 @@ fn consumer_message<'a>(cur: &Current<'a>, e: u64, function: &str) -> Polled<'a>
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_comch_consumer_get_completion_imm(
+pub(crate) extern "C" fn doca_dpa_dev_comch_consumer_get_completion_imm(
     comp_element: u64,
     imm_length: *mut u32,
 ) -> *const u8 {
@@ -294,7 +294,9 @@ extern "C" fn doca_dpa_dev_comch_consumer_get_completion_imm(
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_comch_consumer_get_completion_producer_id(comp_element: u64) -> u32 {
+pub(crate) extern "C" fn doca_dpa_dev_comch_consumer_get_completion_producer_id(
+    comp_element: u64,
+) -> u32 {
     const F: &str = "doca_dpa_dev_comch_consumer_get_completion_producer_id";
     with_current(F, |cur| {
         consumer_message(cur, comp_element, F).producer_id() & ((1 << PRODUCER_ID_BITS) - 1)
@@ -302,7 +304,10 @@ extern "C" fn doca_dpa_dev_comch_consumer_get_completion_producer_id(comp_elemen
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_comch_consumer_completion_ack(consumer_comp: u64, num_comp: u64) {
+pub(crate) extern "C" fn doca_dpa_dev_comch_consumer_completion_ack(
+    consumer_comp: u64,
+    num_comp: u64,
+) {
     with_current("doca_dpa_dev_comch_consumer_completion_ack", |cur| {
         let cc = consumer_completion(cur, consumer_comp);
         require_owner(
@@ -321,7 +326,9 @@ extern "C" fn doca_dpa_dev_comch_consumer_completion_ack(consumer_comp: u64, num
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_comch_consumer_completion_request_notification(consumer_comp: u64) {
+pub(crate) extern "C" fn doca_dpa_dev_comch_consumer_completion_request_notification(
+    consumer_comp: u64,
+) {
     with_current(
         "doca_dpa_dev_comch_consumer_completion_request_notification",
         |cur| {
@@ -335,7 +342,7 @@ extern "C" fn doca_dpa_dev_comch_consumer_completion_request_notification(consum
 // ---- Comch MsgQ, DPA producer side ----
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_comch_producer_is_consumer_empty(
+pub(crate) extern "C" fn doca_dpa_dev_comch_producer_is_consumer_empty(
     producer: u64,
     consumer_id: u32,
 ) -> c_int {
@@ -352,7 +359,7 @@ extern "C" fn doca_dpa_dev_comch_producer_is_consumer_empty(
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_comch_producer_post_send_imm_only(
+pub(crate) extern "C" fn doca_dpa_dev_comch_producer_post_send_imm_only(
     producer: u64,
     consumer_id: u32,
     imm: *const u8,
@@ -369,7 +376,7 @@ extern "C" fn doca_dpa_dev_comch_producer_post_send_imm_only(
 
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
-extern "C" fn doca_dpa_dev_comch_producer_dma_copy(
+pub(crate) extern "C" fn doca_dpa_dev_comch_producer_dma_copy(
     producer: u64,
     consumer_id: u32,
     dst_mmap: u32,
@@ -461,7 +468,7 @@ extern "C" fn doca_dpa_dev_comch_producer_dma_copy(
 // ---- Memory ----
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_mmap_get_external_ptr(mmap: u32, addr: u64) -> u64 {
+pub(crate) extern "C" fn doca_dpa_dev_mmap_get_external_ptr(mmap: u32, addr: u64) -> u64 {
     with_current("doca_dpa_dev_mmap_get_external_ptr", |cur| {
         let checked = with_mmaps(cur.dpa, [mmap], |[view]| match view {
             None => Err(format!(
@@ -486,7 +493,10 @@ extern "C" fn doca_dpa_dev_mmap_get_external_ptr(mmap: u32, addr: u64) -> u64 {
 // ---- DPA completions ----
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_get_completion(dpa_comp: u64, comp_element: *mut u64) -> c_int {
+pub(crate) extern "C" fn doca_dpa_dev_get_completion(
+    dpa_comp: u64,
+    comp_element: *mut u64,
+) -> c_int {
     with_current("doca_dpa_dev_get_completion", |cur| {
         let c = dpa_completion(cur, dpa_comp);
         require_owner(cur, &c.notifier, "doca_dpa_dev_get_completion");
@@ -526,17 +536,17 @@ fn completion_word(e: u64, word: usize, function: &str) -> u32 {
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_get_completion_type(comp_element: u64) -> u32 {
+pub(crate) extern "C" fn doca_dpa_dev_get_completion_type(comp_element: u64) -> u32 {
     completion_word(comp_element, 0, "doca_dpa_dev_get_completion_type")
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_get_completion_user_data(comp_element: u64) -> u32 {
+pub(crate) extern "C" fn doca_dpa_dev_get_completion_user_data(comp_element: u64) -> u32 {
     completion_word(comp_element, 1, "doca_dpa_dev_get_completion_user_data")
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_completion_ack(dpa_comp: u64, num_comp: u64) {
+pub(crate) extern "C" fn doca_dpa_dev_completion_ack(dpa_comp: u64, num_comp: u64) {
     with_current("doca_dpa_dev_completion_ack", |cur| {
         let c = dpa_completion(cur, dpa_comp);
         require_owner(cur, &c.notifier, "doca_dpa_dev_completion_ack");
@@ -551,7 +561,7 @@ extern "C" fn doca_dpa_dev_completion_ack(dpa_comp: u64, num_comp: u64) {
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_completion_request_notification(dpa_comp: u64) {
+pub(crate) extern "C" fn doca_dpa_dev_completion_request_notification(dpa_comp: u64) {
     with_current("doca_dpa_dev_completion_request_notification", |cur| {
         let c = dpa_completion(cur, dpa_comp);
         require_owner(
@@ -576,7 +586,7 @@ fn require_thread(cur: &Current<'_>, function: &str) {
 }
 
 #[unsafe(no_mangle)]
-extern "C-unwind" fn doca_dpa_dev_thread_reschedule() -> ! {
+pub(crate) extern "C-unwind" fn doca_dpa_dev_thread_reschedule() -> ! {
     with_current("doca_dpa_dev_thread_reschedule", |cur| {
         require_thread(cur, "doca_dpa_dev_thread_reschedule");
         cur.end(Ending::Reschedule)
@@ -584,7 +594,7 @@ extern "C-unwind" fn doca_dpa_dev_thread_reschedule() -> ! {
 }
 
 #[unsafe(no_mangle)]
-extern "C-unwind" fn doca_dpa_dev_thread_finish() -> ! {
+pub(crate) extern "C-unwind" fn doca_dpa_dev_thread_finish() -> ! {
     with_current("doca_dpa_dev_thread_finish", |cur| {
         require_thread(cur, "doca_dpa_dev_thread_finish");
         cur.end(Ending::Finish)
@@ -592,7 +602,7 @@ extern "C-unwind" fn doca_dpa_dev_thread_finish() -> ! {
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_thread_notify(notify_comp: u64) {
+pub(crate) extern "C" fn doca_dpa_dev_thread_notify(notify_comp: u64) {
     with_current("doca_dpa_dev_thread_notify", |cur| {
         let n = lookup(
             cur,
@@ -606,7 +616,7 @@ extern "C" fn doca_dpa_dev_thread_notify(notify_comp: u64) {
 }
 
 #[unsafe(no_mangle)]
-extern "C" fn doca_dpa_dev_thread_get_local_storage() -> u64 {
+pub(crate) extern "C" fn doca_dpa_dev_thread_get_local_storage() -> u64 {
     with_current("doca_dpa_dev_thread_get_local_storage", |cur| {
         match cur.thread {
             Some(t) => t.local_storage.load(Ordering::Relaxed),
@@ -621,7 +631,7 @@ extern "C" fn doca_dpa_dev_thread_get_local_storage() -> u64 {
 // ---- Logging: doca_dpa_dev_log is variadic, so C (csrc/dev_log.c) formats and calls this. ----
 
 #[unsafe(no_mangle)]
-extern "C" fn dpakit_emu_dev_log(level: u32, message: *const c_char, len: usize) {
+pub(crate) extern "C" fn dpakit_emu_dev_log(level: u32, message: *const c_char, len: usize) {
     // SAFETY: the C shim passes a buffer of `len` formatted bytes.
     let bytes = unsafe { std::slice::from_raw_parts(message.cast::<u8>(), len) };
     let text = String::from_utf8_lossy(bytes);

@@ -5,7 +5,7 @@
 //! inside one live allocation.
 
 use super::DpaShared;
-use super::grace::Grace;
+use super::grace::{Grace, Snapshot};
 use crate::dev::Dev;
 use crate::error::{Result, bail};
 use crate::mmap::Mmap;
@@ -21,11 +21,24 @@ pub use dpakit_abi::handles::DevPtr;
 #[derive(Clone, Copy)]
 struct Line([u8; 64]);
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Allocations {
     /// Start address → (storage, requested length).
     by_addr: BTreeMap<u64, (Box<[Line]>, usize)>,
     total: usize,
+    /// Freed storage a kernel running in ISA mode may still be reading: dropped once the
+    /// context's workers and host readers have passed a quiescent point.
+    retired: Vec<(Box<[Line]>, Snapshot)>,
+}
+
+impl std::fmt::Debug for Allocations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Allocations")
+            .field("live", &self.by_addr.len())
+            .field("total", &self.total)
+            .field("retired", &self.retired.len())
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for Line {
@@ -74,11 +87,16 @@ impl DeviceMemory {
         Ok(DevPtr(addr))
     }
 
-    pub(crate) fn free(&self, ptr: DevPtr) -> Result<()> {
+    /// `doca_dpa_mem_free`: the address is invalid at once; the storage goes after a grace
+    /// period of `grace` (an ISA-mode activation checks an address, then reads it).
+    pub(crate) fn free(&self, ptr: DevPtr, grace: &Grace) -> Result<()> {
         let mut a = self.allocations.lock().unwrap_or_else(|p| p.into_inner());
+        a.retired
+            .retain_mut(|(_, snapshot)| !grace.elapsed(snapshot));
         match a.by_addr.remove(&ptr.raw()) {
-            Some((_, size)) => {
+            Some((storage, size)) => {
                 a.total -= size;
+                a.retired.push((storage, grace.snapshot()));
                 Ok(())
             }
             None => bail!(
@@ -87,6 +105,15 @@ impl DeviceMemory {
                 ptr.raw()
             ),
         }
+    }
+
+    /// The live allocation `[start, end)` holding `[addr, addr + len)`, if one does. Its
+    /// storage stays valid until the caller's next quiescent point, even if it is freed.
+    pub(crate) fn allocation_containing(&self, addr: u64, len: u64) -> Option<(u64, u64)> {
+        let a = self.allocations.lock().unwrap_or_else(|p| p.into_inner());
+        let (&start, (_, size)) = a.by_addr.range(..=addr).next_back()?;
+        let end = start + *size as u64;
+        (addr.checked_add(len)? <= end).then_some((start, end))
     }
 
     /// Runs `f` on the range `[ptr, ptr + len)` if it lies inside one live allocation.
@@ -260,8 +287,12 @@ mod tests {
             ErrorCode::InvalidValue
         );
         m.memset(DevPtr(p.raw() + 50), 1, 50).unwrap();
-        m.free(p).unwrap();
-        assert_eq!(m.free(p).unwrap_err().code(), ErrorCode::InvalidValue);
+        let grace = Grace::new(0);
+        m.free(p, &grace).unwrap();
+        assert_eq!(
+            m.free(p, &grace).unwrap_err().code(),
+            ErrorCode::InvalidValue
+        );
         assert_eq!(
             m.d2h(&mut out, p).unwrap_err().code(),
             ErrorCode::InvalidValue
@@ -287,7 +318,7 @@ mod tests {
         let m = DeviceMemory::new(1000);
         let p = m.alloc(600).unwrap();
         assert_eq!(m.alloc(600).unwrap_err().code(), ErrorCode::NoMemory);
-        m.free(p).unwrap();
+        m.free(p, &Grace::new(0)).unwrap();
         m.alloc(600).unwrap();
         assert_eq!(m.alloc(0).unwrap_err().code(), ErrorCode::InvalidValue);
     }

@@ -13,6 +13,7 @@ mod element;
 mod fatal;
 pub(crate) mod grace;
 pub(crate) mod isa;
+pub(crate) mod isa_mode;
 pub(crate) mod memory;
 pub(crate) mod parking;
 pub(crate) mod sched;
@@ -39,6 +40,7 @@ pub use activation::Ending;
 pub use completion::{
     ConsumerCompletion, ConsumerCompletionBuilder, DpaCompletion, NotificationCompletion,
 };
+pub use isa_mode::{DEFAULT_BUDGET as ISA_DEFAULT_BUDGET, ExecMode, IsaConfig, Profile};
 pub use memory::DevPtr;
 pub use sched::{SchedMode, SchedStats, TRACE_CAPACITY, TraceEvent, pin_current_thread};
 pub use thread::{DpaThread, DpaThreadBuilder};
@@ -71,6 +73,8 @@ pub struct AppKernel {
 pub struct App {
     name: &'static str,
     kernels: Vec<AppKernel>,
+    /// The app's DPA image (riscv64), which ISA mode runs, when the app names one.
+    image: Option<std::path::PathBuf>,
 }
 
 impl App {
@@ -79,7 +83,20 @@ impl App {
         Self {
             name,
             kernels: Vec::new(),
+            image: None,
         }
+    }
+
+    /// Names the app's DPA image: the riscv64 executable `cargo xtask build-dpa` links, which the
+    /// soft device runs in ISA mode.
+    pub fn image(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.image = Some(path.into());
+        self
+    }
+
+    /// The DPA image the app names, if any.
+    pub fn image_path(&self) -> Option<&std::path::Path> {
+        self.image.as_deref()
     }
 
     /// Adds a thread kernel.
@@ -108,9 +125,23 @@ impl App {
     /// read without trusting the pointer (`INVALID_VALUE` for anything that is not one).
     pub fn from_symbol(app: *const std::ffi::c_void) -> Result<App> {
         use crate::checked_read::{intern, read_array, read_c_string, read_value};
-        let app = app.cast::<SoftApp>();
-        // SAFETY: SoftApp holds integers and raw pointers, valid for any bits.
-        let desc = unsafe { read_value(app, "the DPA app") }?;
+        // The fields every version has; `image` follows from version 2 on.
+        #[derive(Clone, Copy)]
+        #[repr(C)]
+        struct Header {
+            magic: u64,
+            version: u32,
+            num_kernels: u32,
+            name: *const std::ffi::c_char,
+            kernels: *const SoftKernel,
+        }
+        const _: () = assert!(
+            std::mem::offset_of!(SoftApp, image) == size_of::<Header>()
+                && std::mem::offset_of!(SoftApp, kernels) == std::mem::offset_of!(Header, kernels)
+        );
+        let header = app.cast::<Header>();
+        // SAFETY: Header holds integers and raw pointers, valid for any bits.
+        let desc = unsafe { read_value(header, "the DPA app") }?;
         if desc.magic != SoftApp::MAGIC {
             bail!(
                 InvalidValue,
@@ -119,7 +150,7 @@ impl App {
                  `cargo xtask build-dpa`)"
             );
         }
-        if desc.version != SoftApp::VERSION {
+        if desc.version != SoftApp::VERSION && desc.version != SoftApp::VERSION_1 {
             bail!(
                 UnsupportedVersion,
                 "DPA app descriptor version {} is not {} (rebuild the app with this dpakit)",
@@ -127,6 +158,29 @@ impl App {
                 SoftApp::VERSION
             );
         }
+        let image = if desc.version >= 2 {
+            // SAFETY: a pointer is valid for any bits; the read is checked.
+            let path = unsafe {
+                read_value(
+                    app.cast::<u8>()
+                        .wrapping_add(size_of::<Header>())
+                        .cast::<*const std::ffi::c_char>(),
+                    "the DPA app's image",
+                )
+            }?;
+            (!path.is_null())
+                .then(|| {
+                    crate::checked_read::read_c_string_limited(
+                        path,
+                        4096,
+                        "the DPA app's image path",
+                    )
+                })
+                .transpose()?
+                .map(std::path::PathBuf::from)
+        } else {
+            None
+        };
         if desc.num_kernels > 4096 {
             bail!(
                 InvalidValue,
@@ -178,7 +232,11 @@ impl App {
                 num_args: k.num_args,
             });
         }
-        Ok(App { name, kernels })
+        Ok(App {
+            name,
+            kernels,
+            image,
+        })
     }
 
     /// The app's name.
@@ -268,6 +326,8 @@ pub(crate) struct DpaShared {
     pub threads: Table<ThreadShared>,
     pub sched: Scheduler,
     pub memory: DeviceMemory,
+    /// The loaded DPA image in ISA mode; `None` in native mode.
+    pub isa: Option<isa_mode::Program>,
     fatal: Fatal<Error>,
 }
 
@@ -332,6 +392,8 @@ pub struct DpaBuilder {
     dev: crate::dev::Dev,
     app: Option<App>,
     sched: SchedulerConfig,
+    exec: ExecMode,
+    isa: IsaConfig,
     on_state_changed: Option<crate::ctx::StateChangedCb>,
 }
 
@@ -341,6 +403,8 @@ impl fmt::Debug for DpaBuilder {
             .field("dev", &self.dev)
             .field("app", &self.app)
             .field("sched", &self.sched)
+            .field("exec", &self.exec)
+            .field("isa", &self.isa)
             .finish()
     }
 }
@@ -394,6 +458,26 @@ impl DpaBuilder {
         self
     }
 
+    /// How kernels run: as host code (native, the default) or from the app's DPA image in the
+    /// RV64IMAC interpreter (ISA), every access checked.
+    pub fn exec_mode(mut self, mode: ExecMode) -> Self {
+        self.exec = mode;
+        self
+    }
+
+    /// ISA mode: the image to run instead of `DPAKIT_SOFT_DPA_IMAGE` or the one the app names.
+    pub fn isa_image(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.isa.image = Some(path.into());
+        self
+    }
+
+    /// ISA mode: instructions one activation may retire before it is stopped as a runaway loop
+    /// ([`ISA_DEFAULT_BUDGET`] by default).
+    pub fn isa_budget(mut self, instructions: u64) -> Self {
+        self.isa.budget = instructions;
+        self
+    }
+
     /// `doca_ctx_set_state_changed_cb`: called on every state transition, including the move to
     /// STOPPING after a fatal error (from the thread that hit it).
     pub fn on_state_changed(
@@ -413,6 +497,10 @@ impl DpaBuilder {
             );
         };
         self.dev.as_devinfo().dpa_cap_is_supported()?;
+        let isa = match self.exec {
+            ExecMode::Native => None,
+            ExecMode::Isa => Some(isa_mode::Program::load(&self.isa, &app)?),
+        };
         use crate::limits::DPA_MAX_THREADS;
         let id = NEXT_DPA_ID.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new_cyclic(|weak| DpaShared {
@@ -430,6 +518,7 @@ impl DpaBuilder {
             threads: Table::new(DPA_MAX_THREADS),
             sched: Scheduler::new(self.sched, weak.clone()),
             memory: DeviceMemory::new(crate::limits::DPA_MAX_MEMORY),
+            isa,
             fatal: Fatal::new(),
         });
         device_api::keep_linked();
@@ -454,6 +543,8 @@ impl Dpa {
             dev: dev.clone(),
             app: None,
             sched: SchedulerConfig::default(),
+            exec: ExecMode::Native,
+            isa: IsaConfig::default(),
             on_state_changed: None,
         }
     }
@@ -502,6 +593,10 @@ impl Dpa {
             .app
             .require(kernel.func() as usize, KernelKind::Rpc)?
             .name;
+        if self.shared.isa.is_some() {
+            let args = F::to_array(args);
+            return self.rpc_isa(name, &args[..F::NUM_ARGS]);
+        }
         let entry = kernel.entry();
         activation::run_rpc(&self.shared, name, move || entry.invoke(args))
     }
@@ -519,6 +614,9 @@ impl Dpa {
                 kernel.num_args,
                 args.len()
             );
+        }
+        if self.shared.isa.is_some() {
+            return self.rpc_isa(kernel.name, args);
         }
         let a = {
             let mut a = [0u64; RPC_MAX_ARGS];
@@ -548,6 +646,39 @@ impl Dpa {
         activation::run_rpc(&self.shared, kernel.name, body)
     }
 
+    /// Runs RPC kernel `name` from the image (ISA mode).
+    fn rpc_isa(&self, name: &'static str, args: &[u64]) -> Result<u64> {
+        let program = self.shared.isa.as_ref().expect("ISA mode");
+        let entry = program.entry(name)?;
+        let mut a = [0u64; RPC_MAX_ARGS];
+        a[..args.len()].copy_from_slice(args);
+        let n = args.len();
+        let shared = self.shared.clone();
+        activation::run_rpc(&self.shared, name, move || {
+            let program = shared.isa.as_ref().expect("ISA mode");
+            isa_mode::run(program, &program.rpcs, entry, &a[..n])
+        })
+    }
+
+    /// How the context runs its kernels.
+    pub fn exec_mode(&self) -> ExecMode {
+        if self.shared.isa.is_some() {
+            ExecMode::Isa
+        } else {
+            ExecMode::Native
+        }
+    }
+
+    /// ISA mode: the image the context runs.
+    pub fn isa_image(&self) -> Option<&std::path::Path> {
+        self.shared.isa.as_ref().map(|p| p.path.as_path())
+    }
+
+    /// ISA mode: what the interpreter counted for the context's RPCs (`None` in native mode).
+    pub fn isa_rpc_profile(&self) -> Option<Profile> {
+        self.shared.isa.as_ref().map(|p| p.rpcs.snapshot())
+    }
+
     /// `doca_dpa_get_dpa_handle`: the context's number, which kernels would pass to
     /// `doca_dpa_dev_device_set`.
     pub fn dpa_handle(&self) -> u64 {
@@ -567,7 +698,7 @@ impl Dpa {
 
     /// `doca_dpa_mem_free`.
     pub fn mem_free(&self, ptr: DevPtr) -> Result<()> {
-        self.shared.memory.free(ptr)
+        self.shared.memory.free(ptr, &self.shared.sched.grace)
     }
 
     /// `doca_dpa_h2d_memcpy`: copies `src` to device memory at `dst`.

@@ -54,6 +54,10 @@ pub(crate) struct ThreadShared {
     pub index: usize,
     pub name: &'static str,
     pub entry: ThreadEntry,
+    /// ISA mode: the kernel's address in the DPA image (0 in native mode).
+    pub isa_entry: u64,
+    /// ISA mode: what the interpreter counted for this thread.
+    pub isa_counters: super::isa_mode::Counters,
     pub arg: u64,
     pub local_storage: AtomicU64,
     pub state: ThreadState,
@@ -217,8 +221,13 @@ impl DpaThreadBuilder<'_> {
     pub fn start(self) -> Result<DpaThread> {
         let dpa = &self.dpa.shared;
         dpa.require_running("create a DPA thread")?;
-        dpa.app
+        let kernel = dpa
+            .app
             .require(self.entry as usize, super::KernelKind::Thread)?;
+        let isa_entry = match &dpa.isa {
+            Some(program) => program.entry(kernel.name)?,
+            None => 0,
+        };
         let stack = DefaultStack::new(STACK_SIZE).map_err(|e| {
             crate::error::err(
                 crate::error::ErrorCode::NoMemory,
@@ -231,6 +240,8 @@ impl DpaThreadBuilder<'_> {
                 index,
                 name: self.name,
                 entry: self.entry,
+                isa_entry,
+                isa_counters: Default::default(),
                 arg: self.arg,
                 local_storage: AtomicU64::new(self.local_storage),
                 state: ThreadState::new(),
@@ -294,6 +305,16 @@ impl DpaThread {
             arg,
             local_storage: 0,
         })
+    }
+
+    /// ISA mode: what the interpreter counted for this thread's activations (`None` in native
+    /// mode).
+    pub fn isa_profile(&self) -> Option<super::Profile> {
+        self.dpa
+            .shared
+            .isa
+            .is_some()
+            .then(|| self.shared.isa_counters.snapshot())
     }
 
     /// `doca_dpa_thread_run`: from now on notifications trigger the kernel. A notification that

@@ -1,0 +1,263 @@
+//! The memory a kernel may reach in ISA mode, checked on every access.
+//!
+//! A kernel reaches its image (code read-only and executable, read-only data, its globals), its
+//! stack, DPA memory of its context, the immediates the device API handed it, and the mmaps it
+//! asked external pointers for. Anything else — a wild pointer, a freed allocation, another
+//! context's memory, a write to its own code — is refused, and the interpreter turns the refusal
+//! into a fatal error naming the kernel, the instruction and the address.
+
+use super::image::Image;
+use crate::dpa::DpaShared;
+use crate::dpa::isa::Access;
+use crate::dpa::isa::{AmoOp, Bus, FaultReason, MemFault};
+use crate::dpa::memory::with_mmaps;
+use crate::sync::emulated::{self, Rmw};
+
+/// A range the kernel was found or given to reach.
+#[derive(Clone, Copy, Debug, Default)]
+struct Window {
+    start: u64,
+    end: u64,
+    write: bool,
+}
+
+impl Window {
+    #[inline]
+    fn contains(&self, addr: u64, size: u8) -> bool {
+        addr >= self.start && addr + u64::from(size) <= self.end
+    }
+}
+
+/// Immediates remembered per activation: a kernel may hold this many unacknowledged messages'
+/// immediates at once and still read the oldest.
+const IMMEDIATES: usize = 64;
+/// DPA memory allocations remembered per activation (looked up again when evicted).
+const ALLOCATIONS: usize = 8;
+/// mmaps a kernel asked external pointers for, per activation.
+const MMAPS: usize = 8;
+
+/// The checked view of memory for one activation.
+pub(crate) struct DeviceBus<'a> {
+    image: &'a Image,
+    stack: Window,
+    dpa: &'a DpaShared,
+    allocations: [Window; ALLOCATIONS],
+    next_allocation: usize,
+    immediates: [Window; IMMEDIATES],
+    next_immediate: usize,
+    mmaps: [u32; MMAPS],
+    next_mmap: usize,
+}
+
+impl<'a> DeviceBus<'a> {
+    /// The view of an activation of a kernel of `image` on `dpa`, with the stack `[start, end)`.
+    pub(crate) fn new(image: &'a Image, dpa: &'a DpaShared, stack: (u64, u64)) -> Self {
+        Self {
+            image,
+            stack: Window {
+                start: stack.0,
+                end: stack.1,
+                write: true,
+            },
+            dpa,
+            allocations: [Window::default(); ALLOCATIONS],
+            next_allocation: 0,
+            immediates: [Window::default(); IMMEDIATES],
+            next_immediate: 0,
+            mmaps: [0; MMAPS],
+            next_mmap: 0,
+        }
+    }
+
+    /// The device API handed the kernel an immediate at `[addr, addr + len)`: it may read it.
+    pub(crate) fn grant_immediate(&mut self, addr: u64, len: u64) {
+        self.immediates[self.next_immediate] = Window {
+            start: addr,
+            end: addr.saturating_add(len),
+            write: false,
+        };
+        self.next_immediate = (self.next_immediate + 1) % IMMEDIATES;
+    }
+
+    /// The kernel asked an external pointer into `mmap`: it may access the mmap's memory.
+    pub(crate) fn grant_mmap(&mut self, mmap: u32) {
+        if !self.mmaps.contains(&mmap) {
+            self.mmaps[self.next_mmap] = mmap;
+            self.next_mmap = (self.next_mmap + 1) % MMAPS;
+        }
+    }
+
+    /// The stack's lowest address (diagnostics: an access just below it is an overflow).
+    pub(crate) fn stack_start(&self) -> u64 {
+        self.stack.start
+    }
+
+    /// Checks an access that is not to mmap memory; `Ok(false)` when only an mmap could hold it.
+    #[inline]
+    fn check(&mut self, addr: u64, size: u8, access: Access) -> Result<bool, MemFault> {
+        let fault = |reason| MemFault {
+            addr,
+            size,
+            access,
+            reason,
+        };
+        let write = access != Access::Load;
+        if self.stack.contains(addr, size) {
+            return Ok(true);
+        }
+        let end = addr.checked_add(u64::from(size));
+        for s in &self.image.segments {
+            if addr >= s.start && end.is_some_and(|e| e <= s.end) {
+                return if write && !s.perm.write {
+                    Err(fault(FaultReason::ReadOnly))
+                } else {
+                    Ok(true)
+                };
+            }
+        }
+        for w in self.allocations.iter().chain(&self.immediates) {
+            if w.contains(addr, size) {
+                return if write && !w.write {
+                    Err(fault(FaultReason::ReadOnly))
+                } else {
+                    Ok(true)
+                };
+            }
+        }
+        if let Some((start, end)) = self.dpa.memory.allocation_containing(addr, u64::from(size)) {
+            self.allocations[self.next_allocation] = Window {
+                start,
+                end,
+                write: true,
+            };
+            self.next_allocation = (self.next_allocation + 1) % ALLOCATIONS;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Runs `f` if `[addr, addr + size)` is reachable for `access`; mmap memory stays registered
+    /// while `f` runs.
+    #[inline]
+    fn access<R>(
+        &mut self,
+        addr: u64,
+        size: u8,
+        access: Access,
+        f: impl FnOnce() -> R,
+    ) -> Result<R, MemFault> {
+        if self.check(addr, size, access)? {
+            return Ok(f());
+        }
+        let write = access != Access::Load;
+        let reason = with_mmaps(self.dpa, self.mmaps, |views| {
+            let view = views
+                .iter()
+                .flatten()
+                .find(|v| v.contains(addr, u64::from(size)));
+            match view {
+                None => Err(FaultReason::Unmapped),
+                Some(v) if write && !v.writable => Err(FaultReason::ReadOnly),
+                // The view keeps the mmap's memory registered until with_mmaps returns.
+                Some(_) => Ok(f()),
+            }
+        });
+        reason.map_err(|reason| MemFault {
+            addr,
+            size,
+            access,
+            reason,
+        })
+    }
+}
+
+fn rmw(op: AmoOp) -> Rmw {
+    match op {
+        AmoOp::Swap => Rmw::Swap,
+        AmoOp::Add => Rmw::Add,
+        AmoOp::Xor => Rmw::Xor,
+        AmoOp::And => Rmw::And,
+        AmoOp::Or => Rmw::Or,
+        AmoOp::Min => Rmw::Min,
+        AmoOp::Max => Rmw::Max,
+        AmoOp::Minu => Rmw::Minu,
+        AmoOp::Maxu => Rmw::Maxu,
+    }
+}
+
+impl Bus for DeviceBus<'_> {
+    #[inline]
+    fn fetch16(&mut self, addr: u64) -> Result<u16, MemFault> {
+        for s in &self.image.segments {
+            if s.perm.exec && addr >= s.start && addr + 2 <= s.end {
+                // SAFETY: inside a segment of the loaded image, which lives as long as the bus;
+                // the interpreter keeps pc 2-byte aligned.
+                return Ok(unsafe { emulated::load(addr, 2) } as u16);
+            }
+        }
+        Err(MemFault {
+            addr,
+            size: 2,
+            access: Access::Fetch,
+            reason: if self.check(addr, 2, Access::Load).unwrap_or(false) {
+                FaultReason::NotExecutable
+            } else {
+                FaultReason::Unmapped
+            },
+        })
+    }
+
+    #[inline]
+    fn load(&mut self, addr: u64, size: u8) -> Result<u64, MemFault> {
+        // SAFETY: `access` calls the closure only for a reachable, live range; the interpreter
+        // checked the alignment.
+        self.access(addr, size, Access::Load, || unsafe {
+            emulated::load(addr, size)
+        })
+    }
+
+    #[inline]
+    fn store(&mut self, addr: u64, size: u8, value: u64) -> Result<(), MemFault> {
+        // SAFETY: as in `load`, for a writable range.
+        self.access(addr, size, Access::Store, || unsafe {
+            emulated::store(addr, size, value)
+        })
+    }
+
+    fn amo(&mut self, addr: u64, size: u8, op: AmoOp, operand: u64) -> Result<u64, MemFault> {
+        // SAFETY: as in `store`.
+        self.access(addr, size, Access::Atomic, || unsafe {
+            emulated::rmw(addr, size, rmw(op), operand)
+        })
+    }
+
+    fn cas(&mut self, addr: u64, size: u8, expected: u64, new: u64) -> Result<bool, MemFault> {
+        // SAFETY: as in `store`.
+        self.access(addr, size, Access::Atomic, || unsafe {
+            emulated::compare_exchange(addr, size, expected, new)
+        })
+    }
+}
+
+impl DeviceBus<'_> {
+    /// Copies `out.len()` bytes from the kernel's memory at `addr` (a device function's input).
+    pub(crate) fn read_bytes(&mut self, addr: u64, out: &mut [u8]) -> Result<(), MemFault> {
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = self.load(addr.wrapping_add(i as u64), 1)? as u8;
+        }
+        Ok(())
+    }
+
+    /// Writes `value` (`size` bytes) for a device function's out-parameter.
+    pub(crate) fn write_out(&mut self, addr: u64, size: u8, value: u64) -> Result<(), MemFault> {
+        if addr % u64::from(size) != 0 {
+            return Err(MemFault {
+                addr,
+                size,
+                access: Access::Store,
+                reason: FaultReason::Misaligned,
+            });
+        }
+        self.store(addr, size, value)
+    }
+}

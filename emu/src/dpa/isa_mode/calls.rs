@@ -1,0 +1,204 @@
+//! Device calls from the interpreter: an `ecall` in a runtime stub, served by the device
+//! functions native mode runs.
+//!
+//! The stub's arguments are in the registers the RISC-V calling convention puts them in (a0–a7,
+//! then the stack). Handles and numbers pass straight through; pointers are device addresses,
+//! checked by the bus: inputs are copied in, out-parameters written back, and an immediate the
+//! device API returns becomes readable for the kernel.
+
+use super::bus::DeviceBus;
+use super::printf;
+use crate::dpa::device_api as native;
+use crate::dpa::isa::{Bus, Hart, MemFault};
+
+/// Registers of the calling convention.
+const SP: usize = 2;
+const A0: usize = 10;
+
+/// Declares [`DeviceFn`], one variant per DOCA device function, in the list's order (the order
+/// of `dpakit_dev::sys::DEVICE_API`).
+macro_rules! device_fn_enum {
+    ($( $(#[$doc:meta])* [$class:ident $abi:literal]
+        fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?; )*) => {
+        /// A DOCA device function a runtime stub stands for.
+        #[allow(non_camel_case_types)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum DeviceFn {
+            $($name,)*
+        }
+
+        impl DeviceFn {
+            /// Every device function, in `DEVICE_API` order.
+            pub(crate) const ALL: &[DeviceFn] = &[$(DeviceFn::$name),*];
+
+            /// Its C name.
+            pub(crate) fn name(self) -> &'static str {
+                match self {
+                    $(DeviceFn::$name => stringify!($name),)*
+                }
+            }
+        }
+    };
+}
+
+dpakit_dev::for_each_device_function!(device_fn_enum);
+
+/// The `n`th argument of the call (integer class): a0–a7, then 8-byte stack slots.
+fn arg(hart: &Hart, bus: &mut DeviceBus<'_>, n: usize) -> Result<u64, MemFault> {
+    if n < 8 {
+        Ok(hart.x[A0 + n])
+    } else {
+        bus.load(hart.x[SP].wrapping_add(8 * (n as u64 - 8)), 8)
+    }
+}
+
+/// Copies an immediate the kernel passes: at most 32 bytes are read; a longer length is passed
+/// on for the device function to refuse by its rule.
+fn immediate(
+    bus: &mut DeviceBus<'_>,
+    addr: u64,
+    len: u32,
+    buf: &mut [u8; 32],
+) -> Result<*const u8, MemFault> {
+    let n = (len as usize).min(buf.len());
+    if n == 0 {
+        return Ok(if addr == 0 {
+            std::ptr::null()
+        } else {
+            buf.as_ptr()
+        });
+    }
+    if addr == 0 {
+        // Null with a length: the device function names the rule.
+        return Ok(std::ptr::null());
+    }
+    bus.read_bytes(addr, &mut buf[..n])?;
+    Ok(buf.as_ptr())
+}
+
+/// Serves device call `f` with the hart's arguments and sets its return value. Functions that
+/// end the activation do not return.
+pub(crate) fn serve(f: DeviceFn, hart: &mut Hart, bus: &mut DeviceBus<'_>) -> Result<(), MemFault> {
+    use DeviceFn as D;
+    let a = |n: usize| hart.x[A0 + n];
+    let ret: u64 = match f {
+        D::doca_dpa_dev_comch_consumer_ack => {
+            native::doca_dpa_dev_comch_consumer_ack(a(0), a(1) as u32);
+            0
+        }
+        D::doca_dpa_dev_comch_consumer_get_completion => {
+            let mut element = 0u64;
+            let got = native::doca_dpa_dev_comch_consumer_get_completion(a(0), &mut element);
+            if got != 0 {
+                bus.write_out(a(1), 8, element)?;
+            }
+            got as i64 as u64
+        }
+        D::doca_dpa_dev_comch_consumer_get_completion_imm => {
+            let mut len = 0u32;
+            let imm = native::doca_dpa_dev_comch_consumer_get_completion_imm(a(0), &mut len);
+            bus.grant_immediate(imm as u64, u64::from(len));
+            if a(1) != 0 {
+                bus.write_out(a(1), 4, u64::from(len))?;
+            }
+            imm as u64
+        }
+        D::doca_dpa_dev_comch_consumer_get_completion_producer_id => {
+            u64::from(native::doca_dpa_dev_comch_consumer_get_completion_producer_id(a(0)))
+        }
+        D::doca_dpa_dev_comch_consumer_completion_ack => {
+            native::doca_dpa_dev_comch_consumer_completion_ack(a(0), a(1));
+            0
+        }
+        D::doca_dpa_dev_comch_consumer_completion_request_notification => {
+            native::doca_dpa_dev_comch_consumer_completion_request_notification(a(0));
+            0
+        }
+        D::doca_dpa_dev_comch_producer_is_consumer_empty => {
+            native::doca_dpa_dev_comch_producer_is_consumer_empty(a(0), a(1) as u32) as i64 as u64
+        }
+        D::doca_dpa_dev_comch_producer_post_send_imm_only => {
+            let mut buf = [0u8; 32];
+            let imm = immediate(bus, a(2), a(3) as u32, &mut buf)?;
+            native::doca_dpa_dev_comch_producer_post_send_imm_only(
+                a(0),
+                a(1) as u32,
+                imm,
+                a(3) as u32,
+                a(4) as u32,
+            );
+            0
+        }
+        D::doca_dpa_dev_comch_producer_dma_copy => {
+            let (imm_len, flags) = (arg(hart, bus, 8)? as u32, arg(hart, bus, 9)? as u32);
+            let mut buf = [0u8; 32];
+            let imm = immediate(bus, a(7), imm_len, &mut buf)?;
+            native::doca_dpa_dev_comch_producer_dma_copy(
+                a(0),
+                a(1) as u32,
+                a(2) as u32,
+                a(3),
+                a(4) as u32,
+                a(5),
+                a(6) as usize,
+                imm,
+                imm_len,
+                flags,
+            );
+            0
+        }
+        D::doca_dpa_dev_mmap_get_external_ptr => {
+            let ptr = native::doca_dpa_dev_mmap_get_external_ptr(a(0) as u32, a(1));
+            bus.grant_mmap(a(0) as u32);
+            ptr
+        }
+        D::doca_dpa_dev_get_completion => {
+            let mut element = 0u64;
+            let got = native::doca_dpa_dev_get_completion(a(0), &mut element);
+            if got != 0 {
+                bus.write_out(a(1), 8, element)?;
+            }
+            got as i64 as u64
+        }
+        D::doca_dpa_dev_get_completion_type => {
+            u64::from(native::doca_dpa_dev_get_completion_type(a(0)))
+        }
+        D::doca_dpa_dev_get_completion_user_data => {
+            u64::from(native::doca_dpa_dev_get_completion_user_data(a(0)))
+        }
+        D::doca_dpa_dev_completion_ack => {
+            native::doca_dpa_dev_completion_ack(a(0), a(1));
+            0
+        }
+        D::doca_dpa_dev_completion_request_notification => {
+            native::doca_dpa_dev_completion_request_notification(a(0));
+            0
+        }
+        D::doca_dpa_dev_thread_notify => {
+            native::doca_dpa_dev_thread_notify(a(0));
+            0
+        }
+        D::doca_dpa_dev_thread_get_local_storage => native::doca_dpa_dev_thread_get_local_storage(),
+        D::doca_dpa_dev_thread_reschedule => native::doca_dpa_dev_thread_reschedule(),
+        D::doca_dpa_dev_thread_finish => native::doca_dpa_dev_thread_finish(),
+        D::doca_dpa_dev_log => {
+            let mut text = [0u8; printf::MAX_MESSAGE];
+            let len = printf::format(hart, bus, &mut text)?;
+            native::dpakit_emu_dev_log(a(0) as u32, text.as_ptr().cast(), len);
+            0
+        }
+    };
+    hart.x[A0] = ret;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DeviceFn;
+
+    #[test]
+    fn the_enum_follows_the_device_api_list() {
+        let names: Vec<&str> = DeviceFn::ALL.iter().map(|f| f.name()).collect();
+        assert_eq!(names, dpakit_dev::sys::DEVICE_API);
+    }
+}

@@ -1,0 +1,293 @@
+//! ISA mode: kernels run from the DPA image, instruction by instruction.
+//!
+//! Native mode runs the kernels compiled for the host. ISA mode runs the riscv64 image `cargo
+//! xtask build-dpa` links — the code that would run on the DPA — in the soft device's RV64IMAC
+//! interpreter ([`isa`](super::isa)). Each DOCA device function is a runtime stub that traps
+//! into the soft device, which serves it with the code native mode uses ([`calls`]); every load
+//! and store is checked against the memory the kernel may reach ([`bus`]); an activation runs
+//! at most a budget of instructions. A bad address, a misaligned access, an illegal instruction
+//! or a runaway loop is a fatal error on the DPA context naming the kernel, the instruction and
+//! the address, never a fault of the host process.
+//!
+//! The interpreter counts the instructions each thread's activations retire and the device
+//! calls they make: the cost model [`Profile`] reports.
+
+mod bus;
+mod calls;
+mod image;
+mod printf;
+
+use super::activation::{Current, with_current};
+use super::isa::{Access, FaultReason, Hart, MemFault, Stop};
+use crate::error::{ErrorCode, Result};
+use crate::sync::Ordering;
+use crate::sync::plain::AtomicU64;
+use bus::DeviceBus;
+use calls::DeviceFn;
+use std::cell::Cell;
+use std::path::PathBuf;
+
+pub(crate) use image::Image;
+
+/// How a DPA context runs its kernels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExecMode {
+    /// Kernels compiled for the host run as host code (fastest).
+    #[default]
+    Native,
+    /// The app's riscv64 image runs in the RV64IMAC interpreter, every access checked.
+    Isa,
+}
+
+/// Instructions one activation may retire by default before it is stopped as a runaway loop.
+pub const DEFAULT_BUDGET: u64 = 100_000_000;
+
+/// Bytes of stack an ISA-mode activation has.
+pub const STACK_SIZE: usize = 64 * 1024;
+
+/// Where `ra` points when a kernel is entered: returning there ends the activation. Never an
+/// address of the host's user space.
+const EXIT_PC: u64 = 0xffff_ffff_ffff_f000;
+
+/// ISA-mode settings of a DPA context.
+#[derive(Clone, Debug)]
+pub struct IsaConfig {
+    /// The image to run, instead of `DPAKIT_SOFT_DPA_IMAGE` or the app's own.
+    pub image: Option<PathBuf>,
+    /// Instructions one activation may retire.
+    pub budget: u64,
+}
+
+impl Default for IsaConfig {
+    fn default() -> Self {
+        Self {
+            image: None,
+            budget: DEFAULT_BUDGET,
+        }
+    }
+}
+
+/// A DPA context's loaded image: per context, as its globals are.
+#[derive(Debug)]
+pub(crate) struct Program {
+    pub image: Image,
+    pub path: PathBuf,
+    budget: u64,
+    /// RPCs run in ISA mode.
+    pub rpcs: Counters,
+}
+
+impl Program {
+    /// Loads the image `config` or `app` names.
+    pub(crate) fn load(config: &IsaConfig, app: &super::App) -> Result<Program> {
+        if config.budget == 0 {
+            crate::error::bail!(InvalidValue, "an ISA instruction budget of 0 runs nothing");
+        }
+        let (image, path) = image::resolve(config.image.as_deref(), app)?;
+        Ok(Program {
+            image,
+            path,
+            budget: config.budget,
+            rpcs: Counters::default(),
+        })
+    }
+
+    /// The image address of kernel `name`: NOT_FOUND when the image lacks it.
+    pub(crate) fn entry(&self, name: &str) -> Result<u64> {
+        self.image.function(name).ok_or_else(|| {
+            crate::error::err(
+                ErrorCode::NotFound,
+                format!(
+                    "kernel `{name}` is not in the DPA image {} (rebuild it with `cargo xtask \
+                     build-dpa`, or name the image of this app)",
+                    self.path.display()
+                ),
+            )
+        })
+    }
+}
+
+/// What the interpreter counted for a thread (or a context's RPCs): the cost model.
+#[derive(Debug)]
+pub(crate) struct Counters {
+    pub activations: AtomicU64,
+    pub instructions: AtomicU64,
+    pub max_instructions: AtomicU64,
+    pub calls: [AtomicU64; DeviceFn::ALL.len()],
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self {
+            activations: AtomicU64::new(0),
+            instructions: AtomicU64::new(0),
+            max_instructions: AtomicU64::new(0),
+            calls: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+/// A snapshot of [`Counters`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    /// Activations (or RPC calls) run in ISA mode.
+    pub activations: u64,
+    /// Instructions they retired, device calls not included.
+    pub instructions: u64,
+    /// The most one activation retired.
+    pub max_instructions: u64,
+    /// Device calls by function, in `dpakit_dev::sys::DEVICE_API` order.
+    pub calls: Vec<u64>,
+}
+
+impl Profile {
+    /// Device calls made, all functions together.
+    pub fn device_calls(&self) -> u64 {
+        self.calls.iter().sum()
+    }
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self) -> Profile {
+        Profile {
+            activations: self.activations.load(Ordering::Relaxed),
+            instructions: self.instructions.load(Ordering::Relaxed),
+            max_instructions: self.max_instructions.load(Ordering::Relaxed),
+            calls: self
+                .calls
+                .iter()
+                .map(|c| c.load(Ordering::Relaxed))
+                .collect(),
+        }
+    }
+
+    /// Adds `n` retired instructions of the running activation, `total` so far.
+    #[inline]
+    fn retired(&self, n: u64, total: u64) {
+        // One writer (the activation's worker): plain load + store, no read-modify-write.
+        let add = |c: &AtomicU64, v: u64| c.store(c.load(Ordering::Relaxed) + v, Ordering::Relaxed);
+        add(&self.instructions, n);
+        if total > self.max_instructions.load(Ordering::Relaxed) {
+            self.max_instructions.store(total, Ordering::Relaxed);
+        }
+    }
+}
+
+thread_local! {
+    /// The stack ISA activations on this OS thread use: an activation starts from its kernel's
+    /// entry with an empty stack, and one OS thread runs one activation at a time. Allocated by
+    /// the first activation (warm-up), never freed while the thread lives.
+    static STACK: Cell<*mut u8> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// The `[start, end)` of this OS thread's ISA stack.
+fn stack() -> (u64, u64) {
+    let mut p = STACK.with(Cell::get);
+    if p.is_null() {
+        #[repr(C, align(16))]
+        struct Chunk([u8; 16]);
+        let chunks: Box<[Chunk]> = (0..STACK_SIZE / 16).map(|_| Chunk([0; 16])).collect();
+        p = Box::into_raw(chunks).cast::<u8>();
+        STACK.with(|s| s.set(p));
+    }
+    (p as u64, p as u64 + STACK_SIZE as u64)
+}
+
+/// Runs kernel code at `entry` with `args` in the current activation; returns a0 if it returns.
+/// Every other ending (a device call ending the activation, a fault) leaves through the
+/// activation and never returns here.
+pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u64]) -> u64 {
+    with_current("the ISA interpreter", |cur| {
+        let image = &program.image;
+        let (stack_start, stack_end) = stack();
+        let mut bus = DeviceBus::new(image, cur.dpa, (stack_start, stack_end));
+        let mut hart = Hart::new();
+        hart.prepare_call(entry, EXIT_PC, stack_end, args);
+        counters.activations.store(
+            counters.activations.load(Ordering::Relaxed) + 1,
+            Ordering::Relaxed,
+        );
+        let mut total = 0u64;
+        loop {
+            let (stop, retired) = hart.run(&mut bus, EXIT_PC, program.budget - total);
+            total += retired;
+            counters.retired(retired, total);
+            match stop {
+                Stop::Ecall => {
+                    let Some(f) = image.stub_at(hart.pc).map(|i| DeviceFn::ALL[i]) else {
+                        fault(cur, image, hart.pc, "an `ecall` outside the device runtime (kernels call DOCA device functions; they make no system calls)".into());
+                    };
+                    let slot = &counters.calls[f as usize];
+                    slot.store(slot.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                    if let Err(e) = calls::serve(f, &mut hart, &mut bus) {
+                        let what =
+                            format!("{}: an argument's {}", f.name(), describe_fault(&e, &bus));
+                        fault(cur, image, hart.pc, what);
+                    }
+                    hart.resume_after_ecall();
+                }
+                Stop::Returned => return hart.x[10],
+                Stop::Budget => fault(
+                    cur,
+                    image,
+                    hart.pc,
+                    format!(
+                        "ran {} instructions in one activation without ending it (the budget; \
+                         an endless loop?); stopped before the next instruction",
+                        program.budget
+                    ),
+                ),
+                Stop::Ebreak => fault(cur, image, hart.pc, "a breakpoint (`ebreak`)".into()),
+                Stop::Illegal { pc, raw } => fault(
+                    cur,
+                    image,
+                    pc,
+                    format!(
+                        "an illegal instruction {raw:#010x} (not RV64IMAC, or a trap the \
+                         compiler placed: a Rust abort or C __builtin_trap)"
+                    ),
+                ),
+                Stop::Fault { pc, fault: f } => {
+                    let message = describe_fault(&f, &bus);
+                    fault(cur, image, pc, message)
+                }
+            }
+        }
+    })
+}
+
+/// Records a fatal error naming the kernel and the instruction, and ends the activation.
+fn fault(cur: &Current<'_>, image: &Image, pc: u64, what: String) -> ! {
+    // The code native mode gives a kernel's memory fault.
+    cur.fault(
+        ErrorCode::Unexpected,
+        format!("{what}; at pc {} (ISA mode)", image.describe(pc)),
+    )
+}
+
+fn describe_fault(f: &MemFault, bus: &DeviceBus<'_>) -> String {
+    let kind = match f.access {
+        Access::Fetch => "instruction fetch",
+        Access::Load => "load",
+        Access::Store => "store",
+        Access::Atomic => "atomic access",
+    };
+    let why = match f.reason {
+        FaultReason::Misaligned => format!(
+            "is misaligned (an access of {} bytes needs an address aligned to {})",
+            f.size, f.size
+        ),
+        FaultReason::ReadOnly => "is read-only for the kernel".into(),
+        FaultReason::NotExecutable => "is not code of the image".into(),
+        FaultReason::Unmapped
+            if f.addr < bus.stack_start() && bus.stack_start() - f.addr <= STACK_SIZE as u64 =>
+        {
+            format!("is below the stack: a stack overflow (ISA stacks are {STACK_SIZE} bytes)")
+        }
+        FaultReason::Unmapped => "is outside the memory the kernel may reach (its image, its \
+                                  stack, DPA memory of its context, immediates it received, \
+                                  mmaps it took external pointers to)"
+            .into(),
+    };
+    format!("{kind} of {} bytes at address {:#x} {why}", f.size, f.addr)
+}

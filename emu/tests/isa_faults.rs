@@ -1,0 +1,162 @@
+//! ISA mode catches what a kernel must not do — a wild pointer, an illegal instruction, an
+//! endless loop, a misaligned access, a write to its own code — as a fatal error on its DPA
+//! context naming the kernel, the instruction and the address. The kernels are the fixture
+//! `xtask/fixtures/faulty-kernels`, whose image `cargo xtask test` builds
+//! (`cargo xtask build-dpa --faulty-fixture`).
+
+mod common;
+
+use common::default_dev;
+use dpakit_emu::ctx::CtxState;
+use dpakit_emu::dpa::{App, Dpa, DpaThread, ExecMode, SchedMode};
+use dpakit_emu::error::ErrorCode;
+use dpakit_fixture_faulty_kernels as faulty;
+use std::time::{Duration, Instant};
+
+fn image() -> std::path::PathBuf {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/dpa/fixtures/release/dpakit_fixture_faulty_kernels.elf");
+    assert!(
+        path.is_file(),
+        "{} is missing: build it with `cargo xtask build-dpa --faulty-fixture`",
+        path.display()
+    );
+    path
+}
+
+fn app() -> App {
+    App::new("dpakit_fixture_faulty_kernels")
+        .thread_kernel(&faulty::WILD_STORE)
+        .thread_kernel(&faulty::ILLEGAL)
+        .thread_kernel(&faulty::ENDLESS)
+        .thread_kernel(&faulty::MISALIGNED)
+        .rpc_kernel(&faulty::SELF_MODIFY)
+        .rpc_kernel(&faulty::READ_AT)
+}
+
+fn start(mode: SchedMode, budget: u64) -> Dpa {
+    Dpa::builder(&default_dev())
+        .app(app())
+        .sched_mode(mode)
+        .workers(1)
+        .exec_mode(ExecMode::Isa)
+        .isa_image(image())
+        .isa_budget(budget)
+        .start()
+        .unwrap()
+}
+
+const MODES: [SchedMode; 3] = [
+    SchedMode::BusyPoll,
+    SchedMode::Sleep,
+    SchedMode::Deterministic { seed: 3 },
+];
+
+/// Runs `kernel` once with `arg`; returns the fatal error.
+fn fault_of(mode: SchedMode, kernel: &dpakit_dev::ThreadKernel, arg: u64) -> dpakit_emu::Error {
+    let dpa = start(mode, 1_000_000);
+    let arg = if arg == 0 {
+        dpa.mem_alloc(64).unwrap().raw()
+    } else {
+        arg
+    };
+    let thread = DpaThread::builder(&dpa, kernel, arg).start().unwrap();
+    thread.run().unwrap();
+    thread.notify();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        dpa.step();
+        if let (Some(e), true) = (dpa.error(), thread.is_faulted()) {
+            assert_eq!(dpa.state(), CtxState::Stopping);
+            assert_eq!(e.code(), ErrorCode::Unexpected, "{e}");
+            return e;
+        }
+        assert!(Instant::now() < deadline, "{mode:?}: no fault");
+        std::thread::yield_now();
+    }
+}
+
+fn assert_names(e: &dpakit_emu::Error, kernel: &str, parts: &[&str]) {
+    let text = e.message();
+    assert!(text.contains(&format!("kernel `{kernel}`")), "{text}");
+    assert!(
+        text.contains(&format!(": {kernel}+0x")),
+        "the pc names the function: {text}"
+    );
+    for part in parts {
+        assert!(text.contains(part), "`{part}` missing from: {text}");
+    }
+}
+
+#[test]
+fn a_wild_store_is_caught_naming_kernel_pc_and_address() {
+    for mode in MODES {
+        let e = fault_of(mode, &faulty::WILD_STORE, 7);
+        assert_names(
+            &e,
+            "wild_store",
+            &[
+                "store of 8 bytes at address 0xdead0000",
+                "outside the memory the kernel may reach",
+            ],
+        );
+    }
+}
+
+#[test]
+fn an_illegal_instruction_is_caught() {
+    for mode in MODES {
+        let e = fault_of(mode, &faulty::ILLEGAL, 7);
+        assert_names(&e, "illegal", &["illegal instruction 0xffffffff"]);
+    }
+}
+
+#[test]
+fn an_endless_loop_is_stopped_by_the_budget() {
+    for mode in MODES {
+        let e = fault_of(mode, &faulty::ENDLESS, 7);
+        assert_names(
+            &e,
+            "endless",
+            &["ran 1000000 instructions in one activation"],
+        );
+    }
+}
+
+#[test]
+fn a_misaligned_load_is_caught() {
+    let e = fault_of(SchedMode::Deterministic { seed: 1 }, &faulty::MISALIGNED, 0);
+    assert_names(&e, "misaligned", &["load of 8 bytes", "is misaligned"]);
+}
+
+#[test]
+fn code_is_read_only() {
+    let dpa = start(SchedMode::BusyPoll, 1_000_000);
+    let e = dpa.rpc(&faulty::SELF_MODIFY, ()).unwrap_err();
+    assert_names(
+        &e,
+        "self_modify",
+        &["store of 2 bytes", "is read-only for the kernel"],
+    );
+}
+
+#[test]
+fn an_rpc_reads_dpa_memory_and_nothing_else() {
+    let dpa = start(SchedMode::BusyPoll, 1_000_000);
+    let block = dpa.mem_alloc_init(&0x1234_5678_9abc_def0u64).unwrap();
+    assert_eq!(
+        dpa.rpc(&faulty::READ_AT, (block.raw(),)).unwrap(),
+        0x1234_5678_9abc_def0
+    );
+    // Freed memory is gone for the kernel.
+    dpa.mem_free(block).unwrap();
+    let e = dpa.rpc(&faulty::READ_AT, (block.raw(),)).unwrap_err();
+    assert_names(&e, "read_at", &["load of 8 bytes", "outside the memory"]);
+    // Host memory that is not the DPA's: refused, the process untouched.
+    let host = Box::new(5u64);
+    let dpa = start(SchedMode::BusyPoll, 1_000_000);
+    let e = dpa
+        .rpc(&faulty::READ_AT, (&*host as *const u64 as u64,))
+        .unwrap_err();
+    assert_names(&e, "read_at", &["outside the memory"]);
+}
