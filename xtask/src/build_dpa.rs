@@ -41,6 +41,9 @@ pub struct Options {
     /// library with the app symbol (the package needs a `soft-app` feature, as `dpakit-kernels`
     /// has), the same shape as the host library dpacc makes.
     pub soft_app: bool,
+    /// Also measure instructions per message of each kit kernel in ISA mode (the
+    /// `isa_profile` example) into the report.
+    pub profile: bool,
 }
 
 impl Options {
@@ -54,6 +57,7 @@ impl Options {
             out_dir: dpa.join(profile_dir(release)),
             cargo_target_dir: dpa.join("cargo"),
             soft_app: true,
+            profile: false,
         }
     }
 }
@@ -70,6 +74,7 @@ impl Options {
             out_dir: dpa.join("fixtures").join("release"),
             cargo_target_dir: dpa.join("cargo"),
             soft_app: false,
+            profile: false,
         }
     }
 }
@@ -104,6 +109,8 @@ pub struct Report {
     pub image: PathBuf,
     /// The soft device's app library, when built.
     pub soft_app: Option<PathBuf>,
+    /// Instructions per message of each kernel in ISA mode (`--profile`).
+    pub isa_profile: Option<Value>,
 }
 
 impl Report {
@@ -121,6 +128,7 @@ impl Report {
             "imports": self.imports,
             "image": self.image.display().to_string(),
             "soft_app": self.soft_app.as_ref().map(|p| p.display().to_string()),
+            "isa_profile": self.isa_profile,
         })
     }
 
@@ -164,6 +172,9 @@ impl Report {
         if let Some(lib) = &self.soft_app {
             let _ = writeln!(out, "soft device app library: {}", lib.display());
         }
+        if let Some(profile) = &self.isa_profile {
+            out.push_str(&crate::isa_profile::table(profile));
+        }
         out
     }
 }
@@ -206,9 +217,14 @@ pub fn build(opts: &Options) -> Result<Report> {
         profile: profile_dir(opts.release),
         kernels: analysis.kernels,
         imports: analysis.imports.into_iter().collect(),
+        isa_profile: None,
         image,
         soft_app,
     };
+    let mut report = report;
+    if opts.profile {
+        report.isa_profile = Some(crate::isa_profile::measure(&report.image)?);
+    }
     let json = serde_json::to_string_pretty(&report.to_json()).expect("JSON values serialize");
     let report_path = opts.out_dir.join("report.json");
     std::fs::write(&report_path, json + "\n")
@@ -425,6 +441,7 @@ mod tests {
             out_dir: test_dir("bad-kernel"),
             cargo_target_dir: test_dir("bad-kernel-cargo"),
             soft_app: false,
+            profile: false,
         };
         let err = build(&opts).expect_err("malloc is not part of the DOCA device API");
         assert!(err.contains("outside the known DOCA device API"), "{err}");

@@ -4,6 +4,7 @@ mod bench;
 mod build_dpa;
 mod dpa_image;
 mod fuzz;
+mod isa_profile;
 mod nested;
 mod sdk_checks;
 mod setup;
@@ -17,10 +18,14 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  build-dpa [--release]   cross-compile dpa-kernels for the DPA (riscv64imac-unknown-none-elf),
+  build-dpa [--release] [--profile]
+                          cross-compile dpa-kernels for the DPA (riscv64imac-unknown-none-elf),
                           write target/dpa/<profile>/libdpakit_kernels.a and report.json,
                           print each kernel's code size and the device symbols it imports,
-                          and build the soft device's app library (soft/libdpakit_kernels.so)
+                          link the DPA image the soft device's ISA mode runs
+                          (dpakit_kernels.elf), and build the soft device's app library
+                          (soft/libdpakit_kernels.so); --profile adds each kernel's
+                          instructions per message in ISA mode (the isa_profile example)
   soft-sdk [--prefix DIR] lay the soft device out like a DOCA SDK (default target/soft-doca):
                           include/, lib/libdoca_{common,comch,dpa}.so and .a, lib/pkgconfig/
   test                    install what this machine lacks, then run fmt, clippy, build-dpa,
@@ -81,14 +86,17 @@ fn main() -> ExitCode {
 
 fn parse_build_dpa(args: &[String]) -> Result<build_dpa::Options> {
     let mut opts = build_dpa::Options::shipped_kernels(false);
+    let mut profile = false;
     for arg in args {
         match arg.as_str() {
             "--release" => opts = build_dpa::Options::shipped_kernels(true),
             // The ISA-mode fault tests' kernels (what `cargo xtask test` builds).
             "--faulty-fixture" => opts = build_dpa::Options::faulty_fixture(),
+            "--profile" => profile = true,
             other => return Err(format!("build-dpa: unknown option `{other}`\n\n{USAGE}")),
         }
     }
+    opts.profile = profile;
     Ok(opts)
 }
 

@@ -28,7 +28,11 @@ pub fn run() -> Result {
         ],
         &[],
     )?;
-    let report = build_dpa::build(&build_dpa::Options::shipped_kernels(true))?;
+    // With the cost model: the kit's kernels run from their image in ISA mode.
+    let report = build_dpa::build(&build_dpa::Options {
+        profile: true,
+        ..build_dpa::Options::shipped_kernels(true)
+    })?;
     print!("{}", report.table());
     // The image of kernels that misbehave, for the ISA-mode fault tests.
     build_dpa::build(&build_dpa::Options::faulty_fixture())?;
