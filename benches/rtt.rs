@@ -66,6 +66,9 @@ fn busy<const N: usize>(c: &mut Criterion) {
     subject::<N, _>(&mut g, "dpakit", || {
         DpakitEcho::start(SchedMode::BusyPoll, responder)
     });
+    subject::<N, _>(&mut g, "dpakit_isa", || {
+        DpakitEcho::start_isa(SchedMode::BusyPoll, responder)
+    });
     subject::<N, _>(&mut g, "raw_ping_pong", || PingPong::start(responder));
     subject::<N, _>(&mut g, "crossbeam", || CrossbeamEcho::<N>::start(responder));
     subject::<N, _>(&mut g, "rtrb", || RtrbEcho::<N>::start(responder));

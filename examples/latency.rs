@@ -1,5 +1,6 @@
 //! The distribution of single round-trip latencies of a 32-byte message, CPU → DPA echo kernel
-//! → CPU on the soft device (busy-polling worker), beside the same round trip between two
+//! → CPU on the soft device (busy-polling worker; the kernel native, and from the DPA image in
+//! ISA mode), beside the same round trip between two
 //! threads on the same two cores by other means: a raw cache-line ping-pong, crossbeam
 //! channels, rtrb rings, std mpsc channels and a Unix socket pair.
 //!
@@ -38,9 +39,12 @@ const N: usize = 32;
 type Start = fn(usize) -> Box<dyn Echo<N>>;
 
 /// The subjects, in the report's order.
-const SUBJECTS: [(&str, Start); 6] = [
+const SUBJECTS: [(&str, Start); 7] = [
     ("dpakit", |core| {
         Box::new(DpakitEcho::start(SchedMode::BusyPoll, core))
+    }),
+    ("dpakit_isa", |core| {
+        Box::new(DpakitEcho::start_isa(SchedMode::BusyPoll, core))
     }),
     ("raw_ping_pong", |core| Box::new(PingPong::start(core))),
     ("crossbeam", |core| {

@@ -52,7 +52,17 @@ pub struct DpakitEcho {
 impl DpakitEcho {
     /// A DPA in `mode` with its worker on `core`, an echo path of depth 64.
     pub fn start(mode: SchedMode, core: usize) -> Self {
-        let dpa = dpa(mode, core);
+        Self::on(dpa(mode, core))
+    }
+
+    /// As [`start`](Self::start), the kernel running from the DPA image in the soft device's
+    /// interpreter (ISA mode).
+    #[allow(dead_code)] // not every bench and example compares ISA mode
+    pub fn start_isa(mode: SchedMode, core: usize) -> Self {
+        Self::on(super::dpa_isa(mode, core))
+    }
+
+    fn on(dpa: dpakit::dpa::Dpa) -> Self {
         let pe = Pe::new().expect("PE");
         let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
             .depth(64)

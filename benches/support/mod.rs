@@ -40,14 +40,29 @@ pub fn cores() -> (usize, usize) {
 
 /// A DPA context running the kit's kernels on one worker pinned to `core`.
 pub fn dpa(mode: SchedMode, core: usize) -> Dpa {
+    dpa_builder(mode, core).start().expect("DPA start")
+}
+
+fn dpa_builder(mode: SchedMode, core: usize) -> dpakit::dpa::DpaBuilder {
     Dpa::builder(&open_dpa_dev().expect("a DPA device"))
         .app(kit_app())
         .sched_mode(mode)
         .workers(1)
         .pin_workers(vec![core])
+}
+
+/// As [`dpa`], in ISA mode: the kernels run from the kit's DPA image (built first if missing).
+pub fn dpa_isa(mode: SchedMode, core: usize) -> Dpa {
+    let image = image::ensure_kit_image().expect("the kit's DPA image");
+    dpa_builder(mode, core)
+        .exec_mode(dpakit::soft::ExecMode::Isa)
+        .isa_image(image)
         .start()
         .expect("DPA start")
 }
+
+#[path = "../../examples/support/image.rs"]
+mod image;
 
 /// An `N`-byte message whose bytes all differ from their neighbours.
 pub fn payload<const N: usize>() -> [u8; N] {
