@@ -4,8 +4,10 @@ mod bench;
 mod build_dpa;
 mod fuzz;
 mod nested;
+mod records;
 mod sdk_checks;
 mod setup;
+mod soft_exports;
 mod soft_sdk;
 mod test;
 
@@ -16,9 +18,10 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  build-dpa [--release]   cross-compile dpa-kernels for the DPA (riscv64imac-unknown-none-elf),
-                          write target/dpa/<profile>/libdpakit_kernels.a and report.json,
-                          print each kernel's code size and the device symbols it imports,
+  build-dpa [--release]   cross-compile dpa-kernels (Rust and C) for the DPA
+                          (riscv64imac-unknown-none-elf), write
+                          target/dpa/<profile>/libdpakit_kernels.a and report.json, print each
+                          kernel's language and code size and the device symbols it imports,
                           and build the soft device's app library (soft/libdpakit_kernels.so)
   soft-sdk [--prefix DIR] lay the soft device out like a DOCA SDK (default target/soft-doca):
                           include/, lib/libdoca_{common,comch,dpa}.so and .a, lib/pkgconfig/
