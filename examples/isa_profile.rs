@@ -84,11 +84,13 @@ fn dpa(image: &PathBuf) -> Result<Dpa, Error> {
 
 fn profile_all(image: &PathBuf, n: u64) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
-    for kernel in [&kernels::ECHO, &kernels::RANKED_ECHO] {
+    for kernel in [&kernels::ECHO, &kernels::ECHO_C, &kernels::RANKED_ECHO] {
         rows.push(echo_like(image, kernel, n)?);
     }
     rows.push(ping_pong(image, n)?);
-    rows.push(dma_offload(image, &kernels::DMA_OFFLOAD, n)?);
+    for kernel in [&kernels::DMA_OFFLOAD, &kernels::DMA_OFFLOAD_C] {
+        rows.push(dma_offload(image, kernel, n)?);
+    }
     rows.push(sink(image, n)?);
     Ok(rows)
 }

@@ -2,16 +2,18 @@
 //!
 //! This facade re-exports the host API ([`dpakit_host`]), the shared ABI ([`abi`]), what a
 //! kernel author needs to write and name kernels ([`thread_kernel!`], [`rpc_kernel!`],
-//! [`dpa_app!`], [`ThreadKernel`], [`RpcKernel`]) and the kit's own kernels ([`kernels`],
-//! [`kit_app`]).
+//! [`extern_thread_kernel!`] for C kernels, [`dpa_app!`], [`ThreadKernel`], [`RpcKernel`]) and
+//! the kit's own kernels ([`kernels`], [`kit_app`]).
 pub use dpakit_abi as abi;
 pub use dpakit_abi::{RpcKernel, ThreadKernel};
-pub use dpakit_dev::{dpa_app, rpc_kernel, thread_kernel};
+pub use dpakit_dev::{dpa_app, extern_thread_kernel, rpc_kernel, thread_kernel};
 pub use dpakit_host::*;
 
 /// The kit's kernels, as typed references (from `dpakit-kernels`).
 pub mod kernels {
-    pub use dpakit_kernels::{DMA_OFFLOAD, ECHO, PING_PONG, RANKED_ECHO, SINK};
+    pub use dpakit_kernels::{
+        DMA_OFFLOAD, DMA_OFFLOAD_C, ECHO, ECHO_C, PING_PONG, RANKED_ECHO, SINK,
+    };
 }
 
 /// The DPA app holding every kernel of the kit (the `dpakit_kernels` symbol).

@@ -8,6 +8,15 @@
 //! | host, default | exported `extern "C-unwind"` function the soft device runs | a [`SoftApp`](dpakit_abi::kernel::SoftApp) descriptor under the app's name |
 //! | host, feature `doca` | an `extern` declaration: the app library (dpacc's output, or `build-dpa`'s soft app library) defines it | an `extern` declaration |
 //!
+//! A kernel written in C is declared to Rust with
+//! [`extern_thread_kernel!`](crate::extern_thread_kernel), which only ever declares it:
+//!
+//! | build | C thread kernel |
+//! |---|---|
+//! | DPA (`riscv64`, no OS) | `extern "C"` declaration of the C entry; the C side's `DPAKIT_THREAD_KERNEL` records it in `.dpakit.kernels` |
+//! | host, default | `extern "C-unwind"` declaration of the C entry compiled for the host, which the soft device runs |
+//! | host, feature `doca` | `extern "C-unwind"` declaration: the app library defines it |
+//!
 //! Either way the macros also define a typed reference ([`ThreadKernel`](crate::ThreadKernel),
 //! [`RpcKernel`](crate::RpcKernel), [`DpaApp`](crate::DpaApp)) that host code uses to name the
 //! kernel or the app.
@@ -40,6 +49,39 @@ macro_rules! thread_kernel {
         );
 
         $crate::__kernel_marker!(thread, $name);
+    };
+}
+
+/// Declares a DPA thread kernel written in C (`void name(uint64_t arg)`) and a typed reference
+/// to it.
+///
+/// ```ignore
+/// dpakit_dev::extern_thread_kernel! {
+///     /// Echoes every message (c/echo.c).
+///     pub ECHO_C: fn echo_c(arg: u64);
+/// }
+/// ```
+///
+/// The C source defines `echo_c` and marks it with `DPAKIT_THREAD_KERNEL(echo_c)` (from
+/// `dpakit_kernel.h`), which records it for `cargo xtask build-dpa` on device builds; this macro
+/// records nothing. The entry is declared with the ABI a [`ThreadEntry`](crate::ThreadEntry) has
+/// in the build: `"C"` on the DPA, `"C-unwind"` on the host, so `ECHO_C` is a
+/// [`ThreadKernel`](crate::ThreadKernel) like any other and an app lists it the same way. A C
+/// function never unwinds; the soft device leaves it by switching stacks, as it leaves Rust
+/// kernels.
+#[macro_export]
+macro_rules! extern_thread_kernel {
+    (
+        $(#[$meta:meta])*
+        $vis:vis $reference:ident : fn $name:ident($arg:ident : u64);
+    ) => {
+        $crate::__extern_thread_entry!($(#[$meta])* $vis fn $name($arg));
+
+        #[doc = concat!("Typed reference to the C thread kernel `", stringify!($name), "`.")]
+        $vis const $reference: $crate::ThreadKernel = $crate::ThreadKernel::new(
+            $crate::__private::cstr(concat!(stringify!($name), "\0")),
+            $name,
+        );
     };
 }
 
@@ -129,6 +171,19 @@ macro_rules! __rpc_entry {
         $(#[$meta])*
         #[unsafe(no_mangle)]
         $vis extern "C" fn $name($($arg: u64),*) -> u64 $body
+    };
+}
+
+/// A kernel defined in C, declared with the device's entry ABI.
+#[doc(hidden)]
+#[macro_export]
+#[cfg(all(target_arch = "riscv64", target_os = "none"))]
+macro_rules! __extern_thread_entry {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($arg:ident)) => {
+        unsafe extern "C" {
+            $(#[$meta])*
+            $vis safe fn $name($arg: u64);
+        }
     };
 }
 
@@ -276,6 +331,20 @@ macro_rules! __dpa_app_raw {
         // SAFETY: the app library defines the symbol as a `struct doca_dpa_app *`, set before
         // any code runs.
         unsafe { $symbol }
+    };
+}
+
+/// A kernel defined in C, declared with the host's entry ABI: compiled for the host (default),
+/// or defined by the app library (feature `doca`).
+#[doc(hidden)]
+#[macro_export]
+#[cfg(not(all(target_arch = "riscv64", target_os = "none")))]
+macro_rules! __extern_thread_entry {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($arg:ident)) => {
+        unsafe extern "C-unwind" {
+            $(#[$meta])*
+            $vis safe fn $name($arg: u64);
+        }
     };
 }
 

@@ -1,16 +1,19 @@
 //! dpakit's DPA kernels.
 //!
-//! Each kernel is written once against `dpakit-dev`. `cargo xtask build-dpa` compiles this crate
-//! for `riscv64imac-unknown-none-elf` into `libdpakit_kernels.a`; host builds link it with the
-//! soft device, which provides the device functions.
+//! Each kernel is written once, in Rust against `dpakit-dev` or in C against DOCA's device
+//! headers (`c/`, compiled by `build.rs`). `cargo xtask build-dpa` compiles this crate for
+//! `riscv64imac-unknown-none-elf` into `libdpakit_kernels.a`; host builds link it with the soft
+//! device, which provides the device functions.
 //!
-//! | kernel | kind | argument | does |
-//! |---|---|---|---|
-//! | [`ECHO`] | thread | `MsgqPathArgs` | replies with the same immediate |
-//! | [`PING_PONG`] | thread | `MsgqPathArgs` | replies with `PingPong.count + 1` |
-//! | [`DMA_OFFLOAD`] | thread | `DmaOffloadArgs` | DMA-copies a range, replies with its checksum |
-//! | [`RANKED_ECHO`] | thread | `RankedPathArgs` | echo stamped with the thread's rank (N threads) |
-//! | [`SINK`] | thread | `MsgqPathArgs` | consumes and counts, no replies (one-way throughput) |
+//! | kernel | language | kind | argument | does |
+//! |---|---|---|---|---|
+//! | [`ECHO`] | Rust | thread | `MsgqPathArgs` | replies with the same immediate |
+//! | [`ECHO_C`] | C | thread | `MsgqPathArgs` | the same as `ECHO` |
+//! | [`PING_PONG`] | Rust | thread | `MsgqPathArgs` | replies with `PingPong.count + 1` |
+//! | [`DMA_OFFLOAD`] | Rust | thread | `DmaOffloadArgs` | DMA-copies a range, replies with its checksum |
+//! | [`DMA_OFFLOAD_C`] | C | thread | `DmaOffloadArgs` | the same as `DMA_OFFLOAD` |
+//! | [`RANKED_ECHO`] | Rust | thread | `RankedPathArgs` | echo stamped with the thread's rank (N threads) |
+//! | [`SINK`] | Rust | thread | `MsgqPathArgs` | consumes and counts, no replies (one-way throughput) |
 //!
 //! [`APP`] names the app holding all of them (and the runtime's RPC that posts a DPA consumer's
 //! first credits, `dpakit_dev::runtime::CONSUMER_ACK`): the `dpakit_kernels` symbol
@@ -22,6 +25,7 @@
 // which leaves their imports unused.
 #![cfg_attr(feature = "doca", allow(unused))]
 
+mod c_kernels;
 mod dma_offload;
 mod echo;
 mod ping_pong;
@@ -29,6 +33,7 @@ mod ranked_echo;
 mod serve;
 mod sink;
 
+pub use c_kernels::{DMA_OFFLOAD_C, ECHO_C, dma_offload_c, echo_c};
 pub use dma_offload::{DMA_OFFLOAD, dma_offload};
 pub use echo::{ECHO, echo};
 pub use ping_pong::{PING_PONG, ping_pong};
@@ -37,7 +42,7 @@ pub use sink::{SINK, sink};
 
 dpakit_dev::dpa_app! {
     /// The kit's DPA app: every kernel of this crate, under the symbol `dpakit_kernels`.
-    pub APP = dpakit_kernels [ECHO, PING_PONG, DMA_OFFLOAD, RANKED_ECHO, SINK]
+    pub APP = dpakit_kernels [ECHO, PING_PONG, DMA_OFFLOAD, RANKED_ECHO, SINK, ECHO_C, DMA_OFFLOAD_C]
 }
 
 /// On the device a panic is a bug in the kernel: report it and retire the thread so it is not

@@ -25,6 +25,12 @@
 #define DPAKIT_OP_DMA_OFFLOAD 0x0003u
 #define DPAKIT_OP_OFFLOAD_RESULT 0x0004u
 
+/* Header flag of a DMA-offload descriptor: copy only; the result's checksum is 0. */
+#define DPAKIT_DMA_OFFLOAD_FLAG_NO_CHECKSUM (1u << 0)
+
+/* The status an OFFLOAD_RESULT carries for a refused request (DOCA_ERROR_INVALID_VALUE). */
+#define DPAKIT_STATUS_INVALID_VALUE 6u
+
 struct dpakit_msg_header {
 	uint16_t opcode;
 	uint16_t flags;

@@ -4,7 +4,8 @@
 
 use dpakit_abi::args::{DmaOffloadArgs, MsgqPathArgs, RankedPathArgs, ServeState};
 use dpakit_abi::{
-    DmaOffloadDesc, Echo, ImmMessage, MsgHeader, OffloadResult, Opcode, PingPong, submit_flag,
+    DmaOffloadDesc, Echo, ErrorCode, ImmMessage, MsgHeader, OffloadResult, Opcode, PingPong,
+    submit_flag,
 };
 use memoffset::offset_of;
 use std::fmt::Write as _;
@@ -115,6 +116,14 @@ fn layout_checks() -> String {
     check(
         "DPAKIT_OP_OFFLOAD_RESULT".into(),
         Opcode::OffloadResult as usize,
+    );
+    check(
+        "DPAKIT_DMA_OFFLOAD_FLAG_NO_CHECKSUM".into(),
+        DmaOffloadDesc::FLAG_NO_CHECKSUM as usize,
+    );
+    check(
+        "DPAKIT_STATUS_INVALID_VALUE".into(),
+        ErrorCode::InvalidValue.raw() as usize,
     );
     c
 }

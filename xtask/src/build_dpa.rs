@@ -4,13 +4,15 @@
 //! environment (so the outer build's RUSTFLAGS, target dir or wrapper cannot leak in), asked for
 //! a staticlib with `cargo rustc --crate-type staticlib`, and found from cargo's JSON messages.
 //! The archive is then read member by member: kernel entries come from the `.dpakit.kernels`
-//! records that `thread_kernel!`/`rpc_kernel!` leave behind, their sizes from the symbol table,
+//! records that `thread_kernel!`/`rpc_kernel!` (Rust) and `DPAKIT_THREAD_KERNEL`/
+//! `DPAKIT_RPC_KERNEL` (C, see [`records`]) leave behind, their sizes from the symbol table,
 //! and the imports are the symbols some member needs and no member defines. Every import must
 //! be a DOCA device function (`dpakit_dev::sys::DEVICE_API`); anything else — `malloc`, an
 //! allocator shim, a libc call — means std, alloc or a C library slipped into a kernel.
 
+use crate::records::{self, Lang};
 use crate::setup::{self, DPA_TARGET};
-use crate::{Result, dpa_image, nested, workspace_root};
+use crate::{Result, dpa_image, nested, soft_exports, workspace_root};
 use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSection, ObjectSymbol};
 use serde_json::{Value, json};
@@ -21,7 +23,8 @@ use std::path::PathBuf;
 /// Tells `dpa_app!` (through `option_env!`) the DPA image its descriptor names.
 const IMAGE_ENV: &str = "DPAKIT_DPA_IMAGE";
 
-/// The section where kernel declarations record `kind:name\0` on device builds.
+/// The section where kernel declarations record `kind:name\0` (Rust) or `kind:name:c\0` (C)
+/// on device builds.
 const KERNEL_SECTION: &str = ".dpakit.kernels";
 
 /// What to build and where to put it.
@@ -90,6 +93,8 @@ pub struct Kernel {
     pub symbol: String,
     /// `thread` or `rpc`.
     pub kind: String,
+    /// The language it is written in.
+    pub lang: Lang,
     /// Size of the entry function in bytes.
     pub size: u64,
 }
@@ -123,6 +128,7 @@ impl Report {
             "kernels": self.kernels.iter().map(|k| json!({
                 "symbol": k.symbol,
                 "kind": k.kind,
+                "lang": k.lang.as_str(),
                 "size": k.size,
             })).collect::<Vec<_>>(),
             "imports": self.imports,
@@ -150,14 +156,17 @@ impl Report {
             .max("kernel".len());
         let _ = writeln!(
             out,
-            "  {:<width$}  {:<6}  {:>10}",
-            "kernel", "kind", "code size"
+            "  {:<width$}  {:<6}  {:<4}  {:>10}",
+            "kernel", "kind", "lang", "code size"
         );
         for k in &self.kernels {
             let _ = writeln!(
                 out,
-                "  {:<width$}  {:<6}  {:>8} B",
-                k.symbol, k.kind, k.size
+                "  {:<width$}  {:<6}  {:<4}  {:>8} B",
+                k.symbol,
+                k.kind,
+                k.lang.as_str(),
+                k.size
             );
         }
         let _ = writeln!(
@@ -208,7 +217,7 @@ pub fn build(opts: &Options) -> Result<Report> {
     let entries: Vec<&str> = analysis.kernels.iter().map(|k| k.symbol.as_str()).collect();
     let image = dpa_image::link(&archive, &entries, &opts.out_dir, &opts.lib_name)?;
     let soft_app = if opts.soft_app {
-        Some(build_soft_app(opts, &image)?)
+        Some(build_soft_app(opts, &analysis.kernels, &image)?)
     } else {
         None
     };
@@ -253,9 +262,17 @@ fn cargo_build(opts: &Options) -> Result<PathBuf> {
 /// Builds the soft device's app library into `<out_dir>/soft/lib<lib_name>.so`: the kernels
 /// compiled for the host without std (as on the device, a panic finishes the thread), exporting
 /// each kernel under its own name and the app symbol, and importing the DOCA device functions,
-/// which the soft device's `libdoca_dpa.so` provides. The app descriptor names `image`, which the
-/// soft device's ISA mode runs.
-fn build_soft_app(opts: &Options, image: &std::path::Path) -> Result<PathBuf> {
+/// which the soft device's `libdoca_dpa.so` provides. C kernels are exported too (see
+/// [`soft_exports`]), and the library must export every kernel the device archive records. The
+/// app descriptor names `image`, which the soft device's ISA mode runs.
+fn build_soft_app(opts: &Options, kernels: &[Kernel], image: &std::path::Path) -> Result<PathBuf> {
+    let c_kernels: Vec<&str> = kernels
+        .iter()
+        .filter(|k| k.lang == Lang::C)
+        .map(|k| k.symbol.as_str())
+        .collect();
+    let target_dir = opts.cargo_target_dir.with_file_name("soft-cargo");
+    let rustc_args = soft_exports::rustc_args(&target_dir, &c_kernels)?;
     let built = nested::Build {
         package: &opts.package,
         lib_name: &opts.lib_name,
@@ -263,16 +280,18 @@ fn build_soft_app(opts: &Options, image: &std::path::Path) -> Result<PathBuf> {
         target: None,
         release: opts.release,
         features: &["soft-app"],
-        target_dir: &opts.cargo_target_dir.with_file_name("soft-cargo"),
+        target_dir: &target_dir,
         profile: &[("PANIC", "abort")],
         env: &[(IMAGE_ENV, image.as_os_str())],
     }
-    .run()?;
+    .run_with(&rustc_args)?;
     let lib = opts
         .out_dir
         .join("soft")
         .join(format!("lib{}.so", opts.lib_name));
     nested::copy(&built, &lib)?;
+    let symbols: Vec<&str> = kernels.iter().map(|k| k.symbol.as_str()).collect();
+    soft_exports::check_exported(&lib, &symbols)?;
     Ok(lib)
 }
 
@@ -317,7 +336,7 @@ pub fn analyze_archive(data: &[u8]) -> Result<Analysis> {
     let archive = ArchiveFile::parse(data).map_err(|e| format!("not a static archive: {e}"))?;
     let mut defined: BTreeMap<String, u64> = BTreeMap::new();
     let mut undefined: BTreeMap<String, String> = BTreeMap::new();
-    let mut records: Vec<(String, String)> = Vec::new();
+    let mut records: Vec<records::Record> = Vec::new();
 
     for member in archive.members() {
         let member = member.map_err(|e| format!("bad archive member: {e}"))?;
@@ -346,10 +365,7 @@ pub fn analyze_archive(data: &[u8]) -> Result<Analysis> {
             let contents = section.data().map_err(|e| format!("{name}: {e}"))?;
             for record in contents.split(|&b| b == 0).filter(|r| !r.is_empty()) {
                 let record = String::from_utf8_lossy(record);
-                let (kind, symbol) = record
-                    .split_once(':')
-                    .ok_or_else(|| format!("{name}: malformed kernel record `{record}`"))?;
-                records.push((kind.to_string(), symbol.to_string()));
+                records.push(records::parse(&record).map_err(|e| format!("{name}: {e}"))?);
             }
         }
     }
@@ -363,11 +379,16 @@ pub fn analyze_archive(data: &[u8]) -> Result<Analysis> {
     }
     records.sort();
     records.dedup();
-    for (kind, symbol) in records {
+    for records::Record { kind, symbol, lang } in records {
         let size = *defined.get(&symbol).ok_or_else(|| {
             format!("kernel `{symbol}` is recorded but not exported by the archive")
         })?;
-        analysis.kernels.push(Kernel { symbol, kind, size });
+        analysis.kernels.push(Kernel {
+            symbol,
+            kind,
+            lang,
+            size,
+        });
     }
     analysis.kernels.sort_by(|a, b| a.symbol.cmp(&b.symbol));
     Ok(analysis)
@@ -391,13 +412,21 @@ mod tests {
         opts.out_dir = test_dir("shipped");
         let report = build(&opts).expect("the shipped kernels build for the DPA");
 
-        let echo = report
-            .kernels
-            .iter()
-            .find(|k| k.symbol == "echo")
-            .expect("echo is exported");
-        assert_eq!(echo.kind, "thread");
-        assert!(echo.size > 0);
+        // Kernels in both languages, each recorded with its own.
+        for (symbol, lang) in [
+            ("echo", Lang::Rust),
+            ("dma_offload", Lang::Rust),
+            ("echo_c", Lang::C),
+            ("dma_offload_c", Lang::C),
+        ] {
+            let kernel = report
+                .kernels
+                .iter()
+                .find(|k| k.symbol == symbol)
+                .unwrap_or_else(|| panic!("{symbol} is exported"));
+            assert_eq!((kernel.kind.as_str(), kernel.lang), ("thread", lang));
+            assert!(kernel.size > 0, "{symbol}");
+        }
         assert!(
             report
                 .kernels
@@ -420,12 +449,26 @@ mod tests {
         )
         .unwrap();
         assert_eq!(written["target"], DPA_TARGET);
-        assert_eq!(
-            written["kernels"].as_array().unwrap().len(),
-            report.kernels.len()
-        );
+        let kernels = written["kernels"].as_array().unwrap();
+        assert_eq!(kernels.len(), report.kernels.len());
+        let lang_of = |symbol: &str| {
+            kernels
+                .iter()
+                .find(|k| k["symbol"] == symbol)
+                .map(|k| k["lang"].clone())
+        };
+        assert_eq!(lang_of("echo"), Some(json!("rust")));
+        assert_eq!(lang_of("dma_offload_c"), Some(json!("c")));
         assert!(opts.out_dir.join("libdpakit_kernels.a").is_file());
-        assert!(report.table().contains("echo"));
+        let table = report.table();
+        assert!(table.contains("lang"), "{table}");
+        assert!(
+            table.lines().any(|l| l
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .starts_with(&["echo_c", "thread", "c"])),
+            "{table}"
+        );
         assert!(
             report.soft_app.as_ref().is_some_and(|lib| lib.is_file()),
             "the soft device's app library is built beside the device archive"
@@ -433,7 +476,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_importing_malloc_is_refused() {
+    fn kernels_importing_malloc_or_printf_are_refused() {
         let opts = Options {
             package: "dpakit-fixture-bad-kernel".into(),
             lib_name: "dpakit_fixture_bad_kernel".into(),
@@ -446,6 +489,12 @@ mod tests {
         let err = build(&opts).expect_err("malloc is not part of the DOCA device API");
         assert!(err.contains("outside the known DOCA device API"), "{err}");
         assert!(err.contains("malloc"), "{err}");
+        // The C kernel beside it calls printf: the same check names it and its object.
+        let printf = err
+            .lines()
+            .find(|l| l.trim_start().starts_with("printf "))
+            .unwrap_or_else(|| panic!("printf is refused too: {err}"));
+        assert!(printf.contains("leaky_c.o)"), "{printf}");
         assert!(
             !opts.out_dir.join("report.json").exists(),
             "a refused build writes no report"

@@ -6,8 +6,10 @@ mod dpa_image;
 mod fuzz;
 mod isa_profile;
 mod nested;
+mod records;
 mod sdk_checks;
 mod setup;
+mod soft_exports;
 mod soft_sdk;
 mod test;
 
@@ -19,9 +21,10 @@ usage: cargo xtask <command> [options]
 
 commands:
   build-dpa [--release] [--profile]
-                          cross-compile dpa-kernels for the DPA (riscv64imac-unknown-none-elf),
-                          write target/dpa/<profile>/libdpakit_kernels.a and report.json,
-                          print each kernel's code size and the device symbols it imports,
+                          cross-compile dpa-kernels (Rust and C) for the DPA
+                          (riscv64imac-unknown-none-elf), write
+                          target/dpa/<profile>/libdpakit_kernels.a and report.json, print each
+                          kernel's language and code size and the device symbols it imports,
                           link the DPA image the soft device's ISA mode runs
                           (dpakit_kernels.elf), and build the soft device's app library
                           (soft/libdpakit_kernels.so); --profile adds each kernel's

@@ -4,6 +4,7 @@
 
 use crate::{Result, workspace_root};
 use serde_json::Value;
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -34,6 +35,12 @@ pub struct Build<'a> {
 impl Build<'_> {
     /// Runs the build; returns the artifact (the file ending in `.a` or `.so`).
     pub fn run(&self) -> Result<PathBuf> {
+        self.run_with(&[])
+    }
+
+    /// Runs the build with `rustc_args` added to the package's own rustc invocation (after
+    /// `--`: dependencies do not see them); returns the artifact.
+    pub fn run_with(&self, rustc_args: &[OsString]) -> Result<PathBuf> {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(&cargo);
         cmd.args(["rustc", "--package", self.package, "--lib"]);
@@ -55,6 +62,9 @@ impl Build<'_> {
         .stderr(Stdio::inherit());
         if self.release {
             cmd.arg("--release");
+        }
+        if !rustc_args.is_empty() {
+            cmd.arg("--").args(rustc_args);
         }
         scrub_environment(&mut cmd);
         let profile = if self.release { "RELEASE" } else { "DEV" };

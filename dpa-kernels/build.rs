@@ -1,0 +1,59 @@
+//! Compiles the C kernels (`c/`) into a static library the `cc` crate bundles into this crate's
+//! rlib, and into the staticlib and cdylib `cargo xtask build-dpa` makes:
+//!
+//! - for the DPA (riscv64 without an OS) with clang, freestanding: the kernels may call nothing
+//!   but DOCA's device functions, and build-dpa checks the archive's imports;
+//! - for the host with the default C compiler: the soft device runs them as host code.
+//!
+//! With feature `doca` nothing is compiled: the DPA app library provides every kernel.
+use std::path::Path;
+
+/// The C kernels and the headers they include (ours and the kit's DOCA device headers).
+const SOURCES: &[&str] = &["c/echo.c", "c/dma_offload.c"];
+const HEADERS: &[&str] = &[
+    "c/dpakit_kernel.h",
+    "c/serve.h",
+    "../shared-abi/include/dpakit_abi.h",
+    "../emu/include/doca_dpa_dev.h",
+    "../emu/include/doca_dpa_dev_buf.h",
+    "../emu/include/doca_dpa_dev_comch_msgq.h",
+    "../emu/include/doca_types.h",
+];
+
+fn main() {
+    for file in SOURCES.iter().chain(HEADERS) {
+        println!("cargo::rerun-if-changed={file}");
+    }
+    if std::env::var_os("CARGO_FEATURE_DOCA").is_some() {
+        return;
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let device = std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("riscv64")
+        && std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("none");
+
+    let mut build = cc::Build::new();
+    build
+        .files(SOURCES.iter().map(|s| manifest.join(s)))
+        .include(manifest.join("c"))
+        .include(manifest.join("../emu/include"))
+        .include(manifest.join("../shared-abi/include"))
+        .flag("-ffunction-sections")
+        .flag("-fdata-sections")
+        .warnings(true)
+        .extra_warnings(true)
+        .warnings_into_errors(true);
+    if device {
+        // cc's defaults for this target assume a GNU cross toolchain; clang needs only these.
+        build.compiler("clang").no_default_flags(true).flags([
+            "--target=riscv64-unknown-elf",
+            "-march=rv64imac",
+            "-mabi=lp64",
+            "-mcmodel=medany",
+            "-ffreestanding",
+            "-fno-builtin",
+            "-nostdlib",
+            "-O2",
+        ]);
+    }
+    build.compile("dpakit_kernels_c");
+}
