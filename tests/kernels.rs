@@ -1,16 +1,21 @@
 //! The kit's kernels end to end on the soft device. The kernels written both in Rust and in C
-//! (echo, DMA offload) go through the same checks in each language.
+//! (echo, DMA offload) go through the same checks in each language, and every check runs in
+//! both execution modes: the kernels compiled for the host (`native`), and the DPA image
+//! `cargo xtask build-dpa` links run by the soft device's interpreter (`isa`).
 
 use dpakit::abi::args::DmaOffloadArgs;
 use dpakit::abi::{
     DmaOffloadDesc, Echo, ErrorCode, ImmMessage, OffloadResult, PingPong, SubmitFlags, checksum64,
 };
-use dpakit::dpa::Dpa;
+use dpakit::dpa::{Dpa, DpaBuilder};
 use dpakit::mmap::{AccessFlags, Mmap};
 use dpakit::pe::Pe;
-use dpakit::soft::SchedMode;
+use dpakit::soft::{ExecMode, SchedMode};
 use dpakit::{MsgqPath, ThreadKernel, kernels, kit_app, open_dpa_dev};
 use std::time::Duration;
+
+#[path = "../examples/support/image.rs"]
+mod image;
 
 const T: Duration = Duration::from_secs(5);
 
@@ -20,18 +25,25 @@ const ECHOES: [&ThreadKernel; 2] = [&kernels::ECHO, &kernels::ECHO_C];
 /// The DMA-offload kernel in each language.
 const OFFLOADS: [&ThreadKernel; 2] = [&kernels::DMA_OFFLOAD, &kernels::DMA_OFFLOAD_C];
 
-fn dpa() -> Dpa {
-    Dpa::builder(&open_dpa_dev().unwrap())
-        .app(kit_app())
-        .sched_mode(SchedMode::BusyPoll)
-        .workers(1)
-        .start()
-        .unwrap()
+fn dpa(mode: ExecMode) -> Dpa {
+    builder(mode).workers(1).start().unwrap()
 }
 
-#[test]
-fn ping_pong_counts_each_leg() {
-    let dpa = dpa();
+/// A busy-polling DPA running the kit's kernels in `mode`: natively, or from the kit's DPA image
+/// in the soft device's interpreter (built first if missing).
+fn builder(mode: ExecMode) -> DpaBuilder {
+    let b = Dpa::builder(&open_dpa_dev().unwrap())
+        .app(kit_app())
+        .sched_mode(SchedMode::BusyPoll)
+        .exec_mode(mode);
+    match mode {
+        ExecMode::Native => b,
+        ExecMode::Isa => b.isa_image(image::ensure_kit_image().unwrap()),
+    }
+}
+
+fn ping_pong_counts_each_leg(mode: ExecMode) {
+    let dpa = dpa(mode);
     let pe = Pe::new().unwrap();
     let path = MsgqPath::builder(&dpa, &pe, &kernels::PING_PONG)
         .start()
@@ -103,16 +115,15 @@ fn offload(dpa: &Dpa, pe: &Pe, kernel: &ThreadKernel, len: usize) -> Offload {
     Offload { path, src, dst }
 }
 
-#[test]
-fn dma_offload_copies_and_checksums() {
+fn dma_offload_copies_and_checksums(mode: ExecMode) {
     for kernel in OFFLOADS {
-        dma_offload_checks(kernel);
+        dma_offload_checks(mode, kernel);
     }
 }
 
-fn dma_offload_checks(kernel: &ThreadKernel) {
+fn dma_offload_checks(mode: ExecMode, kernel: &ThreadKernel) {
     let name = kernel.name();
-    let dpa = dpa();
+    let dpa = dpa(mode);
     let pe = Pe::new().unwrap();
     let len = 1 << 16;
     let o = offload(&dpa, &pe, kernel, len);
@@ -226,9 +237,8 @@ fn dma_offload_checks(kernel: &ThreadKernel) {
     assert_eq!(dpa.check(), Ok(()), "{name}");
 }
 
-#[test]
-fn the_sink_consumes_every_message_one_way() {
-    let dpa = dpa();
+fn the_sink_consumes_every_message_one_way(mode: ExecMode) {
+    let dpa = dpa(mode);
     let pe = Pe::new().unwrap();
     let path = MsgqPath::builder(&dpa, &pe, &kernels::SINK)
         .depth(16)
@@ -255,19 +265,13 @@ fn the_sink_consumes_every_message_one_way() {
 /// Any mix of sends and receives that keeps at most `depth` messages unanswered works: the
 /// path re-posts the receives of replies it handed out before a reply could need them. Every
 /// reply comes back once, in order.
-#[test]
-fn any_window_of_sends_and_receives_up_to_the_depth() {
+fn any_window_of_sends_and_receives_up_to_the_depth(exec: ExecMode) {
     for (kernel, mode) in ECHOES
         .into_iter()
         .flat_map(|k| [SchedMode::BusyPoll, SchedMode::Deterministic { seed: 3 }].map(|m| (k, m)))
     {
         let name = kernel.name();
-        let dpa = Dpa::builder(&open_dpa_dev().unwrap())
-            .app(kit_app())
-            .sched_mode(mode)
-            .workers(1)
-            .start()
-            .unwrap();
+        let dpa = builder(exec).sched_mode(mode).workers(1).start().unwrap();
         let pe = Pe::new().unwrap();
         let depth = 4u32;
         let path = MsgqPath::builder(&dpa, &pe, kernel)
@@ -310,8 +314,7 @@ fn any_window_of_sends_and_receives_up_to_the_depth() {
 /// Every immediate comes back byte for byte and at its length, with every reporting setting
 /// the kernel handles (one report per reply, or one in `report_every` with OPTIMIZE_REPORTS on
 /// the others, whatever the path asked for).
-#[test]
-fn echo_returns_every_immediate_byte_for_byte() {
+fn echo_returns_every_immediate_byte_for_byte(mode: ExecMode) {
     for kernel in ECHOES {
         for flags in [
             SubmitFlags::FLUSH,
@@ -319,7 +322,7 @@ fn echo_returns_every_immediate_byte_for_byte() {
             SubmitFlags::NONE,
         ] {
             let name = kernel.name();
-            let dpa = dpa();
+            let dpa = dpa(mode);
             let pe = Pe::new().unwrap();
             let path = MsgqPath::builder(&dpa, &pe, kernel)
                 .depth(8)
@@ -353,14 +356,8 @@ fn echo_returns_every_immediate_byte_for_byte() {
 
 /// Several echo threads on one DPA, in both languages at once, each answering its own path: no
 /// reply crosses to another path, none is lost or repeated, whatever runs where.
-#[test]
-fn echo_threads_of_both_languages_share_a_dpa() {
-    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
-        .app(kit_app())
-        .sched_mode(SchedMode::BusyPoll)
-        .workers(2)
-        .start()
-        .unwrap();
+fn echo_threads_of_both_languages_share_a_dpa(mode: ExecMode) {
+    let dpa = builder(mode).workers(2).start().unwrap();
     let pe = Pe::new().unwrap();
     let paths: Vec<MsgqPath> = (0..6)
         .map(|i| {
@@ -398,3 +395,30 @@ fn echo_threads_of_both_languages_share_a_dpa() {
     }
     dpa.check().unwrap();
 }
+
+/// Each check as a test per execution mode: `native::NAME` and `isa::NAME`.
+macro_rules! in_both_modes {
+    ($($name:ident),* $(,)?) => {
+        mod native {
+            $(#[test]
+            fn $name() {
+                super::$name(super::ExecMode::Native)
+            })*
+        }
+        mod isa {
+            $(#[test]
+            fn $name() {
+                super::$name(super::ExecMode::Isa)
+            })*
+        }
+    };
+}
+
+in_both_modes!(
+    ping_pong_counts_each_leg,
+    dma_offload_copies_and_checksums,
+    the_sink_consumes_every_message_one_way,
+    any_window_of_sends_and_receives_up_to_the_depth,
+    echo_returns_every_immediate_byte_for_byte,
+    echo_threads_of_both_languages_share_a_dpa
+);
