@@ -2,6 +2,7 @@
 
 mod bench;
 mod build_dpa;
+mod dpacc;
 mod fuzz;
 mod nested;
 mod records;
@@ -18,11 +19,15 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  build-dpa [--release]   cross-compile dpa-kernels (Rust and C) for the DPA
+  build-dpa [--release] [--dpacc]
+                          cross-compile dpa-kernels (Rust and C) for the DPA
                           (riscv64imac-unknown-none-elf), write
                           target/dpa/<profile>/libdpakit_kernels.a and report.json, print each
                           kernel's language and code size and the device symbols it imports,
-                          and build the soft device's app library (soft/libdpakit_kernels.so)
+                          and build the soft device's app library (soft/libdpakit_kernels.so).
+                          --dpacc: then hand the device objects to DOCA's dpacc (found through
+                          DOCA_HOME or PATH) for the BlueField-3 DPA program,
+                          target/dpa/<profile>/dpacc/libdpakit_kernels.a
   soft-sdk [--prefix DIR] lay the soft device out like a DOCA SDK (default target/soft-doca):
                           include/, lib/libdoca_{common,comch,dpa}.so and .a, lib/pkgconfig/
   test                    install what this machine lacks, then run fmt, clippy, build-dpa,
@@ -46,9 +51,16 @@ type Result<T = (), E = String> = std::result::Result<T, E>;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("build-dpa") => parse_build_dpa(&args[1..]).and_then(|opts| {
+        Some("build-dpa") => parse_build_dpa(&args[1..]).and_then(|(opts, with_dpacc)| {
+            // Without dpacc there is nothing to hand off to: say so before building.
+            let env = dpacc::Env::from_process();
+            let toolchain = with_dpacc.then(|| dpacc::discover(&env)).transpose()?;
             let report = build_dpa::build(&opts)?;
             print!("{}", report.table());
+            if let Some(toolchain) = toolchain {
+                let program = dpacc::hand_off(&report, &opts.lib_name, &toolchain, &env)?;
+                println!("{}", dpacc::usage(&program));
+            }
             Ok(())
         }),
         Some("soft-sdk") => parse_soft_sdk(&args[1..]).and_then(|prefix| {
@@ -81,15 +93,17 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_build_dpa(args: &[String]) -> Result<build_dpa::Options> {
-    let mut opts = build_dpa::Options::shipped_kernels(false);
+/// build-dpa's options, and whether to hand the result to dpacc.
+fn parse_build_dpa(args: &[String]) -> Result<(build_dpa::Options, bool)> {
+    let (mut release, mut with_dpacc) = (false, false);
     for arg in args {
         match arg.as_str() {
-            "--release" => opts = build_dpa::Options::shipped_kernels(true),
+            "--release" => release = true,
+            "--dpacc" => with_dpacc = true,
             other => return Err(format!("build-dpa: unknown option `{other}`\n\n{USAGE}")),
         }
     }
-    Ok(opts)
+    Ok((build_dpa::Options::shipped_kernels(release), with_dpacc))
 }
 
 fn parse_soft_sdk(args: &[String]) -> Result<PathBuf> {
