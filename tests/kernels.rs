@@ -422,3 +422,60 @@ in_both_modes!(
     echo_returns_every_immediate_byte_for_byte,
     echo_threads_of_both_languages_share_a_dpa
 );
+
+/// Where a Rust kernel panics (a thread argument or local storage that is null or misaligned),
+/// a C kernel logs and finishes its thread, which is what a Rust kernel's panic does on the
+/// device: the activation ends with `thread_finish` and the DPA stays healthy.
+#[test]
+fn a_c_kernel_finishes_its_thread_on_a_bad_argument_or_local_storage() {
+    use dpakit::comch::{CpuProducer, DpaConsumer};
+    use dpakit::dpa::{ConsumerCompletion, DevPtr, DpaThread};
+    use dpakit::msgq::Msgq;
+    use dpakit::soft::Ending;
+    for kernel in [&kernels::ECHO_C, &kernels::DMA_OFFLOAD_C] {
+        for case in [
+            "null argument",
+            "misaligned argument",
+            "misaligned local storage",
+        ] {
+            let dpa = Dpa::builder(&open_dpa_dev().unwrap())
+                .app(kit_app())
+                .sched_mode(SchedMode::Deterministic { seed: 1 })
+                .start()
+                .unwrap();
+            let pe = Pe::new().unwrap();
+            // Aligned and large enough for either kernel's block; never read in these cases.
+            let block = dpa.mem_alloc(256).unwrap();
+            let mut builder = match case {
+                "null argument" => DpaThread::builder(&dpa, kernel, 0),
+                "misaligned argument" => DpaThread::builder(&dpa, kernel, block.raw() + 4),
+                _ => DpaThread::builder(&dpa, kernel, block.raw()),
+            };
+            if case == "misaligned local storage" {
+                builder = builder.local_storage(DevPtr(block.raw() + 2));
+            }
+            let thread = builder.start().unwrap();
+            let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
+            let completion = ConsumerCompletion::builder(&dpa)
+                .dpa_thread(&thread)
+                .start()
+                .unwrap();
+            let consumer = DpaConsumer::builder(&to_dpa, &completion).start().unwrap();
+            let producer = CpuProducer::builder(&to_dpa, &pe).start().unwrap();
+            thread.run().unwrap();
+            dpa.rpc(dpa.app().consumer_ack(), (consumer.dpa_handle().raw(), 1))
+                .unwrap();
+            producer.send(&[1; 8], consumer.id(), 0).unwrap();
+            // Deterministic mode runs ready activations inside progress.
+            for _ in 0..100 {
+                if !dpa.trace().unwrap().is_empty() {
+                    break;
+                }
+                pe.progress();
+            }
+            let endings: Vec<Ending> = dpa.trace().unwrap().iter().map(|e| e.ending).collect();
+            assert_eq!(endings, [Ending::Finish], "{} {case}", kernel.name());
+            assert_eq!(dpa.error(), None, "{} {case}", kernel.name());
+        }
+    }
+}

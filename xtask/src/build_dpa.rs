@@ -192,6 +192,8 @@ impl Report {
 /// `report.json` to `opts.out_dir`.
 pub fn build(opts: &Options) -> Result<Report> {
     setup::ensure_dpa_target()?;
+    // The C kernels are compiled for the device with clang.
+    setup::ensure_debian_packages(&[("clang", "clang")])?;
     let built = cargo_build(opts)?;
     let analysis = analyze_archive(
         &std::fs::read(&built).map_err(|e| format!("cannot read {}: {e}", built.display()))?,

@@ -3,6 +3,7 @@
 mod bench;
 mod build_dpa;
 mod dpa_image;
+mod dpacc;
 mod fuzz;
 mod isa_profile;
 mod nested;
@@ -20,15 +21,18 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  build-dpa [--release] [--profile]
+  build-dpa [--release] [--profile] [--dpacc]
                           cross-compile dpa-kernels (Rust and C) for the DPA
                           (riscv64imac-unknown-none-elf), write
                           target/dpa/<profile>/libdpakit_kernels.a and report.json, print each
                           kernel's language and code size and the device symbols it imports,
                           link the DPA image the soft device's ISA mode runs
                           (dpakit_kernels.elf), and build the soft device's app library
-                          (soft/libdpakit_kernels.so); --profile adds each kernel's
-                          instructions per message in ISA mode (the isa_profile example)
+                          (soft/libdpakit_kernels.so). --profile: add each kernel's
+                          instructions per message in ISA mode (the isa_profile example).
+                          --dpacc: then hand the device objects to DOCA's dpacc (found through
+                          DOCA_HOME or PATH) for the BlueField-3 DPA program,
+                          target/dpa/<profile>/dpacc/libdpakit_kernels.a
   soft-sdk [--prefix DIR] lay the soft device out like a DOCA SDK (default target/soft-doca):
                           include/, lib/libdoca_{common,comch,dpa}.so and .a, lib/pkgconfig/
   test                    install what this machine lacks, then run fmt, clippy, build-dpa,
@@ -52,9 +56,16 @@ type Result<T = (), E = String> = std::result::Result<T, E>;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("build-dpa") => parse_build_dpa(&args[1..]).and_then(|opts| {
+        Some("build-dpa") => parse_build_dpa(&args[1..]).and_then(|(opts, with_dpacc)| {
+            // Without dpacc there is nothing to hand off to: say so before building.
+            let env = dpacc::Env::from_process();
+            let toolchain = with_dpacc.then(|| dpacc::discover(&env)).transpose()?;
             let report = build_dpa::build(&opts)?;
             print!("{}", report.table());
+            if let Some(toolchain) = toolchain {
+                let program = dpacc::hand_off(&report, &opts.lib_name, &toolchain, &env)?;
+                println!("{}", dpacc::usage(&program));
+            }
             Ok(())
         }),
         Some("soft-sdk") => parse_soft_sdk(&args[1..]).and_then(|prefix| {
@@ -87,20 +98,26 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_build_dpa(args: &[String]) -> Result<build_dpa::Options> {
-    let mut opts = build_dpa::Options::shipped_kernels(false);
-    let mut profile = false;
+/// build-dpa's options, and whether to hand the result to dpacc.
+fn parse_build_dpa(args: &[String]) -> Result<(build_dpa::Options, bool)> {
+    let (mut release, mut with_dpacc, mut profile, mut fixture) = (false, false, false, false);
     for arg in args {
         match arg.as_str() {
-            "--release" => opts = build_dpa::Options::shipped_kernels(true),
-            // The ISA-mode fault tests' kernels (what `cargo xtask test` builds).
-            "--faulty-fixture" => opts = build_dpa::Options::faulty_fixture(),
+            "--release" => release = true,
+            "--dpacc" => with_dpacc = true,
             "--profile" => profile = true,
+            // The ISA-mode fault tests' kernels (what `cargo xtask test` builds).
+            "--faulty-fixture" => fixture = true,
             other => return Err(format!("build-dpa: unknown option `{other}`\n\n{USAGE}")),
         }
     }
+    let mut opts = if fixture {
+        build_dpa::Options::faulty_fixture()
+    } else {
+        build_dpa::Options::shipped_kernels(release)
+    };
     opts.profile = profile;
-    Ok(opts)
+    Ok((opts, with_dpacc))
 }
 
 fn parse_soft_sdk(args: &[String]) -> Result<PathBuf> {
