@@ -1,5 +1,6 @@
 //! The datapath allocates nothing once warm: a counting global allocator sees zero allocations
-//! across thousands of CPU → DPA → CPU round trips, on every thread of the process.
+//! across thousands of CPU → DPA → CPU round trips, on every thread of the process, with the
+//! kernel running natively or from the DPA image in the interpreter (ISA mode).
 
 #[path = "support/counting.rs"]
 mod counting;
@@ -8,7 +9,7 @@ use counting::allocations;
 use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
-use dpakit::soft::SchedMode;
+use dpakit::soft::{ExecMode, SchedMode};
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::time::Duration;
 
@@ -49,15 +50,27 @@ fn allocations_during(path: &MsgqPath, round_trips: u64, pipelined: bool) -> u64
     allocations() - before
 }
 
+#[path = "../examples/support/image.rs"]
+mod image;
+
 #[test]
 fn round_trips_allocate_nothing_after_warm_up() {
-    for mode in [SchedMode::BusyPoll, SchedMode::Sleep] {
-        let dpa = Dpa::builder(&open_dpa_dev().unwrap())
+    let isa_image = image::ensure_kit_image().unwrap();
+    for (mode, exec) in [
+        (SchedMode::BusyPoll, ExecMode::Native),
+        (SchedMode::Sleep, ExecMode::Native),
+        (SchedMode::BusyPoll, ExecMode::Isa),
+        (SchedMode::Sleep, ExecMode::Isa),
+    ] {
+        let mut builder = Dpa::builder(&open_dpa_dev().unwrap())
             .app(kit_app())
             .sched_mode(mode)
             .workers(1)
-            .start()
-            .unwrap();
+            .exec_mode(exec);
+        if exec == ExecMode::Isa {
+            builder = builder.isa_image(&isa_image);
+        }
+        let dpa = builder.start().unwrap();
         let pe = Pe::new().unwrap();
         let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
             .depth(16)
@@ -70,12 +83,12 @@ fn round_trips_allocate_nothing_after_warm_up() {
         assert_eq!(
             allocations_during(&path, 20_000, false),
             0,
-            "{mode:?}: one message at a time"
+            "{mode:?} {exec:?}: one message at a time"
         );
         assert_eq!(
             allocations_during(&path, 20_000, true),
             0,
-            "{mode:?}: a full window in flight"
+            "{mode:?} {exec:?}: a full window in flight"
         );
     }
 }
