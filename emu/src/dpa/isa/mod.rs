@@ -29,6 +29,8 @@ mod bus;
 mod decode;
 mod hart;
 mod rvc;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
 pub(crate) use decode::{AluOp, AluWOp, Cond, Inst, LoadKind, decode, decode32};
