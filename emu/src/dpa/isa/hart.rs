@@ -96,7 +96,8 @@ struct Reservation {
 /// One RV64IMAC hart in user mode.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Hart {
-    /// The integer registers; `x[0]` reads as zero (writes to it are discarded).
+    /// The integer registers. Instructions never change `x[0]`, and [`run`](Self::run) zeroes it
+    /// on entry, so kernels always read zero there.
     pub x: [u64; 32],
     /// The address of the next instruction.
     pub pc: u64,

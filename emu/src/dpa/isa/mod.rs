@@ -28,7 +28,11 @@
 mod bus;
 mod decode;
 mod hart;
+mod rvc;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
-pub(crate) use decode::{AluOp, AluWOp, Cond, Inst, LoadKind, decode, decode16, decode32};
+pub(crate) use decode::{AluOp, AluWOp, Cond, Inst, LoadKind, decode, decode32};
 pub(crate) use hart::{Hart, Stop, reg};
+pub(crate) use rvc::decode16;

@@ -1,0 +1,93 @@
+//! Small whole programs, called the way the soft device calls a kernel.
+
+use super::*;
+
+#[test]
+fn a_loop_sums_1_to_100() {
+    let code = [
+        addi(A0, ZERO, 0),
+        addi(T0, ZERO, 1),
+        addi(T1, ZERO, 101),
+        add(A0, A0, T0), // loop:
+        addi(T0, T0, 1),
+        bne(T0, T1, -8),
+        RET,
+    ];
+    let mut m = Machine::new(&code);
+    assert_eq!(m.run(10_000), (Stop::Returned, 3 + 3 * 100 + 1));
+    assert_eq!(m.x(A0), 5050);
+    // The same call with too small a budget stops inside the loop, and can go on.
+    let mut m = Machine::new(&code);
+    assert_eq!(m.run(100), (Stop::Budget, 100));
+    assert_eq!(m.run(10_000), (Stop::Returned, 204));
+    assert_eq!(m.x(A0), 5050);
+}
+
+/// `u64 fact(u64 n)`, recursive, keeping ra and s0 on the stack; mixes compressed and 32-bit
+/// instructions as a compiler does.
+fn fact() -> Vec<u16> {
+    let mut code = vec![
+        0x717d, // c.addi16sp sp, -16
+        0xe406, // c.sdsp ra, 8(sp)
+        0xe022, // c.sdsp s0, 0(sp)
+        0x842a, // c.mv s0, a0
+        0x4505, // c.li a0, 1
+        0xc419, // c.beqz s0, done (+14)
+    ];
+    code.extend(split(addi(A0, S0, -1)));
+    code.extend(split(jal(RA, -16))); // to fact
+    code.extend(split(mul(A0, A0, S0)));
+    code.extend([
+        0x60a2, // done: c.ldsp ra, 8(sp)
+        0x6402, // c.ldsp s0, 0(sp)
+        0x6141, // c.addi16sp sp, 16
+        0x8082, // c.jr ra
+    ]);
+    code
+}
+
+#[test]
+fn a_recursive_function_uses_the_stack() {
+    for (n, want) in [
+        (0u64, 1u64),
+        (1, 1),
+        (10, 3_628_800),
+        (20, 2_432_902_008_176_640_000),
+    ] {
+        let mut m = Machine::new16(&fact());
+        m.hart.prepare_call(TEXT, EXIT, END, &[n]);
+        m.hart.x[S0] = 0x5a5a; // callee-saved: must come back unchanged
+        // 13 instructions per level above 0, 10 for the last.
+        assert_eq!(m.run(100_000), (Stop::Returned, 13 * n + 10), "fact({n})");
+        assert_eq!(m.x(A0), want, "fact({n})");
+        assert_eq!((m.x(SP), m.x(S0), m.hart.pc), (END, 0x5a5a, EXIT));
+        // The outermost frame holds the caller's ra and s0.
+        assert_eq!(
+            (m.bus.peek(END - 8, 8), m.bus.peek(END - 16, 8)),
+            (EXIT, 0x5a5a)
+        );
+    }
+}
+
+#[test]
+fn a_stack_overflow_faults_at_the_first_store_below_the_data() {
+    // fact(1000) needs 16 KiB of stack; the test memory has 4 KiB of data.
+    let mut m = Machine::new16(&fact());
+    m.hart.prepare_call(TEXT, EXIT, END, &[1000]);
+    let (stop, _) = m.run(100_000);
+    let fault = MemFault {
+        addr: DATA - 8,
+        size: 8,
+        access: Access::Store,
+        reason: FaultReason::ReadOnly,
+    };
+    // The first store below the data range is c.sdsp ra, 8(sp) with sp = DATA - 16.
+    assert_eq!(
+        stop,
+        Stop::Fault {
+            pc: TEXT + 2,
+            fault
+        }
+    );
+    assert_eq!(m.x(SP), DATA - 16);
+}
