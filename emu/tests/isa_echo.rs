@@ -2,15 +2,23 @@
 
 mod common;
 
-use common::{DEPTH, Path, default_dev, echo_app};
+use common::{Path, default_dev, echo_app};
 use dpakit_abi::{Echo, ImmMessage};
 use dpakit_emu::dpa::{Dpa, ExecMode, SchedMode};
 
+/// The kit's DPA image (`cargo xtask build-dpa --release`).
 fn image() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/dpa/release/dpakit_kernels.elf")
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/dpa/release/dpakit_kernels.elf");
+    assert!(
+        path.is_file(),
+        "{} is missing: build it with `cargo xtask build-dpa --release`",
+        path.display()
+    );
+    path
 }
 
+/// Deterministic scheduling: one activation per message, every one interpreted and counted.
 #[test]
 fn echo_runs_from_the_image() {
     let dpa = Dpa::builder(&default_dev())
@@ -41,11 +49,11 @@ fn echo_runs_from_the_image() {
             .unwrap();
         assert_eq!(echo.token, i);
         path.cpu_consumer.post_recv(i + 1).unwrap();
-        let _ = DEPTH;
     }
     dpa.check().unwrap();
     let profile = path.thread.isa_profile().expect("ISA mode");
-    eprintln!("{profile:?}");
-    assert!(profile.activations >= 100);
-    assert!(profile.instructions > 100 * 20);
+    assert_eq!(profile.activations, 100, "{profile:?}");
+    assert!(profile.instructions > 100 * 20, "{profile:?}");
+    // Each message: one completion taken and acked, one reply sent, one credit back.
+    assert!(profile.calls.iter().sum::<u64>() >= 100 * 4, "{profile:?}");
 }

@@ -22,9 +22,6 @@
 //! The hart is a single user-mode RV64IMAC hart with the user counters of Zicsr: no F/D, no
 //! vector, no privileged instructions; those decode as illegal and stop the run.
 
-// Nothing calls the core yet: the soft device's ISA mode wires it in.
-#![allow(dead_code, unused_imports)]
-
 mod bus;
 mod decode;
 mod hart;
@@ -33,6 +30,9 @@ mod rvc;
 mod tests;
 
 pub(crate) use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
-pub(crate) use decode::{AluOp, AluWOp, Cond, Inst, LoadKind, decode, decode32};
 pub(crate) use hart::{Hart, Stop, reg};
+// The decoder, for the tests.
+#[cfg(test)]
+pub(crate) use decode::{AluOp, AluWOp, Cond, Inst, LoadKind, decode, decode32};
+#[cfg(test)]
 pub(crate) use rvc::decode16;

@@ -11,9 +11,7 @@ use super::printf;
 use crate::dpa::device_api as native;
 use crate::dpa::isa::{Bus, Hart, MemFault};
 
-/// Registers of the calling convention.
-const SP: usize = 2;
-const A0: usize = 10;
+use crate::dpa::isa::reg::{A0, SP};
 
 /// Declares [`DeviceFn`], one variant per DOCA device function, in the list's order (the order
 /// of `dpakit_dev::sys::DEVICE_API`).

@@ -13,8 +13,7 @@ pub(crate) const MAX_MESSAGE: usize = 511;
 /// Longest format string or `%s` argument read from the kernel.
 const MAX_STRING: u64 = 1024;
 
-const A0: usize = 10;
-const SP: usize = 2;
+use crate::dpa::isa::reg::{A0, SP};
 
 /// Reads the variadic arguments in order: a2–a7, then the caller's stack.
 struct Args {
