@@ -44,7 +44,7 @@ pub enum ExecMode {
     /// The app's DPA image — the riscv64 executable `cargo xtask build-dpa` links, the code the
     /// DPA would run — runs in the soft device's RV64IMAC interpreter: every load and store is
     /// checked, each activation has an instruction budget, and instructions and device calls
-    /// are counted ([`DpaThread::isa_profile`]).
+    /// are counted ([`DpaThread::isa_profile`](crate::dpa::DpaThread::isa_profile)).
     Isa,
 }
 

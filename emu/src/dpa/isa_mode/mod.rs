@@ -127,7 +127,7 @@ impl Default for Counters {
     }
 }
 
-/// A snapshot of [`Counters`].
+/// What the interpreter counted for a thread or a context's RPCs, at one moment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Profile {
     /// Activations (or RPC calls) run in ISA mode.
