@@ -116,10 +116,16 @@ fn app_descriptor(input: &[u8]) {
     } else {
         b.u64()
     };
-    let version = if b.u8() < 250 {
-        SoftApp::VERSION
+    let version = match b.u8() {
+        0..200 => SoftApp::VERSION,
+        200..250 => SoftApp::VERSION_1,
+        _ => b.u32(),
+    };
+    // Version 2's image path: none, or a pointer like the names.
+    let image = if b.u8() % 2 == 0 {
+        std::ptr::null()
     } else {
-        b.u32()
+        pointer(&mut b) as *const _
     };
     let straddle = b.u8() % 8 == 0;
     let at = base + ((usize::from(b.u16()) % (len - size_of::<SoftApp>())) & !7);
@@ -150,6 +156,7 @@ fn app_descriptor(input: &[u8]) {
         num_kernels,
         name: name as *const _,
         kernels: table as *const _,
+        image,
     };
     let at = if straddle {
         // The descriptor itself running into the guard page.
