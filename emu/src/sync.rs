@@ -273,20 +273,6 @@ impl<T> core::ops::Deref for CachePadded<T> {
 pub(crate) mod emulated {
     use core::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
-    /// The read-modify-write operations of RISC-V's A extension.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub(crate) enum Rmw {
-        Swap,
-        Add,
-        Xor,
-        And,
-        Or,
-        Min,
-        Max,
-        Minu,
-        Maxu,
-    }
-
     /// Loads `size` (1, 2, 4 or 8) bytes at `addr`, zero-extended.
     ///
     /// # Safety
@@ -323,43 +309,24 @@ pub(crate) mod emulated {
         }
     }
 
-    macro_rules! rmw {
-        ($atomic:ident, $int:ty, $signed:ty, $p:expr, $op:expr, $v:expr) => {{
-            let a = $atomic::from_ptr($p as *mut $int);
-            let v = $v as $int;
-            let o = Ordering::SeqCst;
-            (match $op {
-                Rmw::Swap => a.swap(v, o),
-                Rmw::Add => a.fetch_add(v, o),
-                Rmw::Xor => a.fetch_xor(v, o),
-                Rmw::And => a.fetch_and(v, o),
-                Rmw::Or => a.fetch_or(v, o),
-                Rmw::Minu => a.fetch_min(v, o),
-                Rmw::Maxu => a.fetch_max(v, o),
-                Rmw::Min => a
-                    .fetch_update(o, o, |x| Some((x as $signed).min(v as $signed) as $int))
-                    .unwrap_or_else(|x| x),
-                Rmw::Max => a
-                    .fetch_update(o, o, |x| Some((x as $signed).max(v as $signed) as $int))
-                    .unwrap_or_else(|x| x),
-            }) as u64
-        }};
-    }
-
-    /// Applies `op` with `operand` to the 4- or 8-byte word at `addr`; returns the old value,
-    /// zero-extended.
+    /// Replaces the 4- or 8-byte word at `addr` with `f(old)` atomically (a compare-exchange
+    /// loop); returns the old value, zero-extended.
     ///
     /// # Safety
     /// As for `store`, with `size` 4 or 8.
     #[inline]
-    pub(crate) unsafe fn rmw(addr: u64, size: u8, op: Rmw, operand: u64) -> u64 {
+    pub(crate) unsafe fn update(addr: u64, size: u8, f: impl Fn(u64) -> u64) -> u64 {
         let p = addr as usize;
+        let o = Ordering::SeqCst;
         // SAFETY: as in `load`.
         unsafe {
             if size == 4 {
-                rmw!(AtomicU32, u32, i32, p, op, operand)
+                let a = AtomicU32::from_ptr(p as *mut u32);
+                let old = a.fetch_update(o, o, |x| Some(f(u64::from(x)) as u32));
+                u64::from(old.unwrap_or_else(|x| x))
             } else {
-                rmw!(AtomicU64, u64, i64, p, op, operand)
+                let a = AtomicU64::from_ptr(p as *mut u64);
+                a.fetch_update(o, o, |x| Some(f(x))).unwrap_or_else(|x| x)
             }
         }
     }
@@ -383,6 +350,24 @@ pub(crate) mod emulated {
                     .compare_exchange(expected, new, o, o)
                     .is_ok()
             }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn update_returns_the_old_word_and_stores_the_new_one() {
+            let mut words = [0x1111_2222_3333_4444u64, 7];
+            let at = words.as_mut_ptr() as u64;
+            // SAFETY: aligned words of a live local array.
+            unsafe {
+                assert_eq!(super::update(at, 8, |old| old + 1), 0x1111_2222_3333_4444);
+                // The low half of the first word (little-endian), as a 4-byte word.
+                assert_eq!(super::update(at, 4, |old| old ^ 0xffff_ffff), 0x3333_4445);
+                assert_eq!(super::load(at, 8), 0x1111_2222_cccc_bbba);
+                assert_eq!(super::update(at + 8, 8, |_| 9), 7);
+            }
+            assert_eq!(words[1], 9);
         }
     }
 }

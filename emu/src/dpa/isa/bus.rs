@@ -66,9 +66,7 @@ pub(crate) enum AmoOp {
 impl AmoOp {
     /// The value an AMO of `size` bytes stores, given the `old` memory value and the `operand`
     /// (both zero-extended from `size` bytes); zero-extended as well. For [`Bus`]
-    /// implementations, so every bus computes the same results (the soft device's bus uses host
-    /// atomics, whose operations are the same).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// implementations, so every bus computes the same results.
     pub fn apply(self, size: u8, old: u64, operand: u64) -> u64 {
         let (a, b, mask) = if size == 4 {
             // Signed comparisons see the 32-bit values sign-extended.

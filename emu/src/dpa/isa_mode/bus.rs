@@ -11,7 +11,7 @@ use crate::dpa::DpaShared;
 use crate::dpa::isa::Access;
 use crate::dpa::isa::{AmoOp, Bus, FaultReason, MemFault};
 use crate::dpa::memory::with_mmaps;
-use crate::sync::emulated::{self, Rmw};
+use crate::sync::emulated;
 
 /// A range the kernel was found or given to reach.
 #[derive(Clone, Copy, Debug, Default)]
@@ -171,20 +171,6 @@ impl<'a> DeviceBus<'a> {
     }
 }
 
-fn rmw(op: AmoOp) -> Rmw {
-    match op {
-        AmoOp::Swap => Rmw::Swap,
-        AmoOp::Add => Rmw::Add,
-        AmoOp::Xor => Rmw::Xor,
-        AmoOp::And => Rmw::And,
-        AmoOp::Or => Rmw::Or,
-        AmoOp::Min => Rmw::Min,
-        AmoOp::Max => Rmw::Max,
-        AmoOp::Minu => Rmw::Minu,
-        AmoOp::Maxu => Rmw::Maxu,
-    }
-}
-
 impl Bus for DeviceBus<'_> {
     #[inline]
     fn fetch16(&mut self, addr: u64) -> Result<u16, MemFault> {
@@ -227,7 +213,7 @@ impl Bus for DeviceBus<'_> {
     fn amo(&mut self, addr: u64, size: u8, op: AmoOp, operand: u64) -> Result<u64, MemFault> {
         // SAFETY: as in `store`.
         self.access(addr, size, Access::Atomic, || unsafe {
-            emulated::rmw(addr, size, rmw(op), operand)
+            emulated::update(addr, size, |old| op.apply(size, old, operand))
         })
     }
 
