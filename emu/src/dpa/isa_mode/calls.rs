@@ -42,7 +42,7 @@ macro_rules! device_fn_enum {
 dpakit_dev::for_each_device_function!(device_fn_enum);
 
 /// The `n`th argument of the call (integer class): a0–a7, then 8-byte stack slots.
-fn arg(hart: &Hart, bus: &mut DeviceBus<'_>, n: usize) -> Result<u64, MemFault> {
+pub(super) fn arg(hart: &Hart, bus: &mut DeviceBus<'_>, n: usize) -> Result<u64, MemFault> {
     if n < 8 {
         Ok(hart.x[A0 + n])
     } else {

@@ -13,7 +13,7 @@ pub(crate) const MAX_MESSAGE: usize = 511;
 /// Longest format string or `%s` argument read from the kernel.
 const MAX_STRING: u64 = 1024;
 
-use crate::dpa::isa::reg::{A0, SP};
+use crate::dpa::isa::reg::A0;
 
 /// Reads the variadic arguments in order: a2–a7, then the caller's stack.
 struct Args {
@@ -22,13 +22,8 @@ struct Args {
 
 impl Args {
     fn next(&mut self, hart: &Hart, bus: &mut DeviceBus<'_>) -> Result<u64, MemFault> {
-        let n = self.next;
         self.next += 1;
-        if n < 8 {
-            Ok(hart.x[A0 + n])
-        } else {
-            bus.load(hart.x[SP].wrapping_add(8 * (n as u64 - 8)), 8)
-        }
+        super::calls::arg(hart, bus, self.next - 1)
     }
 }
 
