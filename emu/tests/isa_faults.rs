@@ -14,14 +14,10 @@ use dpakit_fixture_faulty_kernels as faulty;
 use std::time::{Duration, Instant};
 
 fn image() -> std::path::PathBuf {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/dpa/fixtures/release/dpakit_fixture_faulty_kernels.elf");
-    assert!(
-        path.is_file(),
-        "{} is missing: build it with `cargo xtask build-dpa --faulty-fixture`",
-        path.display()
-    );
-    path
+    common::dpa_image(
+        "fixtures/release/dpakit_fixture_faulty_kernels.elf",
+        "cargo xtask build-dpa --faulty-fixture",
+    )
 }
 
 fn app() -> App {
@@ -159,4 +155,23 @@ fn an_rpc_reads_dpa_memory_and_nothing_else() {
         .rpc(&faulty::READ_AT, (&*host as *const u64 as u64,))
         .unwrap_err();
     assert_names(&e, "read_at", &["outside the memory"]);
+}
+
+#[test]
+fn rpcs_from_several_host_threads_are_each_counted() {
+    let dpa = start(SchedMode::BusyPoll, 1_000_000);
+    let block = dpa.mem_alloc_init(&7u64).unwrap();
+    const PER_THREAD: u64 = 2_000;
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..PER_THREAD {
+                    assert_eq!(dpa.rpc(&faulty::READ_AT, (block.raw(),)).unwrap(), 7);
+                }
+            });
+        }
+    });
+    let profile = dpa.isa_rpc_profile().expect("ISA mode");
+    assert_eq!(profile.activations, 4 * PER_THREAD);
+    assert_eq!(profile.instructions % (4 * PER_THREAD), 0, "{profile:?}");
 }

@@ -164,12 +164,9 @@ impl Counters {
     /// Adds `n` retired instructions of the running activation, `total` so far.
     #[inline]
     fn retired(&self, n: u64, total: u64) {
-        // One writer (the activation's worker): plain load + store, no read-modify-write.
-        let add = |c: &AtomicU64, v: u64| c.store(c.load(Ordering::Relaxed) + v, Ordering::Relaxed);
-        add(&self.instructions, n);
-        if total > self.max_instructions.load(Ordering::Relaxed) {
-            self.max_instructions.store(total, Ordering::Relaxed);
-        }
+        // Read-modify-writes: a context's RPCs may run on several host threads at once.
+        self.instructions.fetch_add(n, Ordering::Relaxed);
+        self.max_instructions.fetch_max(total, Ordering::Relaxed);
     }
 }
 
@@ -203,10 +200,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
         let mut bus = DeviceBus::new(image, cur.dpa, (stack_start, stack_end));
         let mut hart = Hart::new();
         hart.prepare_call(entry, EXIT_PC, stack_end, args);
-        counters.activations.store(
-            counters.activations.load(Ordering::Relaxed) + 1,
-            Ordering::Relaxed,
-        );
+        counters.activations.fetch_add(1, Ordering::Relaxed);
         let mut total = 0u64;
         loop {
             let (stop, retired) = hart.run(&mut bus, EXIT_PC, program.budget - total);
@@ -217,8 +211,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                     let Some(f) = image.stub_at(hart.pc).map(|i| DeviceFn::ALL[i]) else {
                         fault(cur, image, hart.pc, "an `ecall` outside the device runtime (kernels call DOCA device functions; they make no system calls)".into());
                     };
-                    let slot = &counters.calls[f as usize];
-                    slot.store(slot.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                    counters.calls[f as usize].fetch_add(1, Ordering::Relaxed);
                     if let Err(e) = calls::serve(f, &mut hart, &mut bus) {
                         let what =
                             format!("{}: an argument's {}", f.name(), describe_fault(&e, &bus));
