@@ -6,16 +6,12 @@ use common::{Path, default_dev, echo_app};
 use dpakit_abi::{Echo, ImmMessage};
 use dpakit_emu::dpa::{Dpa, ExecMode, SchedMode};
 
-/// The kit's DPA image (`cargo xtask build-dpa --release`).
+/// The kit's DPA image.
 fn image() -> std::path::PathBuf {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/dpa/release/dpakit_kernels.elf");
-    assert!(
-        path.is_file(),
-        "{} is missing: build it with `cargo xtask build-dpa --release`",
-        path.display()
-    );
-    path
+    common::dpa_image(
+        "release/dpakit_kernels.elf",
+        "cargo xtask build-dpa --release",
+    )
 }
 
 /// Deterministic scheduling: one activation per message, every one interpreted and counted.

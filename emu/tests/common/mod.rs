@@ -26,6 +26,20 @@ pub fn default_dev() -> Dev {
     Dev::open(&Topology::global().devinfo_list_for(Side::Host)[0]).unwrap()
 }
 
+/// A DPA image `cargo xtask build-dpa` wrote, by its path under `target/dpa/` (`how` says which
+/// build-dpa command makes it).
+pub fn dpa_image(under_target_dpa: &str, how: &str) -> std::path::PathBuf {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/dpa")
+        .join(under_target_dpa);
+    assert!(
+        path.is_file(),
+        "{} is missing: build it with `{how}`",
+        path.display()
+    );
+    path
+}
+
 pub fn echo_app() -> App {
     App::new("dpakit_kernels")
         .thread_kernel(&ECHO)
