@@ -16,6 +16,8 @@ use std::time::Duration;
 
 #[path = "../examples/support/image.rs"]
 mod image;
+#[path = "support/one_message.rs"]
+mod one_message;
 
 const T: Duration = Duration::from_secs(5);
 
@@ -429,9 +431,7 @@ in_both_modes!(
 /// device: the activation ends with `thread_finish` and the DPA stays healthy.
 #[test]
 fn a_c_kernel_finishes_its_thread_on_a_bad_argument_or_local_storage() {
-    use dpakit::comch::{CpuProducer, DpaConsumer};
-    use dpakit::dpa::{ConsumerCompletion, DevPtr, DpaThread};
-    use dpakit::msgq::Msgq;
+    use dpakit::dpa::{DevPtr, DpaThread};
     use dpakit::soft::Ending;
     for kernel in [&kernels::ECHO_C, &kernels::DMA_OFFLOAD_C] {
         for case in [
@@ -456,17 +456,7 @@ fn a_c_kernel_finishes_its_thread_on_a_bad_argument_or_local_storage() {
                 builder = builder.local_storage(DevPtr(block.raw() + 2));
             }
             let thread = builder.start().unwrap();
-            let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
-            let completion = ConsumerCompletion::builder(&dpa)
-                .dpa_thread(&thread)
-                .start()
-                .unwrap();
-            let consumer = DpaConsumer::builder(&to_dpa, &completion).start().unwrap();
-            let producer = CpuProducer::builder(&to_dpa, &pe).start().unwrap();
-            thread.run().unwrap();
-            dpa.rpc(dpa.app().consumer_ack(), (consumer.dpa_handle().raw(), 1))
-                .unwrap();
-            producer.send(&[1; 8], consumer.id(), 0).unwrap();
+            let _sent = one_message::send_one_message(&dpa, &pe, &thread);
             // Deterministic mode runs ready activations inside progress.
             for _ in 0..100 {
                 if !dpa.trace().unwrap().is_empty() {

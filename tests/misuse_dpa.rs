@@ -1,5 +1,8 @@
 //! Misuse of a DPA context through the public API is an error naming the rule, never a crash.
 
+#[path = "support/one_message.rs"]
+mod one_message;
+
 use dpakit::dpa::Dpa;
 use dpakit::soft::SchedMode;
 use dpakit::{ErrorCode, kit_app, open_dpa_dev};
@@ -80,26 +83,14 @@ fn an_mmap_gives_one_dpa_handle_per_device_however_often_asked() {
 /// Starts the kit's echo kernel with `arg` as its thread argument and sends it one message;
 /// returns the DPA's fatal error.
 fn echo_with_arg(arg: u64) -> dpakit::Error {
-    use dpakit::comch::{CpuProducer, DpaConsumer};
-    use dpakit::dpa::{ConsumerCompletion, DpaThread};
-    use dpakit::msgq::Msgq;
+    use dpakit::dpa::DpaThread;
     use dpakit::pe::Pe;
     let dpa = busy_dpa();
     let pe = Pe::new().unwrap();
-    let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
     let thread = DpaThread::builder(&dpa, &dpakit::kernels::ECHO, arg)
         .start()
         .unwrap();
-    let completion = ConsumerCompletion::builder(&dpa)
-        .dpa_thread(&thread)
-        .start()
-        .unwrap();
-    let consumer = DpaConsumer::builder(&to_dpa, &completion).start().unwrap();
-    let producer = CpuProducer::builder(&to_dpa, &pe).start().unwrap();
-    thread.run().unwrap();
-    dpa.rpc(dpa.app().consumer_ack(), (consumer.dpa_handle().raw(), 1))
-        .unwrap();
-    producer.send(&[1; 8], consumer.id(), 0).unwrap();
+    let _sent = one_message::send_one_message(&dpa, &pe, &thread);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         pe.progress();
