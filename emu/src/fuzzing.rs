@@ -48,6 +48,9 @@ pub struct SharedFiles<'a> {
     pub sealed: bool,
     /// How many descriptors travel with the message (3 for a well-formed one).
     pub num_fds: usize,
+    /// Whether the wake-up is a stream socket, as a well-behaved peer sends, or an eventfd
+    /// (which must be refused: its blocking flag is the peer's to change).
+    pub wake_socket: bool,
 }
 
 /// A peer's `CONSUMER_NEW` message `msg` with `files`, received the way a connection receives
@@ -74,31 +77,18 @@ pub fn consumer_announcement(
         fds.push(match i {
             0 => memory_file(files.ring_len, files.ring, files.sealed)?,
             1 => memory_file(files.data_len, &[], files.sealed)?,
+            _ if files.wake_socket => stream_socket()?,
             _ => eventfd()?,
         });
     }
     let consumer = RemoteConsumer::attach(id, depth, imm_len, ring_len, data_len, fds)?;
     let (ours, _peer) = SeqPacket::pair()?;
     let shared = ConnShared::new(&ours)?;
-    shared.add_remote(consumer);
-    // A ring whose completion slots never free stalls a send for up to a second before it
-    // fails; the connection closing ends the wait at once, so close it after a moment.
-    let (done, wait) = std::sync::mpsc::channel::<()>();
-    let closer = {
-        let shared = shared.clone();
-        std::thread::spawn(move || {
-            if wait
-                .recv_timeout(std::time::Duration::from_millis(2))
-                .is_err()
-            {
-                shared.close();
-            }
-        })
-    };
-    let sent = FastProducer::new(shared, 1).try_send(id, data, imm);
-    let _ = done.send(());
-    let _ = closer.join();
-    sent.map(drop)
+    shared.add_remote(consumer)?;
+    // Never waits: a ring whose completion slots do not free fails the send at once.
+    FastProducer::new(shared, 1)
+        .try_send(id, data, imm)
+        .map(drop)
 }
 
 /// A memory file of `len` bytes starting with `contents`, sealed against shrinking if `sealed`.
@@ -127,6 +117,29 @@ fn memory_file(len: usize, contents: &[u8], sealed: bool) -> Result<OwnedFd> {
         bail!(OperatingSystem, "preparing a memory file failed");
     }
     Ok(fd)
+}
+
+/// One end of a stream socket pair (the other end closes: writes to it must still neither
+/// block nor raise `SIGPIPE`).
+fn stream_socket() -> Result<OwnedFd> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for two descriptors; the result is checked.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    } < 0
+    {
+        bail!(OperatingSystem, "socketpair failed");
+    }
+    // SAFETY: two fresh descriptors nothing else owns; the second is closed at once.
+    unsafe {
+        drop(OwnedFd::from_raw_fd(fds[1]));
+        Ok(OwnedFd::from_raw_fd(fds[0]))
+    }
 }
 
 fn eventfd() -> Result<OwnedFd> {

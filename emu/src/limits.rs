@@ -71,8 +71,30 @@ pub const COMCH_DEFAULT_RECV_QUEUE_SIZE: usize = 128;
 /// Most clients connected to one server at a time (`doca_comch_cap_get_max_clients`).
 pub const COMCH_MAX_CLIENTS: usize = 512;
 
-/// Largest send-task pool of a server or client (`doca_comch_cap_get_max_send_tasks`).
-pub const COMCH_MAX_SEND_TASKS: usize = 8192;
+/// Largest send-task pool of a server or client (`doca_comch_cap_get_max_send_tasks`). At
+/// least what programs written for BlueField hardware ask for (pools of 10,240 are seen);
+/// tasks are preallocated, so this bounds their memory too.
+pub const COMCH_MAX_SEND_TASKS: usize = 65536;
+
+/// Most connections a server holds in their handshake (accepted, no valid HELLO yet). Past it
+/// the oldest is dropped: silent connections cannot crowd out clients that speak at once.
+pub const COMCH_MAX_PENDING_HANDSHAKES: usize = 64;
+
+/// How long an accepted connection may take to send its HELLO, in milliseconds.
+pub const COMCH_HANDSHAKE_TIMEOUT_MS: u64 = 1000;
+
+/// Most consumers one side of a connection may announce to the other (fast path). Each costs
+/// the peer two mappings and a descriptor, so a server's worst case stays within the
+/// process's limits.
+pub const COMCH_MAX_CONSUMERS_PER_CONNECTION: usize = 32;
+
+/// Most memory the consumers one side of a connection announces may share with the peer, in
+/// bytes (4 GiB); each consumer shares its mmap (at most [`MMAP_MAX_LEN`]) plus its ring.
+pub const COMCH_MAX_SHARED_BYTES_PER_CONNECTION: u64 = 4 << 30;
+
+/// How long a fast-path consumer may take to announce itself to its peer (its connection's
+/// socket full all along) before its start fails, in milliseconds.
+pub const COMCH_ANNOUNCE_TIMEOUT_MS: u64 = 1000;
 
 /// Smallest maximal message size of a legacy Comm Channel endpoint, in bytes; smaller requests
 /// are raised to it.

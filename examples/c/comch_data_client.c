@@ -256,6 +256,34 @@ static void receive_failed(struct doca_comch_consumer_task_post_recv *task, unio
 	doca_task_free(t);
 }
 
+/* The consumer runs: its receives are posted (each reposted in echo_received after that). */
+static void consumer_state_changed(const union doca_data user_data, struct doca_ctx *ctx,
+				   enum doca_ctx_states prev_state, enum doca_ctx_states next_state)
+{
+	struct client_state *state = user_data.ptr;
+
+	(void)ctx;
+	(void)prev_state;
+	if (next_state != DOCA_CTX_STATE_RUNNING)
+		return;
+	for (uint32_t i = 0; i < NUM_RECV; i++) {
+		struct doca_comch_consumer_task_post_recv *task;
+		doca_error_t result =
+			doca_comch_consumer_task_post_recv_alloc_init(state->consumer, state->rx.bufs[i], &task);
+
+		if (result == DOCA_SUCCESS) {
+			result = doca_task_submit(doca_comch_consumer_task_post_recv_as_task(task));
+			if (result != DOCA_SUCCESS)
+				doca_task_free(doca_comch_consumer_task_post_recv_as_task(task));
+		}
+		if (result != DOCA_SUCCESS) {
+			DOCA_LOG_ERR("cannot post a receive: %s", doca_error_get_descr(result));
+			state->recv_errors++;
+			return;
+		}
+	}
+}
+
 /* ---- Progress ---- */
 
 /*
@@ -324,22 +352,18 @@ static doca_error_t fast_path_start(struct doca_dev *dev, struct doca_pe *pe, st
 	if (result == DOCA_SUCCESS)
 		result = doca_ctx_set_user_data(ctx, user_data);
 	if (result == DOCA_SUCCESS)
-		result = doca_pe_connect_ctx(pe, ctx);
+		result = doca_ctx_set_state_changed_cb(ctx, consumer_state_changed);
 	if (result == DOCA_SUCCESS)
-		result = doca_ctx_start(ctx);
-	for (uint32_t i = 0; i < NUM_RECV && result == DOCA_SUCCESS; i++) {
-		struct doca_comch_consumer_task_post_recv *task;
-
-		result = doca_comch_consumer_task_post_recv_alloc_init(state->consumer, state->rx.bufs[i], &task);
-		if (result == DOCA_SUCCESS) {
-			result = doca_task_submit(doca_comch_consumer_task_post_recv_as_task(task));
-			if (result != DOCA_SUCCESS)
-				doca_task_free(doca_comch_consumer_task_post_recv_as_task(task));
-		}
-	}
+		result = doca_pe_connect_ctx(pe, ctx);
 	if (result != DOCA_SUCCESS) {
-		DOCA_LOG_ERR("cannot start the consumer: %s", doca_error_get_descr(result));
+		DOCA_LOG_ERR("cannot configure the consumer: %s", doca_error_get_descr(result));
 		return result;
+	}
+	/* A consumer registers with the peer through progress: RUNNING comes in the callback. */
+	result = doca_ctx_start(ctx);
+	if (result != DOCA_ERROR_IN_PROGRESS) {
+		DOCA_LOG_ERR("cannot start the consumer: %s", doca_error_get_descr(result));
+		return result == DOCA_SUCCESS ? DOCA_ERROR_UNEXPECTED : result;
 	}
 
 	result = doca_comch_producer_create(state->connection, &state->producer);

@@ -327,6 +327,36 @@ static void state_changed(const union doca_data user_data, struct doca_ctx *ctx,
 	DOCA_LOG_DBG("server context: state %d -> %d", prev_state, next_state);
 }
 
+/* A session's consumer runs: its receives are posted (reposted after each message after that). */
+static void consumer_state_changed(const union doca_data user_data, struct doca_ctx *ctx,
+				   enum doca_ctx_states prev_state, enum doca_ctx_states next_state)
+{
+	struct session *s = user_data.ptr;
+
+	(void)ctx;
+	(void)prev_state;
+	if (next_state != DOCA_CTX_STATE_RUNNING)
+		return;
+	for (uint32_t k = 0; k < NUM_BUFS; k++) {
+		struct doca_task *t;
+		doca_error_t result =
+			doca_comch_consumer_task_post_recv_alloc_init(s->consumer, s->rx.bufs[k], &s->recv[k]);
+
+		if (result != DOCA_SUCCESS) {
+			DOCA_LOG_ERR("cannot allocate a receive: %s", doca_error_get_descr(result));
+			return;
+		}
+		t = doca_comch_consumer_task_post_recv_as_task(s->recv[k]);
+		doca_task_set_user_data(t, (union doca_data){.u64 = k});
+		result = doca_task_submit(t);
+		if (result != DOCA_SUCCESS) {
+			DOCA_LOG_ERR("cannot post a receive: %s", doca_error_get_descr(result));
+			doca_task_free(t);
+			return;
+		}
+	}
+}
+
 /* ---- Sessions ---- */
 
 /* A consumer with NUM_BUFS receives posted and a producer with as many send buffers. */
@@ -377,24 +407,20 @@ static doca_error_t fast_path_start(struct server_state *state, struct session *
 	if (result == DOCA_SUCCESS)
 		result = doca_ctx_set_user_data(ctx, user_data);
 	if (result == DOCA_SUCCESS)
-		result = doca_pe_connect_ctx(state->pe, ctx);
+		result = doca_ctx_set_state_changed_cb(ctx, consumer_state_changed);
 	if (result == DOCA_SUCCESS)
-		result = doca_ctx_start(ctx);
-	for (uint32_t k = 0; k < NUM_BUFS && result == DOCA_SUCCESS; k++) {
-		struct doca_task *t;
-
-		result = doca_comch_consumer_task_post_recv_alloc_init(s->consumer, s->rx.bufs[k], &s->recv[k]);
-		if (result != DOCA_SUCCESS)
-			break;
-		t = doca_comch_consumer_task_post_recv_as_task(s->recv[k]);
-		doca_task_set_user_data(t, (union doca_data){.u64 = k});
-		result = doca_task_submit(t);
-		if (result != DOCA_SUCCESS)
-			doca_task_free(t);
+		result = doca_pe_connect_ctx(state->pe, ctx);
+	if (result != DOCA_SUCCESS) {
+		DOCA_LOG_ERR("cannot configure a consumer: %s", doca_error_get_descr(result));
+		return result;
 	}
-	if (result != DOCA_SUCCESS)
+	/* A consumer registers with the peer through progress: RUNNING comes in the callback. */
+	result = doca_ctx_start(ctx);
+	if (result != DOCA_ERROR_IN_PROGRESS) {
 		DOCA_LOG_ERR("cannot start a consumer: %s", doca_error_get_descr(result));
-	return result;
+		return result == DOCA_SUCCESS ? DOCA_ERROR_UNEXPECTED : result;
+	}
+	return DOCA_SUCCESS;
 }
 
 /*

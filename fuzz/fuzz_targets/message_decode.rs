@@ -76,6 +76,7 @@ fn announcement(input: &[u8]) {
         data_len,
         sealed: flags & 1 == 0,
         num_fds: usize::from(3 ^ (flags >> 1 & 3)),
+        wake_socket: flags & 8 == 0,
     };
     let _ = consumer_announcement(msg, &files, send, imm);
 }

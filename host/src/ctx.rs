@@ -26,6 +26,32 @@ pub(crate) fn state(ctx: *mut sys::doca_ctx) -> Result<CtxState> {
 /// How long a context may take to finish stopping before teardown gives up on it.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// After a start that answered `IN_PROGRESS`: progress on `pe` until the context is RUNNING.
+/// A context that falls back to IDLE failed to start (the soft device's last error says why).
+pub(crate) fn progress_until_running(ctx: *mut sys::doca_ctx, pe: &Pe) -> Result<()> {
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    loop {
+        match state(ctx)? {
+            CtxState::Running => return Ok(()),
+            CtxState::Idle => bail!(
+                ConnectionAborted,
+                "the context went back to IDLE while starting (its peer is gone or does not \
+                 progress)"
+            ),
+            _ => {}
+        }
+        if !pe.progress() {
+            if Instant::now() > deadline {
+                bail!(
+                    TimeOut,
+                    "the context did not reach RUNNING within {STOP_TIMEOUT:?} of progress"
+                );
+            }
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// `doca_ctx_stop`, then progress on `pe` (when the stop is `IN_PROGRESS`) until the context is
 /// idle. `before_progress` runs first, to free tasks the owner holds.
 pub(crate) fn stop_until_idle(ctx: *mut sys::doca_ctx, pe: Option<&Pe>) -> Result<()> {

@@ -51,6 +51,25 @@ fn producer_ctx(producer: *mut doca_comch_producer) -> *mut doca_ctx {
 
 /// Stops a context, progressing `pe` until it is IDLE.
 #[track_caller]
+/// Starts a consumer on a connection as DOCA does: `IN_PROGRESS`, then RUNNING through
+/// progress of its PE.
+fn start_consumer(consumer: *mut doca_comch_consumer, pe: *mut doca_pe) {
+    expect!(
+        doca_ctx_start(consumer_ctx(consumer)),
+        DOCA_ERROR_IN_PROGRESS
+    );
+    assert_eq!(state(consumer_ctx(consumer)), DOCA_CTX_STATE_STARTING);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while state(consumer_ctx(consumer)) != DOCA_CTX_STATE_RUNNING {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the consumer never ran"
+        );
+        // SAFETY: a live PE.
+        unsafe { doca_pe_progress(pe) };
+    }
+}
+
 fn stop(ctx: *mut doca_ctx, pe: *mut doca_pe) {
     // SAFETY: a live context.
     let rc = unsafe { doca_ctx_stop(ctx) };
@@ -476,7 +495,7 @@ fn null_parameters_are_invalid_value() {
         v
     );
     explained("both the completion and the error callback");
-    expect!(doca_ctx_start(consumer_ctx(consumer)), DOCA_SUCCESS);
+    start_consumer(consumer, c.cpe);
     expect!(doca_ctx_start(producer_ctx(producer)), DOCA_SUCCESS);
     expect!(
         doca_comch_consumer_task_post_recv_alloc_init(consumer, buf, null_mut()),
@@ -620,7 +639,7 @@ fn consumer_memory_needs_pci_read_write_and_a_started_mmap() {
     explained("doca_mmap_start");
     assert_eq!(state(consumer_ctx(consumer)), DOCA_CTX_STATE_IDLE);
     expect!(doca_mmap_start(pending.mmap), DOCA_SUCCESS);
-    expect!(doca_ctx_start(consumer_ctx(consumer)), DOCA_SUCCESS);
+    start_consumer(consumer, c.cpe);
     stop(consumer_ctx(consumer), c.cpe);
     expect!(doca_comch_consumer_destroy(consumer), DOCA_SUCCESS);
     drop(pending);
@@ -634,7 +653,7 @@ fn a_receive_into_another_mmap_is_refused_at_submit() {
     let mut own = Memory::new(c.host, 1, DOCA_ACCESS_FLAG_PCI_READ_WRITE, true);
     let mut other = Memory::new(c.host, 1, DOCA_ACCESS_FLAG_PCI_READ_WRITE, true);
     let consumer = configured_consumer(c.cconn, own.mmap, c.cpe);
-    expect!(doca_ctx_start(consumer_ctx(consumer)), DOCA_SUCCESS);
+    start_consumer(consumer, c.cpe);
 
     let mut task = null_mut();
     expect!(
@@ -829,7 +848,7 @@ fn a_connection_with_live_endpoints_does_not_close() {
     // A running consumer on the server's end, a running producer on the client's.
     let mem = Memory::new(c.arm, 1, DOCA_ACCESS_FLAG_PCI_READ_WRITE, true);
     let consumer = configured_consumer(c.sconn, mem.mmap, c.spe);
-    expect!(doca_ctx_start(consumer_ctx(consumer)), DOCA_SUCCESS);
+    start_consumer(consumer, c.spe);
     let producer = configured_producer(c.cconn, c.cpe);
     expect!(doca_ctx_start(producer_ctx(producer)), DOCA_SUCCESS);
 

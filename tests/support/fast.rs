@@ -258,7 +258,25 @@ impl Consumer {
             }
         ));
         ok!(doca_pe_connect_ctx(pe, ctx));
-        ok!(doca_ctx_start(ctx));
+        // A consumer on a connection starts as on DOCA: IN_PROGRESS, RUNNING through progress.
+        // SAFETY: a live, configured context.
+        let rc = unsafe { doca_ctx_start(ctx) };
+        assert_eq!(rc, DOCA_ERROR_IN_PROGRESS, "{}", last_error());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let mut state = DOCA_CTX_STATE_IDLE;
+            ok!(doca_ctx_get_state(ctx, &mut state));
+            if state == DOCA_CTX_STATE_RUNNING {
+                break;
+            }
+            assert!(
+                state == DOCA_CTX_STATE_STARTING && std::time::Instant::now() < deadline,
+                "the consumer did not start: {}",
+                last_error()
+            );
+            // SAFETY: a live PE.
+            unsafe { doca_pe_progress(pe) };
+        }
         let mut id = 0;
         ok!(doca_comch_consumer_get_id(raw, &mut id));
         let mut bufs = Vec::new();

@@ -200,8 +200,11 @@ impl ClientObj {
                     n += got;
                     if flow == Flow::Closed || conn.state.get() != ConnState::Connected {
                         n += self.lost(h);
-                    } else if conn.has_waiting() {
-                        self.ep.flush(conn);
+                    } else {
+                        if conn.has_waiting() {
+                            self.ep.flush(conn);
+                        }
+                        conn.shared.flush_unsent();
                     }
                 }
             }

@@ -372,6 +372,8 @@ impl Endpoint {
             let mut fds = self.fds.borrow_mut();
             fds.clear();
             let got = conn.sock.recv(slice, &mut fds);
+            // Descriptors only travel with announcements: any others are closed at once.
+            let carried_fds = !fds.is_empty();
             drop(fds);
             let len = match got {
                 Ok(Recv::Message(len)) => len,
@@ -382,7 +384,26 @@ impl Endpoint {
                     return (n, Flow::Closed);
                 }
             };
+            let violation = |why: String| {
+                let e = err(
+                    ErrorCode::InvalidValue,
+                    format!("the peer broke the protocol, the connection is dropped: {why}"),
+                );
+                super::report(&format!("comch {}", self.role), &e);
+            };
             match proto::decode(&slice[..len]) {
+                Ok(Message::Data(payload)) if payload.len() > self.max_msg_size.get() as usize => {
+                    violation(format!(
+                        "a {}-byte message, more than the {} bytes agreed",
+                        payload.len(),
+                        self.max_msg_size.get()
+                    ));
+                    return (n, Flow::Closed);
+                }
+                Ok(Message::Data(_)) | Ok(Message::ConsumerGone { .. }) if carried_fds => {
+                    violation("descriptors attached to a message that carries none".into());
+                    return (n, Flow::Closed);
+                }
                 Ok(Message::Data(payload)) => {
                     conn.count_recv(payload.len());
                     if let Some(cb) = self.recv_cb.get() {
@@ -406,16 +427,19 @@ impl Endpoint {
                     data_len,
                 }) => {
                     let fds = std::mem::take(&mut *self.fds.borrow_mut());
-                    match RemoteConsumer::attach(id, depth, imm_len, ring_len, data_len, fds) {
-                        Ok(c) => {
-                            conn.shared.add_remote(c);
-                            self.consumer_event(handle, id, true);
-                        }
-                        Err(e) => super::note(&format!("comch {}", self.role), &e),
+                    let added = RemoteConsumer::attach(id, depth, imm_len, ring_len, data_len, fds)
+                        .and_then(|c| conn.shared.add_remote(c));
+                    if let Err(e) = added {
+                        violation(e.message().to_string());
+                        return (n, Flow::Closed);
                     }
+                    self.consumer_event(handle, id, true);
                 }
                 Ok(Message::ConsumerGone { id }) => {
-                    conn.shared.remove_remote(id);
+                    if let Err(e) = conn.shared.remove_remote(id) {
+                        violation(e.message().to_string());
+                        return (n, Flow::Closed);
+                    }
                     self.consumer_event(handle, id, false);
                 }
                 Ok(Message::Bye) => return (n + 1, Flow::Closed),

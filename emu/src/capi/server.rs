@@ -10,16 +10,20 @@ use super::types::*;
 use super::{c_str, call, call_value, out};
 use crate::ctx::CtxState;
 use crate::error::{ErrorCode, Result, bail, err};
-use crate::limits::COMCH_MAX_CLIENTS;
+use crate::limits::{COMCH_HANDSHAKE_TIMEOUT_MS, COMCH_MAX_CLIENTS, COMCH_MAX_PENDING_HANDSHAKES};
 use crate::wire::proto::{self, Message};
 use crate::wire::{self, Listener, Poller, Recv, SeqPacket};
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::ffi::{c_char, c_void};
+use std::time::{Duration, Instant};
 
 /// Poller token of the listening socket.
 const LISTENER: u64 = u64::MAX;
 /// Poller tokens of accepted sockets still in their handshake: this bit and the descriptor.
 const HANDSHAKE: u64 = 1 << 62;
+/// Connections accepted per progress pass at most; the rest wait in the backlog.
+const ACCEPTS_PER_PASS: usize = 64;
 
 /// Connection-event callbacks.
 #[derive(Clone, Copy, Default)]
@@ -39,8 +43,8 @@ pub(crate) struct ServerObj {
     conn_cbs: Cell<ConnCbs>,
     /// Established connections (handles).
     conns: RefCell<Vec<*mut c_void>>,
-    /// Accepted sockets waiting for their HELLO.
-    handshakes: RefCell<Vec<SeqPacket>>,
+    /// Accepted sockets waiting for their HELLO, oldest first, with when they were accepted.
+    handshakes: RefCell<VecDeque<(SeqPacket, Instant)>>,
     /// Connections closed by this side, whose disconnect callback runs at the next progress.
     closing: RefCell<Vec<*mut c_void>>,
 }
@@ -58,10 +62,17 @@ impl ServerObj {
         super::pe::pe(self.ep.core.pe.get().cast(), "pe").ok()
     }
 
+    /// Accepts what waits in the backlog (a bounded number per pass, so a flood of
+    /// connections cannot hold the progress call) and reads each one's HELLO if it came with
+    /// the connection, as a client's does.
     fn accept(&self) -> Result<usize> {
         // SAFETY: getuid cannot fail.
         let me = unsafe { libc::getuid() };
-        while let Some(sock) = self.listener.accept()? {
+        let mut n = 0;
+        for _ in 0..ACCEPTS_PER_PASS {
+            let Some(sock) = self.listener.accept()? else {
+                break;
+            };
             match sock.peer_uid() {
                 Ok(uid) if uid == me || wire::any_uid() => {}
                 Ok(uid) => {
@@ -79,31 +90,62 @@ impl ServerObj {
                 }
                 Err(_) => continue,
             }
-            self.poller.add(sock.fd(), HANDSHAKE | sock.fd() as u64)?;
-            self.handshakes.borrow_mut().push(sock);
+            let fd = sock.fd();
+            self.poller.add(fd, HANDSHAKE | fd as u64)?;
+            let mut pending = self.handshakes.borrow_mut();
+            pending.push_back((sock, Instant::now()));
+            if pending.len() > COMCH_MAX_PENDING_HANDSHAKES {
+                // The oldest silent connection makes room: a client that speaks at once is
+                // served before COMCH_MAX_PENDING_HANDSHAKES newer ones arrive.
+                if let Some((old, _)) = pending.pop_front() {
+                    self.poller.remove(old.fd());
+                }
+            }
+            drop(pending);
+            n += self.handshake(fd);
         }
-        Ok(0)
+        Ok(n)
+    }
+
+    /// Drops connections that have not sent a HELLO within the handshake timeout.
+    fn expire_handshakes(&self) {
+        let timeout = Duration::from_millis(COMCH_HANDSHAKE_TIMEOUT_MS);
+        let mut pending = self.handshakes.borrow_mut();
+        while pending
+            .front()
+            .is_some_and(|(_, at)| at.elapsed() > timeout)
+        {
+            if let Some((sock, _)) = pending.pop_front() {
+                self.poller.remove(sock.fd());
+            }
+        }
     }
 
     /// Reads the HELLO of handshake socket `fd` and answers it.
     fn handshake(&self, fd: i32) -> usize {
         let mut list = self.handshakes.borrow_mut();
-        let Some(at) = list.iter().position(|s| s.fd() == fd) else {
+        let Some(at) = list.iter().position(|(s, _)| s.fd() == fd) else {
             return 0;
         };
         let mut buf = [0u8; proto::OVERHEAD];
         let mut fds = Vec::new();
-        let len = match list[at].recv(&mut buf, &mut fds) {
+        let got = list[at].0.recv(&mut buf, &mut fds);
+        // A HELLO carries no descriptors: any that came are closed here.
+        let carried_fds = !fds.is_empty();
+        drop(fds);
+        let len = match got {
             Ok(Recv::Empty) => return 0,
-            Ok(Recv::Message(len)) => len,
-            Ok(Recv::Closed) | Err(_) => {
+            Ok(Recv::Message(len)) if !carried_fds => len,
+            Ok(_) | Err(_) => {
                 self.poller.remove(fd);
-                list.swap_remove(at);
+                list.remove(at);
                 return 0;
             }
         };
         self.poller.remove(fd);
-        let sock = list.swap_remove(at);
+        let Some((sock, _)) = list.remove(at) else {
+            return 0;
+        };
         drop(list);
         let verdict = match proto::decode(&buf[..len]) {
             Ok(Message::Hello {
@@ -235,6 +277,9 @@ impl ServerObj {
     fn poll_once(&self) -> usize {
         let mut n = self.ep.run_done();
         if self.ep.core.state() == CtxState::Running {
+            if !self.handshakes.borrow().is_empty() {
+                self.expire_handshakes();
+            }
             let mut tokens = [0u64; 64];
             let ready = self.poller.ready(&mut tokens);
             for &token in &tokens[..ready] {
@@ -253,6 +298,7 @@ impl ServerObj {
                     if conn.has_waiting() {
                         self.ep.flush(conn);
                     }
+                    conn.shared.flush_unsent();
                 }
             }
         }
@@ -346,7 +392,7 @@ impl Context for ServerObj {
                 return Err(e);
             }
         }
-        for sock in self.handshakes.borrow_mut().drain(..) {
+        for (sock, _) in self.handshakes.borrow_mut().drain(..) {
             self.poller.remove(sock.fd());
         }
         let conns = std::mem::take(&mut *self.conns.borrow_mut());
@@ -441,7 +487,7 @@ pub unsafe extern "C" fn doca_comch_server_create(
             poller,
             conn_cbs: Cell::new(ConnCbs::default()),
             conns: RefCell::new(Vec::new()),
-            handshakes: RefCell::new(Vec::new()),
+            handshakes: RefCell::new(VecDeque::new()),
             closing: RefCell::new(Vec::new()),
         }))?;
         server(handle.cast(), "server")?.ep.core.handle.set(handle);

@@ -30,6 +30,9 @@ pub(crate) struct TaskCore {
     pub state: Cell<TaskState>,
     pub user_data: Cell<doca_data>,
     pub status: Cell<doca_error_t>,
+    /// Freed by the program while submitted: it goes back to the pool when it completes (or
+    /// is flushed by a stop), and its callback does not run.
+    released: Cell<bool>,
 }
 
 impl TaskCore {
@@ -40,6 +43,7 @@ impl TaskCore {
             state: Cell::new(TaskState::Free),
             user_data: Cell::new(doca_data::default()),
             status: Cell::new(0),
+            released: Cell::new(false),
         }
     }
 
@@ -131,15 +135,24 @@ impl<T: Task> TaskPool<T> {
         task.core().state.set(TaskState::Allocated);
         task.core().user_data.set(doca_data::default());
         task.core().status.set(0);
+        task.core().released.set(false);
         Ok(task)
     }
 
-    /// Returns a task the program owns to the pool.
+    /// Returns a task the program owns to the pool. A submitted task cannot be taken back
+    /// from the datapath: it is released when it completes, or when a stop flushes it, and
+    /// its callback does not run (so a program that frees its posted receives and then stops
+    /// its context reaches IDLE).
     #[inline]
     pub(crate) fn free(&self, task: &T) -> Result<()> {
-        task.core().require_owned("free the task")?;
-        task.core().state.set(TaskState::Free);
-        self.free.borrow_mut().push(task.core().index);
+        let core = task.core();
+        if core.state.get() == TaskState::Submitted {
+            core.released.set(true);
+            return Ok(());
+        }
+        core.require_owned("free the task")?;
+        core.state.set(TaskState::Free);
+        self.free.borrow_mut().push(core.index);
         Ok(())
     }
 
@@ -157,9 +170,14 @@ impl<T: Task> TaskPool<T> {
         if task.core().state.get() != TaskState::Submitted {
             return None;
         }
+        self.inflight.set(self.inflight.get().saturating_sub(1));
+        if task.core().released.replace(false) {
+            task.core().state.set(TaskState::Free);
+            self.free.borrow_mut().push(index);
+            return None;
+        }
         task.core().state.set(TaskState::Allocated);
         task.core().status.set(status);
-        self.inflight.set(self.inflight.get().saturating_sub(1));
         Some(task)
     }
 

@@ -62,6 +62,15 @@ pub(crate) struct Listener {
     path: PathBuf,
     /// The inode of our socket file: what we remove on drop, and nothing a successor created.
     ino: u64,
+    /// A descriptor kept in reserve: when the process is out of descriptors, it is closed to
+    /// accept and drop one pending connection, so the backlog drains instead of keeping the
+    /// listener readable (and its owner spinning) for ever.
+    reserve: std::cell::RefCell<Option<OwnedFd>>,
+}
+
+/// A descriptor to hold in reserve (`/dev/null`).
+fn reserve_fd() -> Option<OwnedFd> {
+    std::fs::File::open("/dev/null").ok().map(OwnedFd::from)
 }
 
 impl Listener {
@@ -130,6 +139,7 @@ impl Listener {
             fd,
             path: path.to_owned(),
             ino,
+            reserve: std::cell::RefCell::new(reserve_fd()),
         })
     }
 
@@ -147,6 +157,10 @@ impl Listener {
         if fd < 0 {
             return match errno() {
                 libc::EAGAIN | libc::ECONNABORTED | libc::EINTR => Ok(None),
+                libc::EMFILE | libc::ENFILE => {
+                    self.shed();
+                    Err(os_error("accept (a pending connection was dropped)"))
+                }
                 _ => Err(os_error("accept")),
             };
         }
@@ -157,6 +171,27 @@ impl Listener {
 
     pub(crate) fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    /// Out of descriptors: frees the reserve, accepts one pending connection and closes it
+    /// (its client sees the refusal), then takes the reserve back.
+    fn shed(&self) {
+        let mut reserve = self.reserve.borrow_mut();
+        drop(reserve.take());
+        // SAFETY: NULL address arguments are allowed; the descriptor is closed at once.
+        let fd = unsafe {
+            libc::accept4(
+                self.fd.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_CLOEXEC,
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: a fresh descriptor nothing else owns.
+            unsafe { libc::close(fd) };
+        }
+        *reserve = reserve_fd();
     }
 }
 

@@ -151,16 +151,11 @@ fn deliver(
     status: ErrorCode,
 ) {
     inner.posted.set(inner.posted.get().saturating_sub(1));
-    inner.pe.catch(|| {
-        if let Some(cb) = inner.on_recv.borrow_mut().as_mut() {
-            cb(&RecvCompletion {
-                imm,
-                producer_id,
-                user_data,
-                status,
-            });
-        }
-    });
+    // The immediate is copied out and the task made available again *before* the callback,
+    // so the callback may post the next receive (DOCA programs repost inside it).
+    let mut copy = [0u8; MAX_IMM_DATA_LEN];
+    let len = imm.len().min(MAX_IMM_DATA_LEN);
+    copy[..len].copy_from_slice(&imm[..len]);
     if status == ErrorCode::Success && !inner.stopping.get() {
         // Capacity for every task was reserved, so this never allocates.
         inner.spare.borrow_mut().push(task);
@@ -168,6 +163,16 @@ fn deliver(
         // SAFETY: a completed task of ours, not kept anywhere.
         unsafe { sys::doca_task_free(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
     }
+    inner.pe.catch(|| {
+        if let Some(cb) = inner.on_recv.borrow_mut().as_mut() {
+            cb(&RecvCompletion {
+                imm: &copy[..len],
+                producer_id,
+                user_data,
+                status,
+            });
+        }
+    });
 }
 
 impl<'a> CpuConsumerBuilder<'a> {

@@ -53,6 +53,9 @@ pub(crate) struct ConsumerObj {
     completion: Cell<Option<(*mut c_void, u32)>>,
     running: RefCell<Option<Running>>,
     tasks: Tasks<RecvTask>,
+    /// When a consumer on a connection started: it is STARTING until its announcement to the
+    /// peer is written, which must happen within `COMCH_ANNOUNCE_TIMEOUT_MS`.
+    starting_since: Cell<Option<std::time::Instant>>,
 }
 
 impl Object for ConsumerObj {
@@ -115,6 +118,7 @@ impl ConsumerObj {
                 ctx: "consumer",
                 tasks: "post-receive",
             }),
+            starting_since: Cell::new(None),
         }))?;
         registry::get::<ConsumerObj>(handle, "consumer")?
             .core
@@ -200,6 +204,41 @@ impl ConsumerObj {
         pe.pe.watch_fd(fast.wake_fd())?;
         pe.polling(true);
         Ok(Running::Fast(fast))
+    }
+
+    /// A STARTING consumer on a connection announces itself; once the peer is told it is
+    /// RUNNING (its state callback says so). A connection whose queue stays full past the
+    /// announcement timeout, or that closed, fails the start: back to IDLE.
+    fn finish_start(&self) -> usize {
+        let announced = match self.running.borrow().as_ref() {
+            Some(Running::Fast(fast)) => fast.announce(),
+            _ => return 0,
+        };
+        let timeout = std::time::Duration::from_millis(crate::limits::COMCH_ANNOUNCE_TIMEOUT_MS);
+        let failed = match announced {
+            Ok(true) => {
+                self.starting_since.set(None);
+                self.core.transition(CtxState::Running);
+                return 1;
+            }
+            Ok(false)
+                if self
+                    .starting_since
+                    .get()
+                    .is_some_and(|t| t.elapsed() < timeout) =>
+            {
+                return 0;
+            }
+            Ok(false) => crate::error::err(
+                ErrorCode::TimeOut,
+                "the consumer could not announce itself: the connection's queue stayed full                  (the peer does not progress)",
+            ),
+            Err(e) => e,
+        };
+        super::report("comch consumer start", &failed);
+        self.starting_since.set(None);
+        self.finish_stop();
+        1
     }
 
     /// Delivers what producers wrote; returns how many receives completed.
@@ -360,10 +399,13 @@ impl Context for ConsumerObj {
 
     fn start(&self) -> Result<bool> {
         if let Some(link) = &self.link {
+            // As on DOCA: the consumer registers with the peer through progress, so the start
+            // answers IN_PROGRESS and RUNNING comes through the state callback.
             let running = self.start_fast(link)?;
             *self.running.borrow_mut() = Some(running);
-            self.core.transition(CtxState::Running);
-            return Ok(true);
+            self.starting_since.set(Some(std::time::Instant::now()));
+            self.core.transition(CtxState::Starting);
+            return Ok(false);
         }
         let q = self.msgq()?;
         let Some((direction, dpa)) = q.target() else {
@@ -394,11 +436,15 @@ impl Context for ConsumerObj {
     }
 
     fn poll(&self) -> usize {
+        if self.core.state() == CtxState::Starting {
+            return self.finish_start();
+        }
         self.poll_fast()
     }
 
     fn has_pending(&self) -> bool {
-        matches!(self.running.borrow().as_ref(), Some(Running::Fast(f)) if f.ready())
+        self.core.state() == CtxState::Starting
+            || matches!(self.running.borrow().as_ref(), Some(Running::Fast(f)) if f.ready())
     }
 
     fn inflight(&self) -> usize {

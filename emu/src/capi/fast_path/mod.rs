@@ -11,7 +11,8 @@
 //! the peer's consumers.
 
 use crate::error::{Result, bail};
-use crate::sync::{AtomicU32, Ordering};
+use crate::limits::{COMCH_MAX_CONSUMERS_PER_CONNECTION, COMCH_MAX_SHARED_BYTES_PER_CONNECTION};
+use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::wire::SeqPacket;
 pub(crate) use endpoints::Endpoints;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -24,10 +25,17 @@ pub(crate) struct ConnShared {
     sock: SeqPacket,
     next_consumer_id: AtomicU32,
     next_producer_id: AtomicU32,
+    /// Consumers of this side that announced themselves (bounded like the peer's).
+    local_consumers: AtomicU32,
     /// Producers and consumers alive on the connection, and whether new ones may come.
     pub endpoints: Endpoints,
     /// The peer's consumers, as announced.
     remote: Mutex<Vec<Arc<RemoteConsumer>>>,
+    /// `CONSUMER_GONE` messages a stopping consumer could not send (the socket was full): the
+    /// connection's owner sends them at its next progress.
+    gone_unsent: Mutex<Vec<u32>>,
+    /// Whether `gone_unsent` has any: read at every progress without taking its lock.
+    unsent: AtomicBool,
 }
 
 impl ConnShared {
@@ -36,8 +44,11 @@ impl ConnShared {
             sock: sock.try_clone()?,
             next_consumer_id: AtomicU32::new(1),
             next_producer_id: AtomicU32::new(1),
+            local_consumers: AtomicU32::new(0),
             endpoints: Endpoints::default(),
             remote: Mutex::new(Vec::new()),
+            gone_unsent: Mutex::new(Vec::new()),
+            unsent: AtomicBool::new(false),
         }))
     }
 
@@ -52,30 +63,66 @@ impl ConnShared {
     }
 
     /// Sends a control message on the connection from any thread (one `sendmsg`, atomic on a
-    /// `SOCK_SEQPACKET` socket), waiting while the peer is slow to drain: announcements are
-    /// rare, so waiting is fine.
-    fn send(&self, parts: &[&[u8]], fds: &[RawFd]) -> Result<()> {
-        while !self.sock.send(parts, fds)? {
-            std::thread::yield_now();
+    /// `SOCK_SEQPACKET` socket) without waiting: `Ok(false)` while the peer's queue is full.
+    fn try_send(&self, parts: &[&[u8]], fds: &[RawFd]) -> Result<bool> {
+        self.sock.send(parts, fds)
+    }
+
+    /// Counts a consumer of this side in before it announces itself; `FULL` past the limit
+    /// the peer enforces.
+    fn hold_local_consumer(&self) -> Result<()> {
+        let n = self.local_consumers.fetch_add(1, Ordering::Relaxed);
+        if n as usize >= COMCH_MAX_CONSUMERS_PER_CONNECTION {
+            self.local_consumers.fetch_sub(1, Ordering::Relaxed);
+            bail!(
+                Full,
+                "the connection has {COMCH_MAX_CONSUMERS_PER_CONNECTION} consumers on this side,                  the most a peer accepts (stop one first)"
+            );
         }
         Ok(())
     }
 
-    /// The peer announced a consumer.
-    pub(crate) fn add_remote(&self, c: Arc<RemoteConsumer>) {
-        self.remote
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(c);
+    fn release_local_consumer(&self) {
+        self.local_consumers.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// The peer's consumer `id` is gone: sends waiting for it fail.
-    pub(crate) fn remove_remote(&self, id: u32) {
+    /// The peer announced a consumer: `INVALID_VALUE` (a protocol violation) for an id it
+    /// announced already, or past the per-connection limits on consumers and shared memory.
+    pub(crate) fn add_remote(&self, c: Arc<RemoteConsumer>) -> Result<()> {
         let mut remote = self.remote.lock().unwrap_or_else(|p| p.into_inner());
-        for c in remote.iter().filter(|c| c.id == id) {
-            c.dead.store(true, Ordering::Release);
+        if remote.iter().any(|r| r.id == c.id) {
+            bail!(InvalidValue, "the peer announced consumer {} twice", c.id);
         }
-        remote.retain(|c| c.id != id);
+        if remote.len() >= COMCH_MAX_CONSUMERS_PER_CONNECTION {
+            bail!(
+                InvalidValue,
+                "the peer announced more than {COMCH_MAX_CONSUMERS_PER_CONNECTION} consumers on                  one connection"
+            );
+        }
+        let shared: u64 = remote.iter().map(|r| r.shared_bytes()).sum();
+        if shared + c.shared_bytes() > COMCH_MAX_SHARED_BYTES_PER_CONNECTION {
+            bail!(
+                InvalidValue,
+                "the peer's consumers would share more than {COMCH_MAX_SHARED_BYTES_PER_CONNECTION}                  bytes on one connection"
+            );
+        }
+        remote.push(c);
+        Ok(())
+    }
+
+    /// The peer's consumer `id` is gone: sends waiting for it fail. `INVALID_VALUE` (a protocol
+    /// violation) if the peer never announced it.
+    pub(crate) fn remove_remote(&self, id: u32) -> Result<()> {
+        let mut remote = self.remote.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(at) = remote.iter().position(|c| c.id == id) else {
+            bail!(
+                InvalidValue,
+                "the peer ended consumer {id}, which it never announced"
+            );
+        };
+        let c = remote.swap_remove(at);
+        c.dead.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// The connection closed: every consumer of the peer is gone.
@@ -85,6 +132,43 @@ impl ConnShared {
         for c in remote.drain(..) {
             c.dead.store(true, Ordering::Release);
         }
+    }
+
+    /// The peer broke the fast-path protocol: the connection ends now, from whichever thread
+    /// saw it. Its owner sees the socket closed at its next progress and disconnects (the
+    /// program's disconnect callback runs, waiting sends fail); the peer sees it too.
+    pub(crate) fn abort(&self, why: &crate::error::Error) {
+        super::note("comch fast path: dropping the connection", why);
+        self.sock.shutdown();
+    }
+
+    /// Sends what stopping consumers could not (called by the connection's owner at each
+    /// progress). A peer that leaves its queue full keeps them waiting, no more.
+    pub(crate) fn flush_unsent(&self) {
+        if !self.unsent.load(Ordering::Acquire) {
+            return;
+        }
+        let mut unsent = self.gone_unsent.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(&id) = unsent.first() {
+            let msg = crate::wire::proto::with_id(crate::wire::proto::TAG_CONSUMER_GONE, id);
+            match self.try_send(&[&msg], &[]) {
+                Ok(true) => {
+                    unsent.remove(0);
+                }
+                Ok(false) => return,
+                Err(_) => unsent.clear(),
+            }
+        }
+        self.unsent.store(false, Ordering::Release);
+    }
+
+    /// A stopping consumer's `CONSUMER_GONE` could not be sent now.
+    fn keep_unsent(&self, id: u32) {
+        self.gone_unsent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(id);
+        self.unsent.store(true, Ordering::Release);
     }
 
     fn find_remote(&self, id: u32) -> Option<Arc<RemoteConsumer>> {
@@ -445,6 +529,7 @@ mod tests {
             data_len: 4096,
             sealed: true,
             num_fds: 3,
+            wake_socket: true,
         };
         consumer_announcement(&msg, &files, b"data", b"imm").unwrap();
     }

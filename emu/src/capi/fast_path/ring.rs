@@ -71,7 +71,7 @@ pub(crate) enum Claim {
 pub(crate) enum Stall {
     /// The consumer stopped (or `gone` said so).
     Gone,
-    /// The slot did not free within the bound.
+    /// The slot was not free: the consumer broke the protocol.
     Stuck,
 }
 
@@ -166,6 +166,11 @@ impl Ring {
         unsafe { &*self.comp_ptr(i) }
     }
 
+    /// Bytes of the region the ring lives in.
+    pub(crate) fn len(&self) -> usize {
+        self.mem.len
+    }
+
     /// Whether the consumer runs.
     pub(crate) fn alive(&self) -> bool {
         self.header().alive.0.load(Ordering::Acquire) != 0
@@ -216,28 +221,22 @@ impl Ring {
         }
     }
 
-    /// Producer: publishes a completion for a claimed receive. The slot frees once the
-    /// consumer took the completion `depth` rounds earlier; with at most `depth` receives
-    /// outstanding a consumer keeping the rules never makes this wait, and one that breaks them
-    /// (or whose process died) costs a bounded wait: `gone` is asked while waiting.
+    /// Producer: publishes a completion for a claimed receive, without waiting. A consumer
+    /// keeping the rules always has the slot free: it posts a receive only after taking the
+    /// completion `depth` slots back (at most `depth` receives outstanding), and that take is
+    /// ordered before the post this producer claimed, or before the claims of the producers
+    /// whose slot counts it follows. A slot still taken is a consumer breaking the protocol
+    /// (or one that stopped: `gone`), never one to wait for: a wait here would let the peer
+    /// hold this thread, and every other peer it serves.
     pub(crate) fn complete(&self, done: Done, gone: impl Fn() -> bool) -> Result<(), Stall> {
         let s = self.header().comp_tail.0.fetch_add(1, Ordering::AcqRel);
         let comp = self.comp(s);
-        let mut spins = 0u32;
-        let mut deadline = None;
-        while comp.seq.load(Ordering::Acquire) != s {
-            if !self.alive() || gone() {
-                return Err(Stall::Gone);
-            }
-            spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 {
-                let now = std::time::Instant::now();
-                let limit = *deadline.get_or_insert(now + std::time::Duration::from_secs(1));
-                if now > limit {
-                    return Err(Stall::Stuck);
-                }
-            }
-            crate::sync::spin_loop();
+        if comp.seq.load(Ordering::Acquire) != s {
+            return Err(if !self.alive() || gone() {
+                Stall::Gone
+            } else {
+                Stall::Stuck
+            });
         }
         // SAFETY: the slot is ours (seq == s, acquired) until we publish it below.
         unsafe { (&raw mut (*self.comp_ptr(s)).done).write(done) };

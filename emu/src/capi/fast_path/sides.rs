@@ -27,15 +27,48 @@ pub(crate) struct FastConsumer {
     pub id: u32,
     ring: Ring,
     ring_fd: OwnedFd,
+    /// Our end of the wake-up socket pair: producers write a byte to the other end.
     wake: OwnedFd,
+    /// The end the peer's producers write to, sent with the announcement.
+    wake_peer: OwnedFd,
     memory: Arc<SharedMemory>,
     shared: Arc<ConnShared>,
+    depth: u64,
+    imm_len: u32,
+    /// Whether the peer was told of this consumer (`CONSUMER_NEW` written).
+    announced: std::cell::Cell<bool>,
     /// Completions consumed so far.
     head: std::cell::Cell<u64>,
 }
 
+/// A connected pair of non-blocking Unix stream sockets: the consumer's wake-up. A producer
+/// writes with `MSG_DONTWAIT | MSG_NOSIGNAL`, which neither blocks nor raises `SIGPIPE` whatever
+/// the peer does to its end (an eventfd's blocking flag, by contrast, is the peer's to change).
+fn wake_pair() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors; the result is checked.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc < 0 {
+        bail!(
+            OperatingSystem,
+            "socketpair: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: two fresh descriptors nothing else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
 impl FastConsumer {
-    /// Makes the ring for `num_tasks` receives and announces the consumer to the peer.
+    /// Makes the ring for `num_tasks` receives; [`announce`](Self::announce) tells the peer.
+    /// `FULL` past the consumers a connection may have.
     pub(crate) fn start(
         shared: Arc<ConnShared>,
         id: u32,
@@ -47,46 +80,44 @@ impl FastConsumer {
         let len = Ring::bytes(depth);
         let ring_fd = memfd(c"dpakit-comch-ring", len)?;
         let ring = Ring::create(Mapping::map(ring_fd.as_raw_fd(), len)?, depth);
-        // SAFETY: no pointers; the result is checked.
-        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if wake < 0 {
-            bail!(
-                OperatingSystem,
-                "eventfd: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        // SAFETY: a fresh descriptor nothing else owns.
-        let wake = unsafe { OwnedFd::from_raw_fd(wake) };
-        let c = FastConsumer {
+        let (wake, wake_peer) = wake_pair()?;
+        shared.hold_local_consumer()?;
+        Ok(FastConsumer {
             id,
             ring,
             ring_fd,
             wake,
+            wake_peer,
             memory,
             shared,
-            head: std::cell::Cell::new(0),
-        };
-        c.announce(depth, imm_len)?;
-        Ok(c)
-    }
-
-    fn announce(&self, depth: u64, imm_len: u32) -> Result<()> {
-        let msg = crate::wire::proto::consumer_new(
-            self.id,
             depth,
             imm_len,
-            Ring::bytes(depth) as u64,
+            announced: std::cell::Cell::new(false),
+            head: std::cell::Cell::new(0),
+        })
+    }
+
+    /// Tells the peer of the consumer (`CONSUMER_NEW` with the ring, the memory and the
+    /// wake-up): `Ok(false)` while the connection's queue is full (try again at the next
+    /// progress), `Ok(true)` once sent.
+    pub(crate) fn announce(&self) -> Result<bool> {
+        let msg = crate::wire::proto::consumer_new(
+            self.id,
+            self.depth,
+            self.imm_len,
+            Ring::bytes(self.depth) as u64,
             self.memory.len as u64,
         );
-        self.shared.send(
+        let sent = self.shared.try_send(
             &[&msg],
             &[
                 self.ring_fd.as_raw_fd(),
                 self.memory.fd.as_raw_fd(),
-                self.wake.as_raw_fd(),
+                self.wake_peer.as_raw_fd(),
             ],
-        )
+        )?;
+        self.announced.set(sent);
+        Ok(sent)
     }
 
     /// The descriptor the consumer's PE watches.
@@ -129,23 +160,42 @@ impl FastConsumer {
         self.ring.ready(self.head.get())
     }
 
-    /// Consumes the wake-up signal (the PE's handle stays readable until it is read).
+    /// Consumes the wake-up signals (the PE's handle stays readable until they are read).
     pub(crate) fn clear_wake(&self) {
-        let mut v = 0u64;
-        // SAFETY: reads 8 bytes into a live u64; EAGAIN means no signal.
-        unsafe { libc::read(self.wake.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+        let mut buf = [0u8; 256];
+        loop {
+            // SAFETY: reads into a live buffer of that size; EAGAIN means nothing left.
+            let n = unsafe {
+                libc::recv(
+                    self.wake.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n < buf.len() as isize {
+                return;
+            }
+        }
     }
 
-    /// Stops: producers see the consumer gone, the peer is told.
+    /// Stops: producers see the consumer gone, the peer is told (by the connection's owner at
+    /// its next progress if the queue is full now).
     pub(crate) fn stop(&self) {
         self.ring.stop();
-        let _ = self.shared.send(
-            &[&crate::wire::proto::with_id(
-                crate::wire::proto::TAG_CONSUMER_GONE,
-                self.id,
-            )],
-            &[],
-        );
+        if !self.announced.replace(false) {
+            return;
+        }
+        let msg = crate::wire::proto::with_id(crate::wire::proto::TAG_CONSUMER_GONE, self.id);
+        if matches!(self.shared.try_send(&[&msg], &[]), Ok(false)) {
+            self.shared.keep_unsent(self.id);
+        }
+    }
+}
+
+impl Drop for FastConsumer {
+    fn drop(&mut self) {
+        self.shared.release_local_consumer();
     }
 }
 
@@ -159,13 +209,47 @@ pub(crate) struct RemoteConsumer {
     imm_len: u32,
     ring: Ring,
     data: Mapping,
+    /// Our end of the consumer's wake-up: a stream socket, written without blocking.
     wake: OwnedFd,
     /// Set when the consumer is gone or the connection closed.
     pub(super) dead: AtomicBool,
 }
 
+/// `INVALID_VALUE` unless `fd` is a stream socket: the only kind of wake-up a producer writes
+/// to (with `MSG_DONTWAIT | MSG_NOSIGNAL`, so it never blocks nor raises a signal).
+fn check_wake_socket(fd: RawFd) -> Result<()> {
+    // SAFETY: stat is plain data; fstat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid stat buffer.
+    let is_socket =
+        unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_mode & libc::S_IFMT == libc::S_IFSOCK;
+    let mut kind: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `kind` has `len` writable bytes.
+    let stream = is_socket
+        && unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_TYPE,
+                (&mut kind as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        } == 0
+        && kind == libc::SOCK_STREAM;
+    if !stream {
+        bail!(
+            InvalidValue,
+            "the peer's consumer announcement carried a wake-up that is not a stream socket"
+        );
+    }
+    Ok(())
+}
+
 impl RemoteConsumer {
-    /// Maps what a `CONSUMER_NEW` message carried: descriptors ring, data, wake-up.
+    /// Maps what a `CONSUMER_NEW` message carried: descriptors ring, data, wake-up. Everything
+    /// is checked: the sizes against the ring depth and the limits, the memory files sealed
+    /// and large enough, the wake-up a stream socket. Only the wake-up descriptor is kept.
     pub(crate) fn attach(
         id: u32,
         depth: u64,
@@ -176,13 +260,23 @@ impl RemoteConsumer {
     ) -> Result<Arc<RemoteConsumer>> {
         if fds.len() != 3
             || !depth.is_power_of_two()
+            || depth > crate::limits::CPU_MAX_NUM_TASKS.next_power_of_two() as u64
             || Ring::checked_bytes(depth) != usize::try_from(ring_len).ok()
         {
             bail!(InvalidValue, "a malformed consumer announcement");
         }
+        // An mmap registers at most MMAP_MAX_LEN bytes; its pages span at most two more.
+        let max_data = (crate::limits::MMAP_MAX_LEN + 2 * super::page_size()) as u64;
+        if data_len > max_data {
+            bail!(
+                InvalidValue,
+                "the peer announced a consumer sharing {data_len} bytes; an mmap shares at most                  {max_data}"
+            );
+        }
         let wake = fds.pop().expect("three");
         let data_fd = fds.pop().expect("three");
         let ring_fd = fds.pop().expect("three");
+        check_wake_socket(wake.as_raw_fd())?;
         check_shared_file(ring_fd.as_raw_fd(), ring_len as usize)?;
         check_shared_file(data_fd.as_raw_fd(), data_len as usize)?;
         let ring = Ring::attach(Mapping::map(ring_fd.as_raw_fd(), ring_len as usize)?, depth);
@@ -195,6 +289,26 @@ impl RemoteConsumer {
             wake,
             dead: AtomicBool::new(false),
         }))
+    }
+
+    /// Memory the consumer shares with us: its ring and its data.
+    pub(crate) fn shared_bytes(&self) -> u64 {
+        (self.ring.len() + self.data.len) as u64
+    }
+
+    /// Wakes the consumer: one byte on its socket, never waiting, never signalling. A full
+    /// socket has a wake-up pending already.
+    fn wake(&self) {
+        let one = 1u8;
+        // SAFETY: sends one byte from a live variable.
+        unsafe {
+            libc::send(
+                self.wake.as_raw_fd(),
+                (&one as *const u8).cast(),
+                1,
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
     }
 }
 
@@ -294,14 +408,21 @@ impl FastProducer {
         match c.ring.complete(done, || c.dead.load(Ordering::Acquire)) {
             Ok(()) => {}
             Err(Stall::Gone) => bail!(NotFound, "consumer {id} is gone"),
-            Err(Stall::Stuck) => bail!(
-                IoFailed,
-                "consumer {id} does not return completion slots: its ring is corrupt"
-            ),
+            Err(Stall::Stuck) => {
+                let e = err(
+                    ErrorCode::ConnectionAborted,
+                    format!(
+                        "consumer {id} does not return its completion slots (a broken or hostile \
+                         peer): the connection is dropped"
+                    ),
+                );
+                self.known.borrow_mut().retain(|k| k.id != id);
+                c.dead.store(true, Ordering::Release);
+                self.shared.abort(&e);
+                return Err(e);
+            }
         }
-        let one = 1u64;
-        // SAFETY: writes 8 bytes to the consumer's eventfd; a full counter already signals.
-        unsafe { libc::write(c.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        c.wake();
         Ok(Attempt::Sent)
     }
 }

@@ -217,7 +217,14 @@ impl<'a> ConsumerBuilder<'a> {
             Some(recv_failed),
             self.num_recv
         ))?;
-        start_on_pe(ctx, &*consumer.inner, self.pe)?;
+        match start_on_pe(ctx, &*consumer.inner, self.pe) {
+            Ok(()) => {}
+            // The consumer registers with its peer through progress (as on DOCA).
+            Err(e) if e.code() == crate::ErrorCode::InProgress => {
+                ctx::progress_until_running(ctx, self.pe)?
+            }
+            Err(e) => return Err(e),
+        }
         doca!(doca_comch_consumer_get_id(raw, &mut id))?;
         let mut consumer = consumer;
         consumer.id = id;
