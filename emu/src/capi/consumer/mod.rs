@@ -231,7 +231,7 @@ impl ConsumerObj {
             }
             Ok(false) => crate::error::err(
                 ErrorCode::TimeOut,
-                "the consumer could not announce itself: the connection's queue stayed full                  (the peer does not progress)",
+                "the consumer could not announce itself: the connection's queue stayed full (the peer does not progress)",
             ),
             Err(e) => e,
         };

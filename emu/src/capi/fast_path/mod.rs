@@ -76,7 +76,7 @@ impl ConnShared {
             self.local_consumers.fetch_sub(1, Ordering::Relaxed);
             bail!(
                 Full,
-                "the connection has {COMCH_MAX_CONSUMERS_PER_CONNECTION} consumers on this side,                  the most a peer accepts (stop one first)"
+                "the connection has {COMCH_MAX_CONSUMERS_PER_CONNECTION} consumers on this side, the most a peer accepts (stop one first)"
             );
         }
         Ok(())
@@ -96,14 +96,14 @@ impl ConnShared {
         if remote.len() >= COMCH_MAX_CONSUMERS_PER_CONNECTION {
             bail!(
                 InvalidValue,
-                "the peer announced more than {COMCH_MAX_CONSUMERS_PER_CONNECTION} consumers on                  one connection"
+                "the peer announced more than {COMCH_MAX_CONSUMERS_PER_CONNECTION} consumers on one connection"
             );
         }
         let shared: u64 = remote.iter().map(|r| r.shared_bytes()).sum();
         if shared + c.shared_bytes() > COMCH_MAX_SHARED_BYTES_PER_CONNECTION {
             bail!(
                 InvalidValue,
-                "the peer's consumers would share more than {COMCH_MAX_SHARED_BYTES_PER_CONNECTION}                  bytes on one connection"
+                "the peer's consumers would share more than {COMCH_MAX_SHARED_BYTES_PER_CONNECTION} bytes on one connection"
             );
         }
         remote.push(c);

@@ -270,7 +270,7 @@ impl RemoteConsumer {
         if data_len > max_data {
             bail!(
                 InvalidValue,
-                "the peer announced a consumer sharing {data_len} bytes; an mmap shares at most                  {max_data}"
+                "the peer announced a consumer sharing {data_len} bytes; an mmap shares at most {max_data}"
             );
         }
         let wake = fds.pop().expect("three");
