@@ -14,7 +14,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The DOCA headers the kit binds (Core, Comch MsgQ, DPA host API).
+/// The DOCA headers the kit binds (Core, Comch MsgQ, DPA host API, sync events, the version,
+/// and the RDMA and DMA declarations programs' helper files use).
 const HEADERS: &[&str] = &[
     "doca_error.h",
     "doca_types.h",
@@ -29,6 +30,10 @@ const HEADERS: &[&str] = &[
     "doca_comch_consumer.h",
     "doca_comch_producer.h",
     "doca_dpa.h",
+    "doca_sync_event.h",
+    "doca_version.h",
+    "doca_rdma.h",
+    "doca_dma.h",
 ];
 
 /// The soft device's own controls, bound in the default configuration only.

@@ -157,6 +157,16 @@ macro_rules! __device_function_list {
                 log_level: $crate::sys::doca_dpa_dev_log_level_t,
                 format: *const ::core::ffi::c_char
             );
+
+            // Sync events (`doca_sync_event_get_dpa_handle` gives kernels the handle).
+            /// Reads the counter of a sync event into `value`.
+            [call "C"] fn doca_dpa_dev_sync_event_get(sync_event: u64, value: *mut u64);
+            /// Adds `value` to the counter of a sync event, atomically.
+            [call "C"] fn doca_dpa_dev_sync_event_update_add(sync_event: u64, value: u64);
+            /// Sets the counter of a sync event to `value`.
+            [call "C"] fn doca_dpa_dev_sync_event_update_set(sync_event: u64, value: u64);
+            /// Waits until `counter & mask` is greater than `value`.
+            [call "C"] fn doca_dpa_dev_sync_event_wait_gt(sync_event: u64, value: u64, mask: u64);
         }
     };
 }

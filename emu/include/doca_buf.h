@@ -59,6 +59,19 @@ doca_error_t doca_buf_reset_data_len(struct doca_buf *buf);
 DOCA_STABLE
 doca_error_t doca_buf_chain_list(struct doca_buf *list1, struct doca_buf *list2);
 
+/* Buffer lists: the soft device keeps every buffer a list of one. */
+DOCA_STABLE
+doca_error_t doca_buf_get_list_len(const struct doca_buf *buf, uint32_t *num_elements);
+
+DOCA_STABLE
+doca_error_t doca_buf_get_next_in_list(struct doca_buf *buf, struct doca_buf **next_buf);
+
+DOCA_STABLE
+doca_error_t doca_buf_get_last_in_list(struct doca_buf *buf, struct doca_buf **last_buf);
+
+DOCA_STABLE
+doca_error_t doca_buf_is_last_in_list(const struct doca_buf *buf, uint8_t *is_last);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,18 @@ doca_error_t doca_buf_inventory_destroy(struct doca_buf_inventory *inventory);
 DOCA_STABLE
 doca_error_t doca_buf_inventory_start(struct doca_buf_inventory *inventory);
 
+/* Fails with IN_USE while buffers of the inventory are still referenced. */
+DOCA_STABLE
+doca_error_t doca_buf_inventory_stop(struct doca_buf_inventory *inventory);
+
+DOCA_STABLE
+doca_error_t doca_buf_inventory_get_num_elements(const struct doca_buf_inventory *inventory,
+						 uint32_t *num_of_elements);
+
+DOCA_STABLE
+doca_error_t doca_buf_inventory_get_num_free_elements(const struct doca_buf_inventory *inventory,
+						      uint32_t *num_of_free_elements);
+
 /*
  * A buffer for the region [addr, addr + len) of a started mmap with the data window
  * [data, data + data_len) inside it.

@@ -8,6 +8,19 @@
 #ifndef DOCA_COMPAT_H
 #define DOCA_COMPAT_H
 
+/*
+ * DOCA programs call strlen, strcpy and memset relying on the SDK's headers to have declared
+ * them: every header of the soft SDK includes this one (or doca_types.h), which brings
+ * <string.h> in wherever the C library has one (freestanding device builds may have none).
+ */
+#ifdef __has_include
+#if __has_include(<string.h>)
+#include <string.h>
+#endif
+#else
+#include <string.h>
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 
 #define DOCA_USED __attribute__((used))

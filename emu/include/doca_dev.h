@@ -29,6 +29,12 @@ struct doca_dev_rep;
 #define DOCA_DEVINFO_IFACE_NAME_SIZE 256
 #define DOCA_DEVINFO_REP_VUID_SIZE 128
 #define DOCA_DEVINFO_PCI_BDF_SIZE 8
+#define DOCA_DEVINFO_REP_PCI_BDF_SIZE 8
+#define DOCA_DEVINFO_VUID_SIZE 128
+/* Byte sizes of the network address queries. */
+#define DOCA_DEVINFO_IPV4_ADDR_SIZE 4
+#define DOCA_DEVINFO_IPV6_ADDR_SIZE 16
+#define DOCA_DEVINFO_MAC_ADDR_SIZE 6
 
 /* Which representors doca_devinfo_rep_create_list returns (bit flags; 0 = all). */
 enum doca_devinfo_rep_filter {
@@ -77,6 +83,28 @@ doca_error_t doca_devinfo_is_equal_pci_addr(const struct doca_devinfo *devinfo,
 DOCA_STABLE
 doca_error_t doca_devinfo_rep_is_equal_pci_addr(const struct doca_devinfo_rep *devinfo_rep,
 						const char *pci_addr_str, uint8_t *is_equal);
+
+/* The PCI address as "DDDD:BB:DD.F"; pci_addr_str holds DOCA_DEVINFO_PCI_ADDR_SIZE bytes. */
+DOCA_STABLE
+doca_error_t doca_devinfo_get_pci_addr_str(const struct doca_devinfo *devinfo, char *pci_addr_str);
+
+/* The same for a representor; DOCA_DEVINFO_REP_PCI_ADDR_SIZE bytes. */
+DOCA_STABLE
+doca_error_t doca_devinfo_rep_get_pci_addr_str(const struct doca_devinfo_rep *devinfo_rep,
+					       char *pci_addr_str);
+
+DOCA_STABLE
+doca_error_t doca_devinfo_rep_get_pci_func_type(const struct doca_devinfo_rep *devinfo_rep,
+						enum doca_pci_func_type *pci_func_type);
+
+/* Whether the device lists representors of every kind / emulated ones (*supported: 1 or 0). */
+DOCA_STABLE
+doca_error_t doca_devinfo_rep_cap_is_filter_all_supported(const struct doca_devinfo *devinfo,
+							  uint8_t *filter_all_supported);
+
+DOCA_STABLE
+doca_error_t doca_devinfo_rep_cap_is_filter_emulated_supported(const struct doca_devinfo *devinfo,
+							       uint8_t *filter_emulated_supported);
 
 /* String queries write a NUL-terminated string into a buffer of `size` bytes. */
 DOCA_STABLE

@@ -59,6 +59,18 @@ doca_error_t doca_dpa_get_dpa_handle(struct doca_dpa *dpa, doca_dpa_dev_t *handl
 DOCA_EXPERIMENTAL
 doca_error_t doca_dpa_get_total_num_eus_available(struct doca_dpa *dpa, unsigned int *total_num_eus);
 
+/* The level from which doca_dpa_dev_log messages of this context's kernels are printed. */
+DOCA_EXPERIMENTAL
+doca_error_t doca_dpa_set_log_level(struct doca_dpa *dpa, doca_dpa_dev_log_level_t log_level);
+
+/*
+ * A context for another device sharing this context's DPA process (an SF or VF of the same
+ * card). The soft device does not model it: DOCA_ERROR_NOT_SUPPORTED.
+ */
+DOCA_EXPERIMENTAL
+doca_error_t doca_dpa_device_extend(struct doca_dpa *dpa, struct doca_dev *other_dev,
+				    struct doca_dpa **extended_dpa);
+
 /*
  * Runs the RPC kernel `func` once with the variadic arguments (each of uint64_t size, as many
  * as the kernel takes) and stores its return value in *retval.

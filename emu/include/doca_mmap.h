@@ -20,6 +20,7 @@ extern "C" {
 struct doca_mmap;
 struct doca_dev;
 struct doca_dpa;
+struct doca_devinfo;
 
 /* Called when an mmap that was given memory with a free callback no longer needs it. */
 typedef void (*doca_mmap_memrange_free_cb_t)(void *addr, size_t len, void *cookie);
@@ -60,6 +61,37 @@ doca_error_t doca_mmap_get_memrange(const struct doca_mmap *mmap, void **addr, s
 DOCA_EXPERIMENTAL
 doca_error_t doca_mmap_dev_get_dpa_handle(struct doca_mmap *mmap, const struct doca_dev *dev,
 					  doca_dpa_dev_mmap_t *dpa_mmap_handle);
+
+/* Most devices doca_mmap_add_dev may add; before start. */
+DOCA_STABLE
+doca_error_t doca_mmap_set_max_num_devices(struct doca_mmap *mmap, uint32_t max_num_devices);
+
+/*
+ * Exports for another process or an RDMA peer, and mmaps made from such exports. The soft device
+ * shares Comch buffers between processes by itself and models neither: the exports and
+ * doca_mmap_create_from_export answer DOCA_ERROR_NOT_SUPPORTED, the capabilities 0.
+ */
+DOCA_STABLE
+doca_error_t doca_mmap_export_pci(struct doca_mmap *mmap, const struct doca_dev *dev,
+				  const void **export_desc, size_t *export_desc_len);
+
+DOCA_STABLE
+doca_error_t doca_mmap_export_rdma(struct doca_mmap *mmap, const struct doca_dev *dev,
+				   const void **export_desc, size_t *export_desc_len);
+
+DOCA_STABLE
+doca_error_t doca_mmap_create_from_export(const union doca_data *user_data, const void *export_desc,
+					  size_t export_desc_len, struct doca_dev *dev,
+					  struct doca_mmap **mmap);
+
+
+DOCA_STABLE
+doca_error_t doca_mmap_cap_is_export_pci_supported(const struct doca_devinfo *devinfo,
+						   uint8_t *mmap_export);
+
+DOCA_STABLE
+doca_error_t doca_mmap_cap_is_create_from_export_pci_supported(const struct doca_devinfo *devinfo,
+							       uint8_t *from_export);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,14 @@
 
 #include <stdint.h>
 #include <stddef.h>
+/* <string.h> where there is one, as doca_compat.h explains. */
+#ifdef __has_include
+#if __has_include(<string.h>)
+#include <string.h>
+#endif
+#else
+#include <string.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,6 +90,12 @@ typedef uint64_t doca_dpa_dev_comch_consumer_completion_element_t;
 typedef uint32_t doca_dpa_dev_mmap_t;
 typedef uint64_t doca_dpa_dev_buf_t;
 typedef uint64_t doca_dpa_dev_buf_arr_t;
+/* Sync events exported to the DPA (doca_sync_event.h, doca_dpa_dev_sync_event.h). */
+typedef uint64_t doca_dpa_dev_sync_event_t;
+typedef uint64_t doca_dpa_dev_sync_event_remote_net_t;
+/* RDMA contexts on the DPA (doca_rdma.h; not modelled by the soft device). */
+typedef uint64_t doca_dpa_dev_rdma_t;
+typedef uint64_t doca_dpa_dev_rdma_srq_t;
 
 /* Levels of doca_dpa_dev_log (doca_dpa_dev.h), for host and device code alike. */
 typedef enum doca_dpa_dev_log_level {

@@ -26,6 +26,7 @@ pub mod msgq;
 pub mod pe;
 pub mod ring;
 mod sync;
+pub mod sync_event;
 mod sync_hint;
 mod table;
 mod wake;

@@ -34,6 +34,8 @@ pub const DPA_THREADS_PER_CORE: usize = 16;
 
 /// Most DPA threads one DPA context may create; one per EU (cores × EUs per core).
 pub const DPA_MAX_THREADS: usize = 256;
+/// Sync events one DPA context may hold handles of (`doca_sync_event_get_dpa_handle`).
+pub const DPA_MAX_SYNC_EVENTS: usize = 4096;
 
 /// Completion contexts (consumer completions and DPA completions) one DPA thread can have
 /// attached at once, in every scheduling mode (`dpakit_soft_dpa_get_max_completions_per_thread`).

@@ -6,6 +6,19 @@ pub const DOCA_DEVINFO_IBDEV_NAME_SIZE: u32 = 64;
 pub const DOCA_DEVINFO_IFACE_NAME_SIZE: u32 = 256;
 pub const DOCA_DEVINFO_REP_VUID_SIZE: u32 = 128;
 pub const DOCA_DEVINFO_PCI_BDF_SIZE: u32 = 8;
+pub const DOCA_DEVINFO_REP_PCI_BDF_SIZE: u32 = 8;
+pub const DOCA_DEVINFO_VUID_SIZE: u32 = 128;
+pub const DOCA_DEVINFO_IPV4_ADDR_SIZE: u32 = 4;
+pub const DOCA_DEVINFO_IPV6_ADDR_SIZE: u32 = 16;
+pub const DOCA_DEVINFO_MAC_ADDR_SIZE: u32 = 6;
+pub const DOCA_VERSION_MAJOR: u32 = 3;
+pub const DOCA_VERSION_MINOR: u32 = 0;
+pub const DOCA_VERSION_PATCH: u32 = 0;
+pub const DOCA_VERSION_STRING: &[u8; 9] = b"3.0.0000\0";
+pub const DOCA_VER_MAJOR: u32 = 3;
+pub const DOCA_VER_MINOR: u32 = 0;
+pub const DOCA_VER_PATCH: u32 = 0;
+pub const DOCA_VER_STRING: &[u8; 9] = b"3.0.0000\0";
 pub const DPAKIT_SOFT_APP_MAGIC: u64 = 7237391715143016816;
 pub const DPAKIT_SOFT_APP_VERSION: u32 = 2;
 pub const DPAKIT_SOFT_KERNEL_THREAD: u32 = 0;
@@ -136,6 +149,10 @@ pub type doca_dpa_dev_comch_consumer_completion_element_t = u64;
 pub type doca_dpa_dev_mmap_t = u32;
 pub type doca_dpa_dev_buf_t = u64;
 pub type doca_dpa_dev_buf_arr_t = u64;
+pub type doca_dpa_dev_sync_event_t = u64;
+pub type doca_dpa_dev_sync_event_remote_net_t = u64;
+pub type doca_dpa_dev_rdma_t = u64;
+pub type doca_dpa_dev_rdma_srq_t = u64;
 pub const DOCA_DPA_DEV_LOG_LEVEL_DISABLE: doca_dpa_dev_log_level = 10;
 pub const DOCA_DPA_DEV_LOG_LEVEL_CRIT: doca_dpa_dev_log_level = 20;
 pub const DOCA_DPA_DEV_LOG_LEVEL_ERROR: doca_dpa_dev_log_level = 30;
@@ -218,6 +235,36 @@ unsafe extern "C" {
         devinfo_rep: *const doca_devinfo_rep,
         pci_addr_str: *const ::core::ffi::c_char,
         is_equal: *mut u8,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_devinfo_get_pci_addr_str(
+        devinfo: *const doca_devinfo,
+        pci_addr_str: *mut ::core::ffi::c_char,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_devinfo_rep_get_pci_addr_str(
+        devinfo_rep: *const doca_devinfo_rep,
+        pci_addr_str: *mut ::core::ffi::c_char,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_devinfo_rep_get_pci_func_type(
+        devinfo_rep: *const doca_devinfo_rep,
+        pci_func_type: *mut doca_pci_func_type,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_devinfo_rep_cap_is_filter_all_supported(
+        devinfo: *const doca_devinfo,
+        filter_all_supported: *mut u8,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_devinfo_rep_cap_is_filter_emulated_supported(
+        devinfo: *const doca_devinfo,
+        filter_emulated_supported: *mut u8,
     ) -> doca_error_t;
 }
 unsafe extern "C" {
@@ -434,6 +481,49 @@ unsafe extern "C" {
         dpa_mmap_handle: *mut doca_dpa_dev_mmap_t,
     ) -> doca_error_t;
 }
+unsafe extern "C" {
+    pub fn doca_mmap_set_max_num_devices(
+        mmap: *mut doca_mmap,
+        max_num_devices: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_mmap_export_pci(
+        mmap: *mut doca_mmap,
+        dev: *const doca_dev,
+        export_desc: *mut *const ::core::ffi::c_void,
+        export_desc_len: *mut usize,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_mmap_export_rdma(
+        mmap: *mut doca_mmap,
+        dev: *const doca_dev,
+        export_desc: *mut *const ::core::ffi::c_void,
+        export_desc_len: *mut usize,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_mmap_create_from_export(
+        user_data: *const doca_data,
+        export_desc: *const ::core::ffi::c_void,
+        export_desc_len: usize,
+        dev: *mut doca_dev,
+        mmap: *mut *mut doca_mmap,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_mmap_cap_is_export_pci_supported(
+        devinfo: *const doca_devinfo,
+        mmap_export: *mut u8,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_mmap_cap_is_create_from_export_pci_supported(
+        devinfo: *const doca_devinfo,
+        from_export: *mut u8,
+    ) -> doca_error_t;
+}
 #[repr(C)]
 #[derive(Debug)]
 pub struct doca_buf {
@@ -482,6 +572,24 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn doca_buf_chain_list(list1: *mut doca_buf, list2: *mut doca_buf) -> doca_error_t;
 }
+unsafe extern "C" {
+    pub fn doca_buf_get_list_len(buf: *const doca_buf, num_elements: *mut u32) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_get_next_in_list(
+        buf: *mut doca_buf,
+        next_buf: *mut *mut doca_buf,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_get_last_in_list(
+        buf: *mut doca_buf,
+        last_buf: *mut *mut doca_buf,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_is_last_in_list(buf: *const doca_buf, is_last: *mut u8) -> doca_error_t;
+}
 #[repr(C)]
 #[derive(Debug)]
 pub struct doca_buf_inventory {
@@ -498,6 +606,21 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn doca_buf_inventory_start(inventory: *mut doca_buf_inventory) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_inventory_stop(inventory: *mut doca_buf_inventory) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_inventory_get_num_elements(
+        inventory: *const doca_buf_inventory,
+        num_of_elements: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_inventory_get_num_free_elements(
+        inventory: *const doca_buf_inventory,
+        num_of_free_elements: *mut u32,
+    ) -> doca_error_t;
 }
 unsafe extern "C" {
     pub fn doca_buf_inventory_buf_get_by_args(
@@ -1209,6 +1332,19 @@ unsafe extern "C" {
     ) -> doca_error_t;
 }
 unsafe extern "C" {
+    pub fn doca_dpa_set_log_level(
+        dpa: *mut doca_dpa,
+        log_level: doca_dpa_dev_log_level_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dpa_device_extend(
+        dpa: *mut doca_dpa,
+        other_dev: *mut doca_dev,
+        extended_dpa: *mut *mut doca_dpa,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
     pub fn doca_dpa_rpc(
         dpa: *mut doca_dpa,
         func: doca_dpa_func_t,
@@ -1349,6 +1485,642 @@ unsafe extern "C" {
         notify_comp: *mut doca_dpa_notification_completion,
         handle: *mut doca_dpa_dev_notification_completion_t,
     ) -> doca_error_t;
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_gpu {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_sync_event {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_sync_event_remote_net {
+    _unused: [u8; 0],
+}
+pub type doca_gpu_dev_sync_event_t = u64;
+pub type doca_gpu_dev_sync_event_remote_net_t = u64;
+unsafe extern "C" {
+    pub fn doca_sync_event_create(event: *mut *mut doca_sync_event) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_destroy(event: *mut doca_sync_event) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_add_publisher_location_cpu(
+        event: *mut doca_sync_event,
+        dev: *mut doca_dev,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_add_publisher_location_dpa(
+        event: *mut doca_sync_event,
+        dpa: *mut doca_dpa,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_add_publisher_location_gpu(
+        event: *mut doca_sync_event,
+        gpu: *mut doca_gpu,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_add_publisher_location_remote_pci(
+        event: *mut doca_sync_event,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_add_publisher_location_remote_net(
+        event: *mut doca_sync_event,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_add_subscriber_location_cpu(
+        event: *mut doca_sync_event,
+        dev: *mut doca_dev,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_add_subscriber_location_dpa(
+        event: *mut doca_sync_event,
+        dpa: *mut doca_dpa,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_add_subscriber_location_gpu(
+        event: *mut doca_sync_event,
+        gpu: *mut doca_gpu,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_add_subscriber_location_remote_pci(
+        event: *mut doca_sync_event,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_set_addr(event: *mut doca_sync_event, addr: *mut u64) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_set_doca_buf(
+        event: *mut doca_sync_event,
+        buf: *mut doca_buf,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_start(event: *mut doca_sync_event) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_stop(event: *mut doca_sync_event) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_as_ctx(event: *mut doca_sync_event) -> *mut doca_ctx;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_get(event: *mut doca_sync_event, value: *mut u64) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_update_add(
+        event: *mut doca_sync_event,
+        value: u64,
+        fetched: *mut u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_update_set(event: *mut doca_sync_event, value: u64) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_wait_gt(
+        event: *mut doca_sync_event,
+        value: u64,
+        mask: u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_wait_gt_yield(
+        event: *mut doca_sync_event,
+        value: u64,
+        mask: u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_wait_eq(
+        event: *mut doca_sync_event,
+        value: u64,
+        mask: u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_wait_eq_yield(
+        event: *mut doca_sync_event,
+        value: u64,
+        mask: u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_wait_neq(
+        event: *mut doca_sync_event,
+        value: u64,
+        mask: u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_wait_neq_yield(
+        event: *mut doca_sync_event,
+        value: u64,
+        mask: u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_get_dpa_handle(
+        event: *mut doca_sync_event,
+        dpa: *mut doca_dpa,
+        dpa_dev_se_handle: *mut doca_dpa_dev_sync_event_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_is_export_to_dpa_supported(
+        devinfo: *const doca_devinfo,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_export_to_remote_pci(
+        event: *mut doca_sync_event,
+        dev: *mut doca_dev,
+        data: *mut *const u8,
+        sz: *mut usize,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_is_export_to_remote_pci_supported(
+        devinfo: *const doca_devinfo,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_create_from_export(
+        dev: *mut doca_dev,
+        data: *const u8,
+        sz: usize,
+        event: *mut *mut doca_sync_event,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_is_create_from_export_supported(
+        devinfo: *const doca_devinfo,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_export_to_remote_net(
+        event: *mut doca_sync_event,
+        data: *mut *const u8,
+        sz: *mut usize,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_is_export_to_remote_net_supported(
+        devinfo: *const doca_devinfo,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_remote_net_create_from_export(
+        dev: *mut doca_dev,
+        data: *const u8,
+        sz: usize,
+        event: *mut *mut doca_sync_event_remote_net,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_remote_net_is_create_from_export_supported(
+        devinfo: *const doca_devinfo,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_remote_net_destroy(
+        event: *mut doca_sync_event_remote_net,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_remote_net_get_dpa_handle(
+        event: *mut doca_sync_event_remote_net,
+        dpa: *mut doca_dpa,
+        dpa_remote_event: *mut doca_dpa_dev_sync_event_remote_net_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_remote_net_is_export_to_dpa_supported(
+        devinfo: *const doca_devinfo,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_get_gpu_handle(
+        event: *mut doca_sync_event,
+        gpu: *mut doca_gpu,
+        gpu_dev_se: *mut *mut doca_gpu_dev_sync_event_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_is_export_to_gpu_supported(
+        devinfo: *const doca_devinfo,
+    ) -> doca_error_t;
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_sync_event_task_get {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_sync_event_task_notify_set {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_sync_event_task_notify_add {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_sync_event_task_wait_eq {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_sync_event_task_wait_neq {
+    _unused: [u8; 0],
+}
+pub type doca_sync_event_task_get_completion_cb_t = ::core::option::Option<
+    unsafe extern "C" fn(
+        task: *mut doca_sync_event_task_get,
+        task_user_data: doca_data,
+        ctx_user_data: doca_data,
+    ),
+>;
+pub type doca_sync_event_task_notify_set_completion_cb_t = ::core::option::Option<
+    unsafe extern "C" fn(
+        task: *mut doca_sync_event_task_notify_set,
+        task_user_data: doca_data,
+        ctx_user_data: doca_data,
+    ),
+>;
+pub type doca_sync_event_task_notify_add_completion_cb_t = ::core::option::Option<
+    unsafe extern "C" fn(
+        task: *mut doca_sync_event_task_notify_add,
+        task_user_data: doca_data,
+        ctx_user_data: doca_data,
+    ),
+>;
+pub type doca_sync_event_task_wait_eq_completion_cb_t = ::core::option::Option<
+    unsafe extern "C" fn(
+        task: *mut doca_sync_event_task_wait_eq,
+        task_user_data: doca_data,
+        ctx_user_data: doca_data,
+    ),
+>;
+pub type doca_sync_event_task_wait_neq_completion_cb_t = ::core::option::Option<
+    unsafe extern "C" fn(
+        task: *mut doca_sync_event_task_wait_neq,
+        task_user_data: doca_data,
+        ctx_user_data: doca_data,
+    ),
+>;
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_task_get_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_task_notify_set_is_supported(
+        devinfo: *const doca_devinfo,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_task_notify_add_is_supported(
+        devinfo: *const doca_devinfo,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_task_wait_eq_is_supported(
+        devinfo: *const doca_devinfo,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_cap_task_wait_neq_is_supported(
+        devinfo: *const doca_devinfo,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_task_get_set_conf(
+        event: *mut doca_sync_event,
+        completion_cb: doca_sync_event_task_get_completion_cb_t,
+        error_cb: doca_sync_event_task_get_completion_cb_t,
+        num_tasks: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_task_notify_set_set_conf(
+        event: *mut doca_sync_event,
+        completion_cb: doca_sync_event_task_notify_set_completion_cb_t,
+        error_cb: doca_sync_event_task_notify_set_completion_cb_t,
+        num_tasks: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_task_notify_add_set_conf(
+        event: *mut doca_sync_event,
+        completion_cb: doca_sync_event_task_notify_add_completion_cb_t,
+        error_cb: doca_sync_event_task_notify_add_completion_cb_t,
+        num_tasks: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_task_wait_eq_set_conf(
+        event: *mut doca_sync_event,
+        completion_cb: doca_sync_event_task_wait_eq_completion_cb_t,
+        error_cb: doca_sync_event_task_wait_eq_completion_cb_t,
+        num_tasks: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_task_wait_neq_set_conf(
+        event: *mut doca_sync_event,
+        completion_cb: doca_sync_event_task_wait_neq_completion_cb_t,
+        error_cb: doca_sync_event_task_wait_neq_completion_cb_t,
+        num_tasks: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_task_get_alloc_init(
+        event: *mut doca_sync_event,
+        ret_val_ptr: *mut u64,
+        user_data: doca_data,
+        task: *mut *mut doca_sync_event_task_get,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_task_notify_set_alloc_init(
+        event: *mut doca_sync_event,
+        set_val: u64,
+        user_data: doca_data,
+        task: *mut *mut doca_sync_event_task_notify_set,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_task_notify_add_alloc_init(
+        event: *mut doca_sync_event,
+        inc_val: u64,
+        fetched_val_ptr: *mut u64,
+        user_data: doca_data,
+        task: *mut *mut doca_sync_event_task_notify_add,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_task_wait_eq_alloc_init(
+        event: *mut doca_sync_event,
+        wait_val: u64,
+        mask: u64,
+        user_data: doca_data,
+        task: *mut *mut doca_sync_event_task_wait_eq,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_sync_event_task_wait_neq_alloc_init(
+        event: *mut doca_sync_event,
+        wait_val: u64,
+        mask: u64,
+        user_data: doca_data,
+        task: *mut *mut doca_sync_event_task_wait_neq,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_version_runtime() -> *const ::core::ffi::c_char;
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_rdma {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_rdma_connection {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_rdma_srq {
+    _unused: [u8; 0],
+}
+pub const DOCA_RDMA_TRANSPORT_TYPE_RC: doca_rdma_transport_type = 0;
+pub const DOCA_RDMA_TRANSPORT_TYPE_DC: doca_rdma_transport_type = 1;
+pub type doca_rdma_transport_type = ::core::ffi::c_uint;
+pub const DOCA_RDMA_SRQ_TYPE_LINKED_LIST: doca_rdma_srq_type = 0;
+pub const DOCA_RDMA_SRQ_TYPE_CYCLIC: doca_rdma_srq_type = 1;
+pub type doca_rdma_srq_type = ::core::ffi::c_uint;
+unsafe extern "C" {
+    pub fn doca_rdma_create(dev: *mut doca_dev, rdma: *mut *mut doca_rdma) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_create_with_srq(
+        dev: *mut doca_dev,
+        rdma_srq: *mut doca_rdma_srq,
+        rdma: *mut *mut doca_rdma,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_destroy(rdma: *mut doca_rdma) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_as_ctx(rdma: *mut doca_rdma) -> *mut doca_ctx;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_export(
+        rdma: *mut doca_rdma,
+        local_rdma_conn_details: *mut *const ::core::ffi::c_void,
+        local_rdma_conn_details_size: *mut usize,
+        rdma_connection: *mut *mut doca_rdma_connection,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_connect(
+        rdma: *mut doca_rdma,
+        remote_rdma_conn_details: *const ::core::ffi::c_void,
+        remote_rdma_conn_details_size: usize,
+        rdma_connection: *mut doca_rdma_connection,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_set_permissions(rdma: *mut doca_rdma, permissions: u32) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_set_grh_enabled(rdma: *mut doca_rdma, grh_enabled: u8) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_set_gid_index(rdma: *mut doca_rdma, gid_index: u32) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_set_send_queue_size(
+        rdma: *mut doca_rdma,
+        send_queue_size: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_set_recv_queue_size(
+        rdma: *mut doca_rdma,
+        recv_queue_size: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_set_transport_type(
+        rdma: *mut doca_rdma,
+        transport_type: doca_rdma_transport_type,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_set_max_num_connections(
+        rdma: *mut doca_rdma,
+        max_num_connections: u16,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_get_dpa_handle(
+        rdma: *mut doca_rdma,
+        dpa_rdma: *mut doca_dpa_dev_rdma_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_cap_get_max_recv_queue_size(
+        devinfo: *const doca_devinfo,
+        max_recv_queue_size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_cap_get_max_send_queue_size(
+        devinfo: *const doca_devinfo,
+        max_send_queue_size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_cap_get_max_message_size(
+        devinfo: *const doca_devinfo,
+        max_message_size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_cap_transport_type_is_supported(
+        devinfo: *const doca_devinfo,
+        transport_type: doca_rdma_transport_type,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_cap_task_receive_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_cap_task_send_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_cap_task_send_imm_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_cap_task_read_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_cap_task_write_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_srq_create(
+        dev: *mut doca_dev,
+        rdma_srq: *mut *mut doca_rdma_srq,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_srq_destroy(rdma_srq: *mut doca_rdma_srq) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_srq_as_ctx(rdma_srq: *mut doca_rdma_srq) -> *mut doca_ctx;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_srq_set_shared_recv_queue_size(
+        rdma_srq: *mut doca_rdma_srq,
+        shared_recv_queue_size: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_srq_task_receive_set_dst_buf_list_len(
+        rdma_srq: *mut doca_rdma_srq,
+        buf_list_len: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_srq_set_type(
+        rdma_srq: *mut doca_rdma_srq,
+        srq_type: doca_rdma_srq_type,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_srq_get_dpa_handle(
+        rdma_srq: *mut doca_rdma_srq,
+        dpa_rdma_srq: *mut doca_dpa_dev_rdma_srq_t,
+    ) -> doca_error_t;
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_dma {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_dma_task_memcpy {
+    _unused: [u8; 0],
+}
+pub type doca_dma_task_memcpy_completion_cb_t = ::core::option::Option<
+    unsafe extern "C" fn(
+        task: *mut doca_dma_task_memcpy,
+        task_user_data: doca_data,
+        ctx_user_data: doca_data,
+    ),
+>;
+unsafe extern "C" {
+    pub fn doca_dma_create(dev: *mut doca_dev, dma: *mut *mut doca_dma) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dma_destroy(dma: *mut doca_dma) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dma_as_ctx(dma: *mut doca_dma) -> *mut doca_ctx;
+}
+unsafe extern "C" {
+    pub fn doca_dma_cap_task_memcpy_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dma_cap_task_memcpy_get_max_buf_size(
+        devinfo: *const doca_devinfo,
+        buf_size: *mut u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dma_cap_task_memcpy_get_max_buf_list_len(
+        devinfo: *const doca_devinfo,
+        max_buf_list_len: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dma_task_memcpy_set_conf(
+        dma: *mut doca_dma,
+        task_completion_cb: doca_dma_task_memcpy_completion_cb_t,
+        task_error_cb: doca_dma_task_memcpy_completion_cb_t,
+        num_memcpy_tasks: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dma_task_memcpy_alloc_init(
+        dma: *mut doca_dma,
+        src: *const doca_buf,
+        dst: *mut doca_buf,
+        user_data: doca_data,
+        task: *mut *mut doca_dma_task_memcpy,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dma_task_memcpy_as_task(task: *mut doca_dma_task_memcpy) -> *mut doca_task;
 }
 pub const DPAKIT_SOFT_SCHED_BUSY_POLL: dpakit_soft_sched_mode = 0;
 pub const DPAKIT_SOFT_SCHED_SLEEP: dpakit_soft_sched_mode = 1;

@@ -15,6 +15,7 @@ const C_PROGRAMS: &[(&str, &[&str])] = &[
     ("examples/c/msgq_echo.c", &["-n", C_ECHO_MESSAGES]),
     ("tests/c/ctx_state.c", &[]),
     ("tests/c/argp_log.c", &[]),
+    ("tests/c/sync_event.c", &[]),
 ];
 
 /// A Comch echo CI runs between processes: the C server with the C client, then the Rust server

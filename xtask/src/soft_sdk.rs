@@ -3,13 +3,13 @@
 //! ```text
 //! <prefix>/include/         doca_*.h and dpakit_soft.h
 //! <prefix>/lib/libdpakit_soft.so           the soft device, exporting doca_* and dpakit_soft_*
-//! <prefix>/lib/libdoca_{common,comch,dpa,argp}.so -> libdpakit_soft.so
+//! <prefix>/lib/libdoca_{common,comch,dpa,argp,rdma,dma}.so -> libdpakit_soft.so
 //! <prefix>/lib/libdoca_common.a            the soft device as a static archive
-//! <prefix>/lib/libdoca_{comch,dpa,argp}.a  empty: everything is in libdoca_common.a
-//! <prefix>/lib/pkgconfig/doca-{common,comch,dpa,argp}.pc
+//! <prefix>/lib/libdoca_{comch,dpa,argp,rdma,dma}.a  empty: everything is in libdoca_common.a
+//! <prefix>/lib/pkgconfig/doca-{common,comch,dpa,argp,rdma,dma}.pc
 //! ```
 //!
-//! One library under four names, so a program linking them all gets one soft device. A DOCA
+//! One library under six names, so a program linking them all gets one soft device. A DOCA
 //! program then builds with `cc prog.c $(pkg-config --cflags --libs doca-comch doca-dpa
 //! doca-argp doca-common)` (`PKG_CONFIG_PATH=<prefix>/lib/pkgconfig`) and runs unchanged.
 
@@ -34,6 +34,10 @@ const LIBS: &[(&str, &str, &str, &str)] = &[
     ("doca_comch", "doca-comch", "doca-common", "DOCA Comch"),
     ("doca_dpa", "doca-dpa", "doca-common", "DOCA DPA"),
     ("doca_argp", "doca-argp", "doca-common", "DOCA Arg Parser"),
+    // Declared only (the soft device does not model them): for programs whose helper files
+    // use them.
+    ("doca_rdma", "doca-rdma", "doca-common", "DOCA RDMA"),
+    ("doca_dma", "doca-dma", "doca-common", "DOCA DMA"),
 ];
 
 /// The version the headers follow (DOCA 3.x names and signatures).
@@ -191,7 +195,14 @@ mod tests {
         let names: Vec<&str> = LIBS.iter().map(|(name, ..)| *name).collect();
         assert_eq!(
             names,
-            ["doca_common", "doca_comch", "doca_dpa", "doca_argp"]
+            [
+                "doca_common",
+                "doca_comch",
+                "doca_dpa",
+                "doca_argp",
+                "doca_rdma",
+                "doca_dma"
+            ]
         );
         assert!(
             LIBS[1..]

@@ -80,6 +80,51 @@ pub unsafe extern "C" fn doca_buf_inventory_start(
     })
 }
 
+/// `doca_buf_inventory_stop`: `IN_USE` while its buffers are referenced.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_inventory_stop(
+    inventory: *mut doca_buf_inventory,
+) -> doca_error_t {
+    call("doca_buf_inventory_stop", || {
+        let inv = &self::inventory(inventory)?.inv;
+        let in_use = inv.get_num_elements() - inv.get_num_free_elements();
+        if in_use > 0 {
+            bail!(
+                InUse,
+                "{in_use} buffer(s) of the inventory are still referenced: \
+                 doca_buf_dec_refcount them first"
+            );
+        }
+        inv.stop()
+    })
+}
+
+/// `doca_buf_inventory_get_num_elements`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_inventory_get_num_elements(
+    inventory: *const doca_buf_inventory,
+    num_of_elements: *mut u32,
+) -> doca_error_t {
+    call("doca_buf_inventory_get_num_elements", || {
+        let n = self::inventory(inventory)?.inv.get_num_elements();
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(num_of_elements, "num_of_elements", n) }
+    })
+}
+
+/// `doca_buf_inventory_get_num_free_elements`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_inventory_get_num_free_elements(
+    inventory: *const doca_buf_inventory,
+    num_of_free_elements: *mut u32,
+) -> doca_error_t {
+    call("doca_buf_inventory_get_num_free_elements", || {
+        let n = self::inventory(inventory)?.inv.get_num_free_elements();
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(num_of_free_elements, "num_of_free_elements", n) }
+    })
+}
+
 /// `doca_buf_inventory_buf_get_by_args`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_buf_inventory_buf_get_by_args(
@@ -245,5 +290,59 @@ pub unsafe extern "C" fn doca_buf_chain_list(
             "chained buffers are not supported: DOCA Comch takes one buffer per task, and the \
              soft device builds no chains"
         )
+    })
+}
+
+// ---- Buffer lists: the soft device never chains buffers, so each is a list of one. ----
+
+/// `doca_buf_get_list_len`: 1.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_get_list_len(
+    buf: *const doca_buf,
+    num_elements: *mut u32,
+) -> doca_error_t {
+    call("doca_buf_get_list_len", || {
+        self::buf(buf)?;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(num_elements, "num_elements", 1) }
+    })
+}
+
+/// `doca_buf_get_next_in_list`: NULL, there is no next buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_get_next_in_list(
+    buf: *mut doca_buf,
+    next_buf: *mut *mut doca_buf,
+) -> doca_error_t {
+    call("doca_buf_get_next_in_list", || {
+        self::buf(buf)?;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(next_buf, "next_buf", std::ptr::null_mut()) }
+    })
+}
+
+/// `doca_buf_get_last_in_list`: the buffer itself.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_get_last_in_list(
+    buf: *mut doca_buf,
+    last_buf: *mut *mut doca_buf,
+) -> doca_error_t {
+    call("doca_buf_get_last_in_list", || {
+        self::buf(buf)?;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(last_buf, "last_buf", buf) }
+    })
+}
+
+/// `doca_buf_is_last_in_list`: 1.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_buf_is_last_in_list(
+    buf: *const doca_buf,
+    is_last: *mut u8,
+) -> doca_error_t {
+    call("doca_buf_is_last_in_list", || {
+        self::buf(buf)?;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(is_last, "is_last", 1) }
     })
 }

@@ -57,7 +57,7 @@ impl DpaObj {
             bail!(
                 InUse,
                 "cannot {what} the DPA context: {} object(s) created on it (threads, \
-                 completions, MsgQs, affinities) still exist; destroy them first",
+                 completions, MsgQs, affinities, sync events) still exist; destroy them first",
                 self.users.count()
             );
         }
@@ -185,6 +185,26 @@ pub unsafe extern "C" fn doca_dpa_get_dpa_handle(
         let h = self::dpa(dpa, "dpa")?.model()?.dpa_handle();
         // SAFETY: writable by the C contract (checked non-null).
         unsafe { out(handle, "handle", h) }
+    })
+}
+
+/// `doca_dpa_set_log_level`: the most verbose level of kernels' messages printed (the soft
+/// device keeps one level for every context).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_dpa_set_log_level(
+    dpa: *mut doca_dpa,
+    log_level: doca_dpa_dev_log_level_t,
+) -> doca_error_t {
+    call("doca_dpa_set_log_level", || {
+        self::dpa(dpa, "dpa")?;
+        if !matches!(log_level, 10 | 20 | 30 | 40 | 50 | 60) {
+            bail!(
+                InvalidValue,
+                "log_level {log_level} is not a doca_dpa_dev_log_level_t (DISABLE 10, CRIT 20,                  ERROR 30, WARNING 40, INFO 50, DEBUG 60)"
+            );
+        }
+        crate::set_log_level(log_level);
+        Ok(())
     })
 }
 

@@ -18,6 +18,8 @@ use std::sync::Arc;
 pub(crate) struct MmapObj {
     pub mmap: Mmap,
     devs: RefCell<Vec<*mut c_void>>,
+    /// `doca_mmap_set_max_num_devices`.
+    max_devs: std::cell::Cell<Option<u32>>,
     handles: RefCell<Vec<(*mut c_void, MmapHandle)>>,
     /// Its memory as a shared file, once a Comch consumer received into it.
     shared: std::sync::Mutex<Option<Arc<SharedMemory>>>,
@@ -68,6 +70,7 @@ pub unsafe extern "C" fn doca_mmap_create(mmap: *mut *mut doca_mmap) -> doca_err
         let handle = registry::register(Box::new(MmapObj {
             mmap: Mmap::create()?,
             devs: RefCell::new(Vec::new()),
+            max_devs: std::cell::Cell::new(None),
             handles: RefCell::new(Vec::new()),
             shared: std::sync::Mutex::new(None),
         }))?;
@@ -155,9 +158,45 @@ pub unsafe extern "C" fn doca_mmap_add_dev(
     call("doca_mmap_add_dev", || {
         let m = self::mmap(mmap, "mmap")?;
         let d: &DevObj = dev::dev(dev, "dev")?;
+        if let Some(max) = m.max_devs.get() {
+            let added = m.devs.borrow().len();
+            if added >= max as usize {
+                bail!(
+                    InvalidValue,
+                    "the mmap already has {added} device(s), the maximum set with                      doca_mmap_set_max_num_devices ({max})"
+                );
+            }
+        }
         m.mmap.add_dev(&d.dev)?;
         d.users.hold();
         m.devs.borrow_mut().push(dev.cast());
+        Ok(())
+    })
+}
+
+/// `doca_mmap_set_max_num_devices`: before start, and not below the devices already added.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_mmap_set_max_num_devices(
+    mmap: *mut doca_mmap,
+    max_num_devices: u32,
+) -> doca_error_t {
+    call("doca_mmap_set_max_num_devices", || {
+        let m = self::mmap(mmap, "mmap")?;
+        if m.mmap.is_started() {
+            return Err(super::not_idle(
+                "setting the maximum number of devices",
+                "set it before doca_mmap_start",
+            ));
+        }
+        let added = m.devs.borrow().len();
+        if max_num_devices == 0 || (max_num_devices as usize) < added {
+            bail!(
+                InvalidValue,
+                "max_num_devices {max_num_devices} is below the {} device(s) an mmap needs                  ({added} added already)",
+                added.max(1)
+            );
+        }
+        m.max_devs.set(Some(max_num_devices));
         Ok(())
     })
 }

@@ -46,10 +46,11 @@ pub(crate) enum Kind {
     ComchClient,
     ComchConnection,
     ComchSendTask,
+    SyncEvent,
 }
 
 impl Kind {
-    const ALL: [Kind; 23] = [
+    const ALL: [Kind; 24] = [
         Kind::Devinfo,
         Kind::DevinfoRep,
         Kind::Dev,
@@ -73,6 +74,7 @@ impl Kind {
         Kind::ComchClient,
         Kind::ComchConnection,
         Kind::ComchSendTask,
+        Kind::SyncEvent,
     ];
 
     fn from_tag(tag: u64) -> Option<Kind> {
@@ -107,6 +109,7 @@ impl Kind {
             Kind::ComchClient => "struct doca_comch_client",
             Kind::ComchConnection => "struct doca_comch_connection",
             Kind::ComchSendTask => "struct doca_comch_task_send",
+            Kind::SyncEvent => "struct doca_sync_event",
         }
     }
 }

@@ -28,6 +28,13 @@ pub type doca_dpa_dev_comch_consumer_t = u64;
 pub type doca_dpa_dev_comch_producer_t = u64;
 pub type doca_dpa_dev_comch_consumer_completion_t = u64;
 pub type doca_dpa_dev_mmap_t = u32;
+pub type doca_dpa_dev_sync_event_t = u64;
+pub type doca_dpa_dev_sync_event_remote_net_t = u64;
+pub type doca_gpu_dev_sync_event_t = u64;
+pub type doca_dpa_dev_rdma_t = u64;
+pub type doca_dpa_dev_rdma_srq_t = u64;
+pub type doca_rdma_transport_type = c_uint;
+pub type doca_rdma_srq_type = c_uint;
 
 /// `union doca_data`.
 #[repr(C)]
@@ -101,6 +108,37 @@ opaque!(
     doca_dpa_completion,
     doca_dpa_notification_completion,
     doca_dpa_eu_affinity,
+    doca_sync_event,
+    doca_sync_event_remote_net,
+    doca_sync_event_task_get,
+    doca_sync_event_task_notify_set,
+    doca_sync_event_task_notify_add,
+    doca_sync_event_task_wait_eq,
+    doca_sync_event_task_wait_neq,
+    doca_gpu,
+    doca_rdma,
+    doca_rdma_connection,
+    doca_rdma_srq,
+    doca_dma,
+    doca_dma_task_memcpy,
+);
+
+/// A task completion callback of `$task` (every DOCA task type has one of this shape).
+macro_rules! task_cb {
+    ($($name:ident => $task:ident),* $(,)?) => { $(
+        pub type $name = Option<
+            unsafe extern "C" fn(task: *mut $task, task_user_data: doca_data, ctx_user_data: doca_data),
+        >;
+    )* };
+}
+
+task_cb!(
+    doca_sync_event_task_get_completion_cb_t => doca_sync_event_task_get,
+    doca_sync_event_task_notify_set_completion_cb_t => doca_sync_event_task_notify_set,
+    doca_sync_event_task_notify_add_completion_cb_t => doca_sync_event_task_notify_add,
+    doca_sync_event_task_wait_eq_completion_cb_t => doca_sync_event_task_wait_eq,
+    doca_sync_event_task_wait_neq_completion_cb_t => doca_sync_event_task_wait_neq,
+    doca_dma_task_memcpy_completion_cb_t => doca_dma_task_memcpy,
 );
 
 /// On the soft device an app is its descriptor (`dpakit_soft.h`).

@@ -6,7 +6,9 @@
 //! the DPA context and ends the activation; it never corrupts memory or loses a message silently.
 
 mod abi_check;
+mod sync_event;
 pub(crate) use abi_check::keep_linked;
+pub(crate) use sync_event::*;
 
 use super::activation::{Current, Ending, with_current};
 use super::completion::encode_completion;
@@ -656,7 +658,10 @@ mod tests {
     /// Every symbol kernels may import has a definition here.
     #[test]
     fn every_declared_device_function_is_implemented() {
-        let source = include_str!("device_api.rs");
+        let source = concat!(
+            include_str!("device_api.rs"),
+            include_str!("device_api/sync_event.rs")
+        );
         let c_source = include_str!("../../csrc/dev_log.c");
         for symbol in dpakit_dev::sys::DEVICE_API {
             let defined = source.contains(&format!("fn {symbol}("))

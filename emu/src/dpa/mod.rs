@@ -17,6 +17,7 @@ pub(crate) mod isa_mode;
 pub(crate) mod memory;
 pub(crate) mod parking;
 pub(crate) mod sched;
+mod sync_event;
 pub mod thread;
 pub(crate) mod thread_state;
 mod trap;
@@ -43,6 +44,7 @@ pub use completion::{
 pub use isa_mode::{DEFAULT_BUDGET as ISA_DEFAULT_BUDGET, ExecMode, IsaConfig, Profile};
 pub use memory::DevPtr;
 pub use sched::{SchedMode, SchedStats, TRACE_CAPACITY, TraceEvent, pin_current_thread};
+pub use sync_event::SyncEventExport;
 pub use thread::{DpaThread, DpaThreadBuilder};
 
 /// Whether a kernel runs as a DPA thread or as an RPC.
@@ -304,6 +306,7 @@ pub(crate) enum Kind {
     DpaProducer = 3,
     Completion = 4,
     Notification = 5,
+    SyncEvent = 6,
 }
 
 /// The per-DPA handle tables.
@@ -314,6 +317,7 @@ pub(crate) struct Handles {
     pub dpa_producers: Table<crate::comch::DpaProducerShared>,
     pub completions: Table<DpaCompletionShared>,
     pub notifications: Table<NotificationShared>,
+    pub sync_events: Table<crate::sync_event::SyncEventValue>,
 }
 
 /// State shared by a DPA context, its threads and workers.
@@ -514,6 +518,7 @@ impl DpaBuilder {
                 dpa_producers: Table::new(crate::limits::MSGQ_MAX_NUM_PRODUCERS * 16),
                 completions: Table::new(DPA_MAX_THREADS * 2),
                 notifications: Table::new(DPA_MAX_THREADS),
+                sync_events: Table::new(crate::limits::DPA_MAX_SYNC_EVENTS),
             },
             threads: Table::new(DPA_MAX_THREADS),
             sched: Scheduler::new(self.sched, weak.clone()),
@@ -748,6 +753,7 @@ impl Dpa {
             + h.dpa_producers.retained(g)
             + h.completions.retained(g)
             + h.notifications.retained(g)
+            + h.sync_events.retained(g)
             + self.shared.threads.retained(g)
     }
 

@@ -185,6 +185,24 @@ pub(crate) fn serve(f: DeviceFn, hart: &mut Hart, bus: &mut DeviceBus<'_>) -> Re
             native::dpakit_emu_dev_log(a(0) as u32, text.as_ptr().cast(), len);
             0
         }
+        D::doca_dpa_dev_sync_event_get => {
+            let mut value = 0u64;
+            native::doca_dpa_dev_sync_event_get(a(0), &mut value);
+            bus.write_out(a(1), 8, value)?;
+            0
+        }
+        D::doca_dpa_dev_sync_event_update_add => {
+            native::doca_dpa_dev_sync_event_update_add(a(0), a(1));
+            0
+        }
+        D::doca_dpa_dev_sync_event_update_set => {
+            native::doca_dpa_dev_sync_event_update_set(a(0), a(1));
+            0
+        }
+        D::doca_dpa_dev_sync_event_wait_gt => {
+            native::doca_dpa_dev_sync_event_wait_gt(a(0), a(1), a(2));
+            0
+        }
     };
     hart.x[A0] = ret;
     Ok(())

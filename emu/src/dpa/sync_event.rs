@@ -1,0 +1,53 @@
+//! Sync events exported to a DPA context (`doca_sync_event_get_dpa_handle`): a slot in the
+//! context's handle table that kernels name by handle.
+
+use super::{Dpa, Kind};
+use crate::error::{Result, bail};
+use crate::sync_event::SyncEventValue;
+use std::sync::Arc;
+
+/// A sync event's counter reachable from the kernels of one DPA context; the handle stays valid
+/// until this is dropped.
+#[derive(Debug)]
+pub struct SyncEventExport {
+    dpa: Dpa,
+    index: usize,
+}
+
+impl Dpa {
+    /// Makes `value` reachable from this context's kernels.
+    pub fn export_sync_event(&self, value: Arc<SyncEventValue>) -> Result<SyncEventExport> {
+        self.shared.require_running("export a sync event")?;
+        let Some(index) = self.shared.handles.sync_events.insert(value) else {
+            bail!(
+                NoMemory,
+                "this DPA context holds handles of {} sync events, its maximum: destroy some \
+                 first",
+                crate::limits::DPA_MAX_SYNC_EVENTS
+            );
+        };
+        Ok(SyncEventExport {
+            dpa: self.clone(),
+            index,
+        })
+    }
+}
+
+impl SyncEventExport {
+    /// The `doca_dpa_dev_sync_event_t` kernels use.
+    pub fn dpa_handle(&self) -> u64 {
+        self.dpa.shared.handle(Kind::SyncEvent, self.index)
+    }
+
+    /// The context it was exported to.
+    pub fn dpa(&self) -> &Dpa {
+        &self.dpa
+    }
+}
+
+impl Drop for SyncEventExport {
+    fn drop(&mut self) {
+        let dpa = &self.dpa.shared;
+        dpa.handles.sync_events.retire(self.index, &dpa.sched.grace);
+    }
+}
