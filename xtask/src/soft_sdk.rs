@@ -91,7 +91,7 @@ pub fn run(prefix: &Path) -> Result<PathBuf> {
             .map_err(|e| format!("cannot link {}: {e}", so.display()))?;
         std::fs::write(
             pkgconfig.join(format!("{package}.pc")),
-            pc_file(&prefix, name, package, requires, description),
+            pc_file(name, package, requires, description),
         )
         .map_err(|e| format!("cannot write {package}.pc: {e}"))?;
     }
@@ -143,12 +143,13 @@ fn empty_archive(path: &Path) -> Result {
     std::fs::write(path, b"!<arch>\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// The pkg-config file of one library.
-pub fn pc_file(prefix: &Path, name: &str, package: &str, requires: &str, what: &str) -> String {
+/// The pkg-config file of one library. The prefix is relative to the file itself
+/// (`<prefix>/lib/pkgconfig`), so a copied or moved SDK points at itself, never back at the
+/// tree it was built in.
+pub fn pc_file(name: &str, package: &str, requires: &str, what: &str) -> String {
     let mut pc = format!(
-        "prefix={prefix}\nincludedir=${{prefix}}/include\nlibdir=${{prefix}}/lib\n\n\
-         Name: {package}\nDescription: {what} (dpakit soft device)\nVersion: {VERSION}\n",
-        prefix = prefix.display()
+        "prefix=${{pcfiledir}}/../..\nincludedir=${{prefix}}/include\nlibdir=${{prefix}}/lib\n\n\
+         Name: {package}\nDescription: {what} (dpakit soft device)\nVersion: {VERSION}\n"
     );
     if !requires.is_empty() {
         pc.push_str(&format!("Requires: {requires}\n"));
@@ -168,24 +169,12 @@ mod tests {
 
     #[test]
     fn pc_files_name_the_library_and_what_it_needs() {
-        let pc = pc_file(
-            Path::new("/opt/soft"),
-            "doca_comch",
-            "doca-comch",
-            "doca-common",
-            "DOCA Comch",
-        );
-        assert!(pc.contains("prefix=/opt/soft\n"), "{pc}");
+        let pc = pc_file("doca_comch", "doca-comch", "doca-common", "DOCA Comch");
+        assert!(pc.contains("prefix=${pcfiledir}/../..\n"), "{pc}");
         assert!(pc.contains("Requires: doca-common\n"), "{pc}");
         assert!(pc.contains("Libs: -L${libdir} -ldoca_comch"), "{pc}");
         assert!(pc.contains("Cflags: -I${includedir}\n"), "{pc}");
-        let common = pc_file(
-            Path::new("/p"),
-            "doca_common",
-            "doca-common",
-            "",
-            "DOCA Core",
-        );
+        let common = pc_file("doca_common", "doca-common", "", "DOCA Core");
         assert!(!common.contains("Requires"), "{common}");
         assert!(common.contains("Libs.private: -lgcc_s"), "{common}");
     }
