@@ -62,12 +62,6 @@ impl ConnShared {
         self.next_producer_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Sends a control message on the connection from any thread (one `sendmsg`, atomic on a
-    /// `SOCK_SEQPACKET` socket) without waiting: `Ok(false)` while the peer's queue is full.
-    fn try_send(&self, parts: &[&[u8]], fds: &[RawFd]) -> Result<bool> {
-        self.sock.send(parts, fds)
-    }
-
     /// Counts a consumer of this side in before it announces itself; `FULL` past the limit
     /// the peer enforces.
     fn hold_local_consumer(&self) -> Result<()> {
@@ -138,8 +132,27 @@ impl ConnShared {
     /// saw it. Its owner sees the socket closed at its next progress and disconnects (the
     /// program's disconnect callback runs, waiting sends fail); the peer sees it too.
     pub(crate) fn abort(&self, why: &crate::error::Error) {
-        super::note("comch fast path: dropping the connection", why);
+        super::report("comch fast path: dropping the connection", why);
         self.sock.shutdown();
+    }
+
+    /// Tells the peer that consumer `id` of this side is gone, now if its queue has room, else
+    /// at a later progress of the connection's owner ([`flush_unsent`](Self::flush_unsent)).
+    /// Never waits: the messages go one `sendmsg` each, from any thread.
+    fn consumer_gone(&self, id: u32) {
+        if matches!(self.send_gone(id), Ok(false)) {
+            self.gone_unsent
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(id);
+            self.unsent.store(true, Ordering::Release);
+        }
+    }
+
+    /// One `CONSUMER_GONE`: `Ok(false)` while the peer's queue is full.
+    fn send_gone(&self, id: u32) -> Result<bool> {
+        let msg = crate::wire::proto::with_id(crate::wire::proto::TAG_CONSUMER_GONE, id);
+        self.sock.send(&[&msg], &[])
     }
 
     /// Sends what stopping consumers could not (called by the connection's owner at each
@@ -150,8 +163,7 @@ impl ConnShared {
         }
         let mut unsent = self.gone_unsent.lock().unwrap_or_else(|p| p.into_inner());
         while let Some(&id) = unsent.first() {
-            let msg = crate::wire::proto::with_id(crate::wire::proto::TAG_CONSUMER_GONE, id);
-            match self.try_send(&[&msg], &[]) {
+            match self.send_gone(id) {
                 Ok(true) => {
                     unsent.remove(0);
                 }
@@ -160,15 +172,6 @@ impl ConnShared {
             }
         }
         self.unsent.store(false, Ordering::Release);
-    }
-
-    /// A stopping consumer's `CONSUMER_GONE` could not be sent now.
-    fn keep_unsent(&self, id: u32) {
-        self.gone_unsent
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(id);
-        self.unsent.store(true, Ordering::Release);
     }
 
     fn find_remote(&self, id: u32) -> Option<Arc<RemoteConsumer>> {

@@ -108,7 +108,7 @@ impl FastConsumer {
             Ring::bytes(self.depth) as u64,
             self.memory.len as u64,
         );
-        let sent = self.shared.try_send(
+        let sent = self.shared.sock.send(
             &[&msg],
             &[
                 self.ring_fd.as_raw_fd(),
@@ -186,10 +186,7 @@ impl FastConsumer {
         if !self.announced.replace(false) {
             return;
         }
-        let msg = crate::wire::proto::with_id(crate::wire::proto::TAG_CONSUMER_GONE, self.id);
-        if matches!(self.shared.try_send(&[&msg], &[]), Ok(false)) {
-            self.shared.keep_unsent(self.id);
-        }
+        self.shared.consumer_gone(self.id);
     }
 }
 
