@@ -92,6 +92,18 @@ thread_local! {
     static PROBE_MMAP: Cell<*mut doca_mmap> = const { Cell::new(null_mut()) };
     /// What that attempt answered, and the explanation.
     static PROBED: RefCell<Option<(doca_error_t, String)>> = const { RefCell::new(None) };
+    /// Receives whose callback ran (`recv_counted`).
+    static RECV_CALLBACKS: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe extern "C" fn recv_counted(
+    task: *mut doca_comch_consumer_task_post_recv,
+    _: doca_data,
+    _: doca_data,
+) {
+    RECV_CALLBACKS.with(|n| n.set(n.get() + 1));
+    // SAFETY: a completed task, freed once.
+    unsafe { doca_task_free(doca_comch_consumer_task_post_recv_as_task(task)) };
 }
 
 unsafe extern "C" fn sent(task: *mut doca_comch_task_send, _: doca_data, _: doca_data) {
@@ -643,6 +655,65 @@ fn consumer_memory_needs_pci_read_write_and_a_started_mmap() {
     stop(consumer_ctx(consumer), c.cpe);
     expect!(doca_comch_consumer_destroy(consumer), DOCA_SUCCESS);
     drop(pending);
+    c.close();
+}
+
+/// A program may free its posted receives before it stops its consumer (DOCA programs do):
+/// each is released when the stop flushes it, its callback does not run, and the stop ends.
+#[test]
+fn posted_receives_freed_before_a_stop_are_released_by_it() {
+    setup();
+    let c = Conn::open(c"fast-capi-free-posted");
+    let mut mem = Memory::new(c.host, 4, DOCA_ACCESS_FLAG_PCI_READ_WRITE, true);
+    let bufs: Vec<_> = (0..4).map(|i| mem.buf(i, 0)).collect();
+    let consumer = configured_consumer(c.cconn, mem.mmap, c.cpe);
+    expect!(
+        doca_comch_consumer_task_post_recv_set_conf(
+            consumer,
+            Some(recv_counted),
+            Some(recv_counted),
+            4
+        ),
+        DOCA_SUCCESS
+    );
+    start_consumer(consumer, c.cpe);
+    let mut tasks = Vec::new();
+    for &buf in &bufs {
+        let mut task = null_mut();
+        expect!(
+            doca_comch_consumer_task_post_recv_alloc_init(consumer, buf, &mut task),
+            DOCA_SUCCESS
+        );
+        // SAFETY: a task just allocated.
+        let t = unsafe { doca_comch_consumer_task_post_recv_as_task(task) };
+        expect!(doca_task_submit(t), DOCA_SUCCESS);
+        tasks.push(t);
+    }
+    for &t in &tasks {
+        // SAFETY: a submitted task of this consumer.
+        unsafe { doca_task_free(t) };
+    }
+    RECV_CALLBACKS.with(|n| n.set(0));
+    stop(consumer_ctx(consumer), c.cpe);
+    assert_eq!(
+        RECV_CALLBACKS.with(Cell::get),
+        0,
+        "a released task's callback ran"
+    );
+    // Every task is back in the pool: a restarted consumer allocates all four again.
+    start_consumer(consumer, c.cpe);
+    for &buf in &bufs {
+        let mut task = null_mut();
+        expect!(
+            doca_comch_consumer_task_post_recv_alloc_init(consumer, buf, &mut task),
+            DOCA_SUCCESS
+        );
+        // SAFETY: allocated, never submitted.
+        unsafe { doca_task_free(doca_comch_consumer_task_post_recv_as_task(task)) };
+    }
+    stop(consumer_ctx(consumer), c.cpe);
+    expect!(doca_comch_consumer_destroy(consumer), DOCA_SUCCESS);
+    drop(mem);
     c.close();
 }
 

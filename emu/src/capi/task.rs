@@ -151,9 +151,14 @@ impl<T: Task> TaskPool<T> {
             return Ok(());
         }
         core.require_owned("free the task")?;
-        core.state.set(TaskState::Free);
-        self.free.borrow_mut().push(core.index);
+        self.put_back(task);
         Ok(())
+    }
+
+    /// The task is in the pool again.
+    fn put_back(&self, task: &T) {
+        task.core().state.set(TaskState::Free);
+        self.free.borrow_mut().push(task.core().index);
     }
 
     /// Marks `task` submitted.
@@ -172,8 +177,7 @@ impl<T: Task> TaskPool<T> {
         }
         self.inflight.set(self.inflight.get().saturating_sub(1));
         if task.core().released.replace(false) {
-            task.core().state.set(TaskState::Free);
-            self.free.borrow_mut().push(index);
+            self.put_back(task);
             return None;
         }
         task.core().state.set(TaskState::Allocated);
