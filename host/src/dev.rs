@@ -106,6 +106,18 @@ impl Devinfo<'_> {
         Ok(equal != 0)
     }
 
+    /// `doca_devinfo_get_pci_addr_str`: `DDDD:BB:DD.F`.
+    #[doc(alias = "doca_devinfo_get_pci_addr_str")]
+    pub fn pci_addr_str(&self) -> Result<String> {
+        c_string(
+            "doca_devinfo_get_pci_addr_str",
+            sys::DOCA_DEVINFO_PCI_ADDR_SIZE as usize,
+            // SAFETY: a live devinfo and a buffer of DOCA_DEVINFO_PCI_ADDR_SIZE bytes, the
+            // size the function writes at most.
+            |buf, _| unsafe { sys::doca_devinfo_get_pci_addr_str(self.raw, buf) },
+        )
+    }
+
     /// `doca_devinfo_get_ibdev_name`.
     #[doc(alias = "doca_devinfo_get_ibdev_name")]
     pub fn ibdev_name(&self) -> Result<String> {

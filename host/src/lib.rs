@@ -27,6 +27,7 @@ pub mod msgq;
 mod path;
 pub mod pe;
 pub mod soft;
+pub mod sync_event;
 
 pub use dev::open_dpa_dev;
 pub use dpakit_abi as abi;

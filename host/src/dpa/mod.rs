@@ -1,9 +1,11 @@
 //! The DPA: a context running one app (`doca_dpa`), its threads, completion contexts, device
 //! memory and RPCs.
 
+mod affinity;
 mod completion;
 mod thread;
 
+pub use affinity::EuAffinity;
 pub use completion::{
     ConsumerCompletion, ConsumerCompletionBuilder, DpaCompletion, NotificationCompletion,
 };

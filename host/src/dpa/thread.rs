@@ -14,6 +14,7 @@ pub struct DpaThreadBuilder<'a> {
     kernel: ThreadKernel,
     arg: u64,
     local_storage: u64,
+    affinity: Option<&'a super::EuAffinity>,
 }
 
 struct Inner {
@@ -45,11 +46,18 @@ impl fmt::Debug for DpaThread {
     }
 }
 
-impl DpaThreadBuilder<'_> {
+impl<'a> DpaThreadBuilder<'a> {
     /// `doca_dpa_thread_set_local_storage`.
     #[doc(alias = "doca_dpa_thread_set_local_storage")]
     pub fn local_storage(mut self, ptr: DevPtr) -> Self {
         self.local_storage = ptr.raw();
+        self
+    }
+
+    /// `doca_dpa_thread_set_affinity`: the thread runs on the affinity's EU.
+    #[doc(alias = "doca_dpa_thread_set_affinity")]
+    pub fn affinity(mut self, affinity: &'a super::EuAffinity) -> Self {
+        self.affinity = Some(affinity);
         self
     }
 
@@ -79,6 +87,9 @@ impl DpaThreadBuilder<'_> {
             unsafe { std::mem::transmute::<*mut std::ffi::c_void, unsafe extern "C" fn()>(func) };
         doca!(doca_dpa_thread_set_func_arg(raw, Some(func), self.arg))?;
         doca!(doca_dpa_thread_set_local_storage(raw, self.local_storage))?;
+        if let Some(affinity) = self.affinity {
+            doca!(doca_dpa_thread_set_affinity(raw, affinity.raw()))?;
+        }
         doca!(doca_dpa_thread_start(raw))?;
         Ok(thread)
     }
@@ -94,6 +105,7 @@ impl DpaThread {
             kernel: *kernel,
             arg,
             local_storage: 0,
+            affinity: None,
         }
     }
 

@@ -1,0 +1,172 @@
+//! Sync events (`doca_sync_event`): a 64-bit counter the CPU and DPA kernels update, read and
+//! wait on. Kernels reach it through [`SyncEvent::dpa_handle`].
+
+use crate::dev::Dev;
+use crate::dpa::Dpa;
+use crate::error::{Result, bail, doca};
+use dpakit_sys as sys;
+
+/// Where a sync event is published or subscribed from.
+#[derive(Clone, Copy, Debug)]
+enum Location<'a> {
+    Cpu(&'a Dev),
+    Dpa(&'a Dpa),
+}
+
+/// Configuration of a [`SyncEvent`]: one publisher and one subscriber location.
+#[derive(Debug, Default)]
+pub struct SyncEventBuilder<'a> {
+    publisher: Option<Location<'a>>,
+    subscriber: Option<Location<'a>>,
+}
+
+impl<'a> SyncEventBuilder<'a> {
+    /// `doca_sync_event_add_publisher_location_cpu`: the CPU updates the event.
+    #[doc(alias = "doca_sync_event_add_publisher_location_cpu")]
+    pub fn publisher_cpu(mut self, dev: &'a Dev) -> Self {
+        self.publisher = Some(Location::Cpu(dev));
+        self
+    }
+
+    /// `doca_sync_event_add_publisher_location_dpa`: kernels of `dpa` update the event.
+    #[doc(alias = "doca_sync_event_add_publisher_location_dpa")]
+    pub fn publisher_dpa(mut self, dpa: &'a Dpa) -> Self {
+        self.publisher = Some(Location::Dpa(dpa));
+        self
+    }
+
+    /// `doca_sync_event_add_subscriber_location_cpu`: the CPU waits on the event.
+    #[doc(alias = "doca_sync_event_add_subscriber_location_cpu")]
+    pub fn subscriber_cpu(mut self, dev: &'a Dev) -> Self {
+        self.subscriber = Some(Location::Cpu(dev));
+        self
+    }
+
+    /// `doca_sync_event_add_subscriber_location_dpa`: kernels of `dpa` wait on the event.
+    #[doc(alias = "doca_sync_event_add_subscriber_location_dpa")]
+    pub fn subscriber_dpa(mut self, dpa: &'a Dpa) -> Self {
+        self.subscriber = Some(Location::Dpa(dpa));
+        self
+    }
+
+    /// `doca_sync_event_create` + the locations + `doca_sync_event_start`.
+    #[doc(alias = "doca_sync_event_start")]
+    pub fn start(self) -> Result<SyncEvent> {
+        let (Some(publisher), Some(subscriber)) = (self.publisher, self.subscriber) else {
+            bail!(
+                BadState,
+                "a sync event needs a publisher and a subscriber location before start"
+            );
+        };
+        let mut raw = std::ptr::null_mut();
+        doca!(doca_sync_event_create(&mut raw))?;
+        let mut event = SyncEvent {
+            raw,
+            devs: Vec::new(),
+            dpas: Vec::new(),
+        };
+        for (location, publisher) in [(publisher, true), (subscriber, false)] {
+            match (location, publisher) {
+                (Location::Cpu(dev), true) => {
+                    doca!(doca_sync_event_add_publisher_location_cpu(raw, dev.raw()))?;
+                    event.devs.push(dev.clone());
+                }
+                (Location::Cpu(dev), false) => {
+                    doca!(doca_sync_event_add_subscriber_location_cpu(raw, dev.raw()))?;
+                    event.devs.push(dev.clone());
+                }
+                (Location::Dpa(dpa), true) => {
+                    doca!(doca_sync_event_add_publisher_location_dpa(raw, dpa.raw()))?;
+                    event.dpas.push(dpa.clone());
+                }
+                (Location::Dpa(dpa), false) => {
+                    doca!(doca_sync_event_add_subscriber_location_dpa(raw, dpa.raw()))?;
+                    event.dpas.push(dpa.clone());
+                }
+            }
+        }
+        doca!(doca_sync_event_start(raw))?;
+        Ok(event)
+    }
+}
+
+/// `doca_sync_event`, started. Dropping it destroys the event (kernels' handles become invalid).
+#[doc(alias = "doca_sync_event")]
+#[derive(Debug)]
+pub struct SyncEvent {
+    raw: *mut sys::doca_sync_event,
+    // The locations outlive the event (declared after `raw`'s owner: dropped after it).
+    devs: Vec<Dev>,
+    dpas: Vec<Dpa>,
+}
+
+impl SyncEvent {
+    /// `doca_sync_event_create`: configure the locations, then start.
+    #[doc(alias = "doca_sync_event_create")]
+    pub fn builder<'a>() -> SyncEventBuilder<'a> {
+        SyncEventBuilder::default()
+    }
+
+    /// `doca_sync_event_get`.
+    #[doc(alias = "doca_sync_event_get")]
+    pub fn get(&self) -> Result<u64> {
+        let mut value = 0;
+        doca!(doca_sync_event_get(self.raw, &mut value))?;
+        Ok(value)
+    }
+
+    /// `doca_sync_event_update_set`.
+    #[doc(alias = "doca_sync_event_update_set")]
+    pub fn set(&self, value: u64) -> Result<()> {
+        doca!(doca_sync_event_update_set(self.raw, value))
+    }
+
+    /// `doca_sync_event_update_add`: adds atomically; returns the value before.
+    #[doc(alias = "doca_sync_event_update_add")]
+    pub fn add(&self, value: u64) -> Result<u64> {
+        let mut fetched = 0;
+        doca!(doca_sync_event_update_add(self.raw, value, &mut fetched))?;
+        Ok(fetched)
+    }
+
+    /// `doca_sync_event_wait_gt`: busy-waits until `value & mask` exceeds `threshold`.
+    #[doc(alias = "doca_sync_event_wait_gt")]
+    pub fn wait_gt(&self, threshold: u64, mask: u64) -> Result<()> {
+        doca!(doca_sync_event_wait_gt(self.raw, threshold, mask))
+    }
+
+    /// `doca_sync_event_wait_gt_yield`: as [`wait_gt`](Self::wait_gt), giving the CPU away
+    /// between polls.
+    #[doc(alias = "doca_sync_event_wait_gt_yield")]
+    pub fn wait_gt_yield(&self, threshold: u64, mask: u64) -> Result<()> {
+        doca!(doca_sync_event_wait_gt_yield(self.raw, threshold, mask))
+    }
+
+    /// `doca_sync_event_get_dpa_handle`: the handle kernels of `dpa` (a location of the event)
+    /// pass to `doca_dpa_dev_sync_event_*`.
+    #[doc(alias = "doca_sync_event_get_dpa_handle")]
+    pub fn dpa_handle(&self, dpa: &Dpa) -> Result<u64> {
+        let mut handle = 0;
+        doca!(doca_sync_event_get_dpa_handle(
+            self.raw,
+            dpa.raw(),
+            &mut handle
+        ))?;
+        Ok(handle)
+    }
+}
+
+impl Drop for SyncEvent {
+    #[doc(alias = "doca_sync_event_destroy")]
+    fn drop(&mut self) {
+        let _ = doca!(doca_sync_event_destroy(self.raw));
+        self.devs.clear();
+        self.dpas.clear();
+    }
+}
+
+// A started event is shared between threads: that is what it is for. Its operations are
+// atomic on the counter; configuration happened in the builder.
+// SAFETY: get/set/add/wait may run concurrently on a started event; the location clones are
+// only touched by drop, which needs ownership (the event is not Send: they are `Rc`s).
+unsafe impl Sync for SyncEvent {}
