@@ -12,7 +12,7 @@ pub use dpakit_host::*;
 /// The kit's kernels, as typed references (from `dpakit-kernels`).
 pub mod kernels {
     pub use dpakit_kernels::{
-        DMA_OFFLOAD, DMA_OFFLOAD_C, ECHO, ECHO_C, PING_PONG, RANKED_ECHO, SINK,
+        DMA_OFFLOAD, DMA_OFFLOAD_C, ECHO, ECHO_C, PING_PONG, RANKED_ECHO, SINK, SYNC_SET, SYNC_STEP,
     };
 }
 

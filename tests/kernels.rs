@@ -11,6 +11,7 @@ use dpakit::dpa::{Dpa, DpaBuilder};
 use dpakit::mmap::{AccessFlags, Mmap};
 use dpakit::pe::Pe;
 use dpakit::soft::{ExecMode, SchedMode};
+use dpakit::sync_event::SyncEvent;
 use dpakit::{MsgqPath, ThreadKernel, kernels, kit_app, open_dpa_dev};
 use std::time::Duration;
 
@@ -399,6 +400,32 @@ fn echo_threads_of_both_languages_share_a_dpa(mode: ExecMode) {
     dpa.check().unwrap();
 }
 
+/// Kernels that wait on a host sync event and advance it (the bound already met, then a bound the
+/// host meets while the kernel waits), and set it.
+fn a_kernel_waits_on_and_advances_a_sync_event(mode: ExecMode) {
+    let dpa = dpa(mode);
+    let event = SyncEvent::builder()
+        .publisher_dpa(&dpa)
+        .subscriber_cpu(dpa.dev())
+        .start()
+        .unwrap();
+    let handle = event.dpa_handle(&dpa).unwrap().raw();
+    event.set(5).unwrap();
+    assert_eq!(dpa.rpc(&kernels::SYNC_STEP, (handle, 4, 10)).unwrap(), 15);
+    assert_eq!(event.get().unwrap(), 15);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(event.get().unwrap(), 15, "the kernel waits for the bound");
+            event.set(101).unwrap();
+        });
+        assert_eq!(dpa.rpc(&kernels::SYNC_STEP, (handle, 100, 1)).unwrap(), 102);
+    });
+    assert_eq!(dpa.rpc(&kernels::SYNC_SET, (handle, 7)).unwrap(), 7);
+    assert_eq!(event.get().unwrap(), 7);
+    dpa.check().unwrap();
+}
+
 /// Each check as a test per execution mode: `native::NAME` and `isa::NAME`.
 macro_rules! in_both_modes {
     ($($name:ident),* $(,)?) => {
@@ -423,7 +450,8 @@ in_both_modes!(
     the_sink_consumes_every_message_one_way,
     any_window_of_sends_and_receives_up_to_the_depth,
     echo_returns_every_immediate_byte_for_byte,
-    echo_threads_of_both_languages_share_a_dpa
+    echo_threads_of_both_languages_share_a_dpa,
+    a_kernel_waits_on_and_advances_a_sync_event
 );
 
 /// Where a Rust kernel panics (a thread argument or local storage that is null or misaligned),

@@ -63,7 +63,7 @@ fn dpa_handles_are_for_the_event_s_dpa_only() {
         .start()
         .unwrap();
     let h = event.dpa_handle(&first).unwrap();
-    assert_ne!(h, 0);
+    assert_ne!(h.raw(), 0);
     assert_eq!(
         event.dpa_handle(&first).unwrap(),
         h,

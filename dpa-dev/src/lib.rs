@@ -20,6 +20,7 @@ mod kernel;
 pub mod log;
 pub mod mmap;
 pub mod runtime;
+pub mod sync_event;
 #[allow(non_camel_case_types)]
 pub mod sys;
 pub mod thread;

@@ -14,6 +14,8 @@
 //! | [`DMA_OFFLOAD_C`] | C | thread | `DmaOffloadArgs` | the same as `DMA_OFFLOAD` |
 //! | [`RANKED_ECHO`] | Rust | thread | `RankedPathArgs` | echo stamped with the thread's rank (N threads) |
 //! | [`SINK`] | Rust | thread | `MsgqPathArgs` | consumes and counts, no replies (one-way throughput) |
+//! | [`SYNC_STEP`] | Rust | RPC | sync event, bound, step | waits on a sync event, then advances it |
+//! | [`SYNC_SET`] | Rust | RPC | sync event, value | sets a sync event |
 //!
 //! [`APP`] names the app holding all of them (and the runtime's RPC that posts a DPA consumer's
 //! first credits, `dpakit_dev::runtime::CONSUMER_ACK`): the `dpakit_kernels` symbol
@@ -32,6 +34,7 @@ mod ping_pong;
 mod ranked_echo;
 mod serve;
 mod sink;
+mod sync_step;
 
 pub use c_kernels::{DMA_OFFLOAD_C, ECHO_C, dma_offload_c, echo_c};
 pub use dma_offload::{DMA_OFFLOAD, dma_offload};
@@ -39,10 +42,11 @@ pub use echo::{ECHO, echo};
 pub use ping_pong::{PING_PONG, ping_pong};
 pub use ranked_echo::{RANKED_ECHO, ranked_echo};
 pub use sink::{SINK, sink};
+pub use sync_step::{SYNC_SET, SYNC_STEP, sync_set, sync_step};
 
 dpakit_dev::dpa_app! {
     /// The kit's DPA app: every kernel of this crate, under the symbol `dpakit_kernels`.
-    pub APP = dpakit_kernels [ECHO, PING_PONG, DMA_OFFLOAD, RANKED_ECHO, SINK, ECHO_C, DMA_OFFLOAD_C]
+    pub APP = dpakit_kernels [ECHO, PING_PONG, DMA_OFFLOAD, RANKED_ECHO, SINK, SYNC_STEP, SYNC_SET, ECHO_C, DMA_OFFLOAD_C]
 }
 
 /// On the device a panic is a bug in the kernel: report it and retire the thread so it is not

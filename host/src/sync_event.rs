@@ -4,6 +4,7 @@
 use crate::dev::Dev;
 use crate::dpa::Dpa;
 use crate::error::{Result, bail, doca};
+use dpakit_abi::handles::SyncEventHandle;
 use dpakit_sys as sys;
 
 /// Where a sync event is published or subscribed from.
@@ -145,14 +146,14 @@ impl SyncEvent {
     /// `doca_sync_event_get_dpa_handle`: the handle kernels of `dpa` (a location of the event)
     /// pass to `doca_dpa_dev_sync_event_*`.
     #[doc(alias = "doca_sync_event_get_dpa_handle")]
-    pub fn dpa_handle(&self, dpa: &Dpa) -> Result<u64> {
+    pub fn dpa_handle(&self, dpa: &Dpa) -> Result<SyncEventHandle> {
         let mut handle = 0;
         doca!(doca_sync_event_get_dpa_handle(
             self.raw,
             dpa.raw(),
             &mut handle
         ))?;
-        Ok(handle)
+        Ok(SyncEventHandle(handle))
     }
 }
 

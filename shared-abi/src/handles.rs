@@ -39,4 +39,6 @@ handles! {
     MmapHandle(u32) = "doca_dpa_dev_mmap_t";
     /// An address in DPA memory.
     DevPtr(u64) = "doca_dpa_dev_uintptr_t";
+    /// A sync event exported to a DPA (`doca_sync_event_get_dpa_handle`).
+    SyncEventHandle(u64) = "doca_dpa_dev_sync_event_t";
 }
