@@ -12,7 +12,6 @@ use std::fmt;
 
 /// A completed post-receive task: the immediate a DPA producer sent, or a receive flushed
 /// because the consumer stopped.
-#[derive(Debug)]
 pub struct RecvCompletion<'a> {
     /// The immediate data (`doca_comch_consumer_task_post_recv_get_imm_data`); valid during the
     /// callback only. Empty for a failed receive.
@@ -23,6 +22,29 @@ pub struct RecvCompletion<'a> {
     pub user_data: u64,
     /// `Success`, or why the receive failed (a stopping consumer flushes its receives).
     pub status: ErrorCode,
+    consumer: &'a Inner,
+}
+
+impl fmt::Debug for RecvCompletion<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvCompletion")
+            .field("imm", &self.imm)
+            .field("producer_id", &self.producer_id)
+            .field("user_data", &self.user_data)
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RecvCompletion<'_> {
+    /// Posts the next receive on the consumer this completion belongs to, from inside the
+    /// callback as DOCA programs repost theirs: the completed task is already free for it.
+    /// The same as [`CpuConsumer::post_recv`].
+    #[doc(alias = "doca_task_submit")]
+    #[inline]
+    pub fn post_recv(&self, user_data: u64) -> Result<()> {
+        self.consumer.post_recv(user_data)
+    }
 }
 
 type RecvCb = Box<dyn FnMut(&RecvCompletion<'_>)>;
@@ -82,6 +104,37 @@ impl fmt::Debug for CpuConsumer {
             .field("id", &self.inner.id)
             .field("posted", &self.inner.posted.get())
             .finish()
+    }
+}
+
+impl Inner {
+    /// Resubmits a kept task, or allocates one while fewer than `num_tasks` exist.
+    #[inline]
+    fn post_recv(&self, user_data: u64) -> Result<()> {
+        let spare = self.spare.borrow_mut().pop();
+        let recv = match spare {
+            Some(task) => task,
+            None => {
+                let mut task = std::ptr::null_mut();
+                doca!(doca_comch_consumer_task_post_recv_alloc_init(
+                    self.raw,
+                    std::ptr::null_mut(),
+                    &mut task
+                ))?;
+                task
+            }
+        };
+        // SAFETY: a task we own (allocated, or completed and kept). Its generic view is taken
+        // here rather than in the completion callback, which is on the reply's critical path.
+        let task = unsafe { sys::doca_comch_consumer_task_post_recv_as_task(recv) };
+        // SAFETY: as above.
+        unsafe { sys::doca_task_set_user_data(task, sys::doca_data { u64_: user_data }) };
+        if let Err(e) = doca!(doca_task_submit(task)) {
+            self.spare.borrow_mut().push(recv);
+            return Err(e);
+        }
+        self.posted.set(self.posted.get() + 1);
+        Ok(())
     }
 }
 
@@ -170,6 +223,7 @@ fn deliver(
                 producer_id,
                 user_data,
                 status,
+                consumer: inner,
             });
         }
     });
@@ -271,31 +325,7 @@ impl CpuConsumer {
     #[doc(alias = "doca_comch_consumer_task_post_recv_alloc_init")]
     #[inline]
     pub fn post_recv(&self, user_data: u64) -> Result<()> {
-        let inner = &*self.inner;
-        let spare = inner.spare.borrow_mut().pop();
-        let recv = match spare {
-            Some(task) => task,
-            None => {
-                let mut task = std::ptr::null_mut();
-                doca!(doca_comch_consumer_task_post_recv_alloc_init(
-                    inner.raw,
-                    std::ptr::null_mut(),
-                    &mut task
-                ))?;
-                task
-            }
-        };
-        // SAFETY: a task we own (allocated, or completed and kept). Its generic view is taken
-        // here rather than in the completion callback, which is on the reply's critical path.
-        let task = unsafe { sys::doca_comch_consumer_task_post_recv_as_task(recv) };
-        // SAFETY: as above.
-        unsafe { sys::doca_task_set_user_data(task, sys::doca_data { u64_: user_data }) };
-        if let Err(e) = doca!(doca_task_submit(task)) {
-            inner.spare.borrow_mut().push(recv);
-            return Err(e);
-        }
-        inner.posted.set(inner.posted.get() + 1);
-        Ok(())
+        self.inner.post_recv(user_data)
     }
 
     /// The size of the receive task pool.
