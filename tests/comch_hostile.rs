@@ -25,6 +25,11 @@ const HOST: &str = "0000:b1:00.0";
 const T: Duration = Duration::from_secs(30);
 /// How long a well-behaved client's round trip may take while an attack goes on.
 const SERVICE_BOUND: Duration = Duration::from_millis(10);
+/// Rounds of 200 round trips a check may take to see one within the bound. The server and the
+/// witness both poll busily; on a loaded 2-vCPU machine the scheduler can park either of them
+/// for a period (about 20 ms) in any round, while what an attack does to the server (a wait on
+/// the peer, descriptors, a spin) shows in every round that follows it.
+const CHECK_ROUNDS: usize = 3;
 
 // ---------------------------------------------------------------------------------------------
 // The server (child process)
@@ -419,21 +424,26 @@ impl Scene {
     /// After an attack: the server still runs and serves the witness promptly. Prints the
     /// figures for the closing note.
     fn check(&mut self, attack: &str, rss_before: u64) {
-        let worst = self.witness.worst_round_trip(200);
+        let mut worsts = Vec::new();
+        while worsts.len() < CHECK_ROUNDS && worsts.iter().all(|w| *w >= SERVICE_BOUND) {
+            worsts.push(self.witness.worst_round_trip(200));
+        }
+        let worst = *worsts.iter().min().expect("one round at least");
         let pid = self.server.child.id();
         assert!(
             self.server.child.try_wait().unwrap().is_none(),
             "{attack}: the server died"
         );
         eprintln!(
-            "{attack}: worst witness round trip {worst:?}, server RSS {rss_before} -> {} KiB, \
-             {} descriptors",
+            "{attack}: worst witness round trip {worst:?} (rounds: {worsts:?}), server RSS \
+             {rss_before} -> {} KiB, {} descriptors",
             rss_kib(pid),
             open_fds(pid)
         );
         assert!(
             worst < SERVICE_BOUND,
-            "{attack}: a well-behaved client waited {worst:?}"
+            "{attack}: a well-behaved client waited {worst:?} at worst in each of {CHECK_ROUNDS} \
+             rounds ({worsts:?})"
         );
     }
 }
