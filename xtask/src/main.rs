@@ -2,18 +2,13 @@
 
 mod bench;
 mod build_dpa;
-mod dpa_image;
-mod dpacc;
 mod fuzz;
-mod isa_profile;
-mod nested;
-mod records;
 mod sdk_checks;
 mod setup;
-mod soft_exports;
 mod soft_sdk;
 mod test;
 
+use dpakit_build::{Kernels, dpacc};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -56,14 +51,14 @@ type Result<T = (), E = String> = std::result::Result<T, E>;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("build-dpa") => parse_build_dpa(&args[1..]).and_then(|(opts, with_dpacc)| {
+        Some("build-dpa") => parse_build_dpa(&args[1..]).and_then(|(kernels, with_dpacc)| {
             // Without dpacc there is nothing to hand off to: say so before building.
             let env = dpacc::Env::from_process();
             let toolchain = with_dpacc.then(|| dpacc::discover(&env)).transpose()?;
-            let report = build_dpa::build(&opts)?;
+            let report = kernels.build()?;
             print!("{}", report.table());
             if let Some(toolchain) = toolchain {
-                let program = dpacc::hand_off(&report, &opts.lib_name, &toolchain, &env)?;
+                let program = dpacc::hand_off(&report, &toolchain, &env)?;
                 println!("{}", dpacc::usage(&program));
             }
             Ok(())
@@ -99,7 +94,7 @@ fn main() -> ExitCode {
 }
 
 /// build-dpa's options, and whether to hand the result to dpacc.
-fn parse_build_dpa(args: &[String]) -> Result<(build_dpa::Options, bool)> {
+fn parse_build_dpa(args: &[String]) -> Result<(Kernels, bool)> {
     let (mut release, mut with_dpacc, mut profile, mut fixture) = (false, false, false, false);
     for arg in args {
         match arg.as_str() {
@@ -111,13 +106,15 @@ fn parse_build_dpa(args: &[String]) -> Result<(build_dpa::Options, bool)> {
             other => return Err(format!("build-dpa: unknown option `{other}`\n\n{USAGE}")),
         }
     }
-    let mut opts = if fixture {
-        build_dpa::Options::faulty_fixture()
+    let mut kernels = if fixture {
+        build_dpa::faulty_fixture()
     } else {
-        build_dpa::Options::shipped_kernels(release)
+        build_dpa::kit_kernels(release)
     };
-    opts.profile = profile;
-    Ok((opts, with_dpacc))
+    if profile {
+        kernels = build_dpa::with_isa_profile(kernels);
+    }
+    Ok((kernels, with_dpacc))
 }
 
 fn parse_soft_sdk(args: &[String]) -> Result<PathBuf> {

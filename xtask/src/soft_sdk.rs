@@ -13,7 +13,8 @@
 //! program then builds with `cc prog.c $(pkg-config --cflags --libs doca-comch doca-dpa
 //! doca-argp doca-common)` (`PKG_CONFIG_PATH=<prefix>/lib/pkgconfig`) and runs unchanged.
 
-use crate::{Result, nested, workspace_root};
+use crate::{Result, workspace_root};
+use dpakit_build::cargo as nested;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -52,6 +53,7 @@ pub fn default_prefix() -> PathBuf {
 pub fn run(prefix: &Path) -> Result<PathBuf> {
     let prefix = absolute(prefix)?;
     let archive = nested::Build {
+        workspace: &workspace_root(),
         package: "dpakit-emu",
         lib_name: "dpakit_emu",
         crate_type: "staticlib",
