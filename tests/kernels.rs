@@ -502,3 +502,28 @@ fn a_c_kernel_finishes_its_thread_on_a_bad_argument_or_local_storage() {
         }
     }
 }
+
+/// A crate finds its app's DPA image from its own directory; a missing one is NOT_FOUND naming
+/// where it looked and how to build it.
+#[test]
+fn a_crate_finds_its_own_dpa_image() {
+    let built = image::ensure_kit_image().unwrap();
+    let found = dpakit::dpa_image!(kit_app()).unwrap();
+    assert_eq!(found.file_name(), built.file_name());
+    assert_eq!(
+        found.parent().and_then(|p| p.parent()),
+        built.parent().and_then(|p| p.parent()),
+        "{found:?} is in this workspace's target/dpa"
+    );
+    let e = dpakit::image::find(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        "no_such_app",
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::NotFound, "{e}");
+    assert!(e.to_string().contains("cargo xtask build-dpa"), "{e}");
+    assert!(
+        e.to_string().contains("target/dpa/release/no_such_app.elf"),
+        "{e}"
+    );
+}
