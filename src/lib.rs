@@ -9,14 +9,17 @@ pub use dpakit_abi::{RpcKernel, ThreadKernel};
 pub use dpakit_dev::{dpa_app, extern_thread_kernel, rpc_kernel, thread_kernel};
 pub use dpakit_host::*;
 
-/// The kit's kernels, as typed references (from `dpakit-kernels`).
+/// The kit's kernels, as typed references (from `dpakit-kernels`; feature `kit-kernels`).
+#[cfg(feature = "kit-kernels")]
 pub mod kernels {
     pub use dpakit_kernels::{
         DMA_OFFLOAD, DMA_OFFLOAD_C, ECHO, ECHO_C, PING_PONG, RANKED_ECHO, SINK, SYNC_SET, SYNC_STEP,
     };
 }
 
-/// The DPA app holding every kernel of the kit (the `dpakit_kernels` symbol).
+/// The DPA app holding every kernel of the kit (the `dpakit_kernels` symbol; feature
+/// `kit-kernels`).
+#[cfg(feature = "kit-kernels")]
 pub fn kit_app() -> &'static dpa::App {
     &dpakit_kernels::APP
 }

@@ -7,7 +7,7 @@ use crate::error::bail;
 use crate::msgq::Msgq;
 use crate::pe::Pe;
 use dpakit_abi::args::{MsgqPathArgs, ServeState};
-use dpakit_abi::{ErrorCode, ImmMessage, Pod, SubmitFlags, ThreadKernel};
+use dpakit_abi::{ErrorCode, ImmMessage, Immediate, Pod, SubmitFlags, ThreadKernel};
 use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -53,6 +53,19 @@ pub struct Received {
     pub len: u32,
     /// The DPA producer's id.
     pub producer_id: u32,
+}
+
+impl Received {
+    /// The bytes the DPA sent.
+    pub fn bytes(&self) -> &[u8] {
+        &self.msg.as_bytes()[..(self.len as usize).min(dpakit_abi::MAX_IMM_DATA_LEN)]
+    }
+
+    /// The message as a `T` of the program's own (sent with the same type on the device):
+    /// fails unless exactly `size_of::<T>()` bytes arrived.
+    pub fn value<T: Immediate>(&self) -> std::result::Result<T, dpakit_abi::AbiError> {
+        dpakit_abi::from_imm_bytes(self.bytes())
+    }
 }
 
 /// Two MsgQs (CPU→DPA and DPA→CPU), their four endpoints, the completion contexts, and one DPA
@@ -293,6 +306,13 @@ impl MsgqPath {
     #[inline]
     pub fn send_msg(&self, msg: &ImmMessage) -> Result<()> {
         self.send(msg.as_bytes())
+    }
+
+    /// Sends a value of the program's own immediate type (its bytes, `size_of::<T>()` of them);
+    /// the kernel reads it with `dpakit_abi::from_imm_bytes`.
+    #[inline]
+    pub fn send_value<T: Immediate>(&self, value: &T) -> Result<()> {
+        self.send(dpakit_abi::bytes_of(value))
     }
 
     /// Progresses once and returns the oldest reply, if one arrived. Its receive is re-posted by

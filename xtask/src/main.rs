@@ -3,6 +3,7 @@
 mod bench;
 mod build_dpa;
 mod fuzz;
+mod new_project;
 mod sdk_checks;
 mod setup;
 mod soft_sdk;
@@ -28,6 +29,11 @@ commands:
                           --dpacc: then hand the device objects to DOCA's dpacc (found through
                           DOCA_HOME or PATH) for the BlueField-3 DPA program,
                           target/dpa/<profile>/dpacc/libdpakit_kernels.a
+  new DIR [--name NAME] [--dpakit-path DIR | --dpakit-version VER | --dpakit-git URL [--dpakit-rev REV]]
+                          write a project of your own: a kernel crate, the types it shares
+                          with its host program, the host program, and an xtask with
+                          build-dpa, run and test (through dpakit-build); dpakit comes from
+                          this checkout unless a flag says otherwise
   soft-sdk [--prefix DIR] lay the soft device out like a DOCA SDK (default target/soft-doca):
                           include/, lib/libdoca_{common,comch,dpa}.so and .a, lib/pkgconfig/
   test                    install what this machine lacks, then run fmt, clippy, build-dpa,
@@ -71,6 +77,17 @@ fn main() -> ExitCode {
     cc prog.c $(pkg-config --cflags --libs doca-comch doca-dpa doca-common)",
                 prefix.display(),
                 prefix.display()
+            );
+            Ok(())
+        }),
+        Some("new") => new_project::Options::parse(&args[1..]).and_then(|opts| {
+            let name = new_project::run(&opts)?;
+            println!(
+                "{name} in {}: cd there, then
+  cargo xtask build-dpa --release && cargo run --release            # the kernel on the soft device
+  cargo xtask build-dpa --release && cargo run --release -- --isa   # from its DPA image
+  cargo xtask test",
+                opts.dir.display()
             );
             Ok(())
         }),
