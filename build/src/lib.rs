@@ -38,6 +38,7 @@ mod profile;
 mod records;
 mod report;
 mod soft_app;
+pub mod soft_dpacc;
 pub mod toolchain;
 
 pub use error::{Error, ErrorKind, Result};
