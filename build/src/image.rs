@@ -138,12 +138,11 @@ fn run(mut cmd: Command, what: &str) -> Result {
     ))
 }
 
-/// Links `archive` (built for [`DPA_TARGET`]) with the device runtime into `<out_dir>/<name>.elf`
-/// and checks that every kernel is in it.
-pub fn link(archive: &Path, kernels: &[&str], out_dir: &Path, name: &str) -> Result<PathBuf> {
+/// Links `archive` (built for [`DPA_TARGET`]) with the device runtime, assembled in `work`, into
+/// `image`, and checks that every kernel is in it.
+pub fn link(archive: &Path, kernels: &[&str], work: &Path, image: &Path) -> Result {
     toolchain::ensure_debian_packages(&[("clang", "clang")]).map_err(String::from)?;
-    let work = out_dir.join("image");
-    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    std::fs::create_dir_all(work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
     let source = work.join("dpa_runtime.S");
     std::fs::write(&source, runtime_source(dpakit_dev::sys::DEVICE_API))
         .map_err(|e| format!("cannot write {}: {e}", source.display()))?;
@@ -152,13 +151,11 @@ pub fn link(archive: &Path, kernels: &[&str], out_dir: &Path, name: &str) -> Res
         assemble_command(Path::new("clang"), &source, &runtime),
         "assembling the device runtime",
     )?;
-    let image = out_dir.join(format!("{name}.elf"));
     run(
-        link_command(&rust_lld()?, &runtime, archive, kernels, &image),
+        link_command(&rust_lld()?, &runtime, archive, kernels, image),
         &format!("linking the DPA image ({DPA_TARGET})"),
     )?;
-    check_image(&image, kernels)?;
-    Ok(image)
+    check_image(image, kernels)
 }
 
 /// The image is a riscv64 PIE exporting every kernel.

@@ -206,7 +206,8 @@ impl Plan {
         let archive = self.out_dir.join(format!("lib{}.a", self.lib_name));
         cargo::copy(&built, &archive)?;
         let entries: Vec<&str> = analysis.kernels.iter().map(|k| k.symbol.as_str()).collect();
-        let image = image::link(&archive, &entries, &self.out_dir, &self.lib_name)
+        let image = self.out_dir.join(format!("{}.elf", self.lib_name));
+        image::link(&archive, &entries, &self.out_dir.join("image"), &image)
             .map_err(Error::of(ErrorKind::Image))?;
         let soft_app = if self.soft_app {
             Some(self.soft_app_library(&analysis.kernels, &image)?)

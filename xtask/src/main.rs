@@ -8,6 +8,7 @@ mod sdk_checks;
 mod setup;
 mod soft_sdk;
 mod test;
+mod user_projects;
 
 use dpakit_build::{Kernels, dpacc};
 use std::path::{Path, PathBuf};

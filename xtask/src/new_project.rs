@@ -167,6 +167,15 @@ pub fn run(opts: &Options) -> Result<String> {
         std::fs::write(&path, fill(contents, &values))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
+    // From a checkout, the registry crates the kit is tested with: its lock file (cargo drops
+    // what the project does not use and adds its own packages).
+    if let Source::Path(root) = &opts.source {
+        let lock = root.join("Cargo.lock");
+        if lock.is_file() {
+            std::fs::copy(&lock, opts.dir.join("Cargo.lock"))
+                .map_err(|e| format!("cannot copy {}: {e}", lock.display()))?;
+        }
+    }
     Ok(name)
 }
 

@@ -317,7 +317,8 @@ impl Plan {
             .check_imports(dpakit_dev::sys::DEVICE_API)
             .map_err(|e| format!("dpacc: {e}"))?;
         let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
-        let image = image::link(&device_archive, &names, dir, &self.app_name)
+        let image = dir.join(format!("{}.elf", self.app_name));
+        image::link(&device_archive, &names, &self.work.join("image"), &image)
             .map_err(|e| format!("dpacc: {e}"))?;
         let image =
             std::path::absolute(&image).map_err(|e| format!("dpacc: {}: {e}", image.display()))?;
