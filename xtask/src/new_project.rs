@@ -225,16 +225,13 @@ fn values(name: &str, source: &Source) -> Result<Vec<(&'static str, String)>> {
                 ));
             }
             for (key, _, folder) in crates {
-                values.push((
-                    key,
-                    format!("{{ path = {} }}", toml_string(&root.join(folder))),
-                ));
+                values.push((key, format!("path = {}", toml_string(&root.join(folder)))));
             }
             format!("from the checkout at {}", root.display())
         }
         Source::Version(version) => {
             for (key, ..) in crates {
-                values.push((key, toml_str(version)));
+                values.push((key, format!("version = {}", toml_str(version))));
             }
             format!("version {version} from the registry")
         }
@@ -243,7 +240,7 @@ fn values(name: &str, source: &Source) -> Result<Vec<(&'static str, String)>> {
                 .as_ref()
                 .map_or(String::new(), |r| format!(", rev = {}", toml_str(r)));
             for (key, ..) in crates {
-                values.push((key, format!("{{ git = {}{rev} }}", toml_str(url))));
+                values.push((key, format!("git = {}{rev}", toml_str(url))));
             }
             format!("from {url}")
         }
@@ -333,7 +330,10 @@ mod tests {
             assert!(!contents.contains("{{"), "{path}: {contents}");
         }
         let root = fill(FILES[0].1, &values);
-        assert!(root.contains("dpakit-build = \"0.1\""), "{root}");
+        assert!(
+            root.contains("dpakit-build = { version = \"0.1\" }"),
+            "{root}"
+        );
         let kernels = fill(FILES[7].1, &values);
         assert!(kernels.contains("pub APP = my_app_kernels"), "{kernels}");
     }
