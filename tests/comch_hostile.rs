@@ -388,6 +388,9 @@ struct Scene {
     name: String,
     server: Proc,
     witness: Witness,
+    /// The witness's worst of 200 round trips before the attack: what the check's figures
+    /// compare with.
+    baseline: Duration,
     _host: Dev,
 }
 
@@ -402,8 +405,9 @@ impl Scene {
         let host = Dev::open_by_pci(HOST).unwrap();
         let witness = Witness::connect(&host, &name);
         server.expect("connect 1", T);
-        witness.worst_round_trip(200);
+        let baseline = witness.worst_round_trip(200);
         Scene {
+            baseline,
             _one_at_a_time: guard,
             dir,
             name,
@@ -435,8 +439,9 @@ impl Scene {
             "{attack}: the server died"
         );
         eprintln!(
-            "{attack}: worst witness round trip {worst:?} (rounds: {worsts:?}), server RSS \
-             {rss_before} -> {} KiB, {} descriptors",
+            "{attack}: worst witness round trip {worst:?} (rounds: {worsts:?}; before the \
+             attack {:?}), server RSS {rss_before} -> {} KiB, {} descriptors",
+            self.baseline,
             rss_kib(pid),
             open_fds(pid)
         );
