@@ -388,6 +388,9 @@ struct Scene {
     name: String,
     server: Proc,
     witness: Witness,
+    /// The witness's worst of 200 round trips before the attack: what the check's figures
+    /// compare with.
+    baseline: Duration,
     _host: Dev,
 }
 
@@ -402,8 +405,9 @@ impl Scene {
         let host = Dev::open_by_pci(HOST).unwrap();
         let witness = Witness::connect(&host, &name);
         server.expect("connect 1", T);
-        witness.worst_round_trip(200);
+        let baseline = witness.worst_round_trip(200);
         Scene {
+            baseline,
             _one_at_a_time: guard,
             dir,
             name,
@@ -435,8 +439,9 @@ impl Scene {
             "{attack}: the server died"
         );
         eprintln!(
-            "{attack}: worst witness round trip {worst:?} (rounds: {worsts:?}), server RSS \
-             {rss_before} -> {} KiB, {} descriptors",
+            "{attack}: worst witness round trip {worst:?} (rounds: {worsts:?}; before the \
+             attack {:?}), server RSS {rss_before} -> {} KiB, {} descriptors",
+            self.baseline,
             rss_kib(pid),
             open_fds(pid)
         );
@@ -631,6 +636,50 @@ fn announcements_past_the_limits_are_refused() {
         "a 64 TiB announcement drops the peer"
     );
     s.check("consumer limits", rss);
+}
+
+/// 7. Descriptors on a message that carries none — a DATA frame, or an empty message (which
+///    reads as the peer hanging up) — are closed with the connection they break, not kept until
+///    the server next receives from anyone: a pipe's reader sees its end of file at once.
+#[test]
+fn descriptors_on_a_broken_connection_are_closed_with_it() {
+    let mut s = Scene::new("stray-fds");
+    let rss = rss_kib(s.server.child.id());
+    for (what, msg) in [
+        ("a DATA frame", &[4u8, 1, 2, 3][..]),
+        ("an empty message", &[]),
+    ] {
+        let peer = s.handshake();
+        let (r, w) = pipe();
+        assert!(peer.send(msg, &[w.as_raw_fd()]), "sending {what}");
+        drop(w);
+        assert!(
+            peer.closed_within(T),
+            "{what} with a descriptor drops the peer"
+        );
+        assert!(
+            end_of_file_within(&r, Duration::from_secs(5)),
+            "the server still holds the pipe's write end that came with {what}"
+        );
+    }
+    s.check("descriptors on a message that carries none", rss);
+}
+
+/// Whether reading `fd` (a pipe's read end) finds its end of file within `timeout`.
+fn end_of_file_within(fd: &OwnedFd, timeout: Duration) -> bool {
+    // SAFETY: no pointers.
+    unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    let deadline = Instant::now() + timeout;
+    let mut buf = [0u8; 64];
+    while Instant::now() < deadline {
+        // SAFETY: reads into a live buffer.
+        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n == 0 {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    false
 }
 
 fn raise_fd_limit() {

@@ -1,7 +1,8 @@
 //! Doors for the fuzz targets (`fuzz/`) into decoders that are private to the soft device: the
-//! Comch wire protocol, the fast path's consumer announcements, and the object registry's
-//! count of live handles (how the C API target sees leaks). Not part of the API: hidden,
-//! unstable, and nothing but the fuzz targets calls it.
+//! Comch wire protocol, the fast path's consumer announcements, where a Comch server listens
+//! and how large a peer's ring is (what a target playing the peer needs to know), and the
+//! object registry's count of live handles (how the C API targets see leaks). Not part of the
+//! API: hidden, unstable, and nothing but the fuzz targets calls it.
 
 use crate::capi::fast_path::{ConnShared, FastProducer, RemoteConsumer};
 use crate::error::{Result, bail};
@@ -150,6 +151,23 @@ fn eventfd() -> Result<OwnedFd> {
     }
     // SAFETY: a fresh descriptor nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The socket the Comch server `name` of the host function `function` (a PCI address as DOCA
+/// prints it, `0000:b1:00.0`) listens on, in this process's runtime directory: where a peer
+/// connects.
+pub fn comch_server_path(function: &str, name: &str) -> Result<std::path::PathBuf> {
+    crate::wire::server_path(function, name)
+}
+
+/// Bytes of the ring region a fast-path consumer of `depth` receives shares, as its
+/// `CONSUMER_NEW` must announce it (`None` where the size overflows). The region is a 256-byte
+/// header of four `u64` counters, one per 64-byte line (receives claimed by producers,
+/// receives posted, completion slots claimed, 1 while the consumer runs), then `depth` posted
+/// receives of 24 bytes (data offset, capacity, task index), then `depth` completion slots of
+/// 64 bytes (the slot's round, then the completion).
+pub fn ring_bytes(depth: u64) -> Option<usize> {
+    crate::capi::fast_path::ring_bytes(depth)
 }
 
 /// How many objects the C API has handed out and not destroyed.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Every target in fuzz/Cargo.toml.
-pub const TARGETS: &[&str] = &["capi_sequence", "message_decode"];
+pub const TARGETS: &[&str] = &["capi_sequence", "message_decode", "wire_peer"];
 
 /// Seconds each target runs by default.
 pub const DEFAULT_TIME: u64 = 60;
@@ -151,7 +151,7 @@ fn replay(target: &str, bin: &Path) -> Result {
 }
 
 /// Fuzzes `target` for `secs` seconds over its corpus (`target/fuzz/corpus/<target>`, kept
-/// between runs) and its regression inputs.
+/// between runs), its checked-in seed inputs and its regression inputs.
 fn fuzz(target: &str, bin: &Path, secs: u64) -> Result {
     let corpus = fuzz_dir().join("corpus").join(target);
     let artifacts = fuzz_dir().join("artifacts").join(target);
@@ -168,9 +168,13 @@ fn fuzz(target: &str, bin: &Path, secs: u64) -> Result {
     );
     let mut cmd = Command::new(bin);
     cmd.arg(&corpus);
+    // libFuzzer reads every directory given and writes new inputs into the first only.
+    let seeds = workspace_root().join("fuzz").join("seeds").join(target);
     let regressions = regressions(target);
-    if regressions.is_dir() {
-        cmd.arg(&regressions);
+    for dir in [&seeds, &regressions] {
+        if dir.is_dir() {
+            cmd.arg(dir);
+        }
     }
     let mut prefix = artifacts.clone().into_os_string();
     prefix.push("/");

@@ -44,7 +44,8 @@ commands:
                           build the fuzz targets of fuzz/ with nightly and libFuzzer (no
                           cargo-fuzz needed), replay fuzz/regressions/, then run each target
                           for SECS seconds (default 60); targets: capi_sequence,
-                          message_decode. Corpus, crashes and logs go to target/fuzz/
+                          message_decode, wire_peer. Corpus, crashes and logs go to
+                          target/fuzz/
   bench [--quick]         compile, then run the criterion benches (rtt, throughput, dma,
                           threads) and the latency example; write target/bench/report.json,
                           report.md and latency.svg/.png: every dpakit figure beside its

@@ -48,6 +48,29 @@ const PAIRS: &[Pair] = &[
     },
 ];
 
+/// A Comch pair of C programs with no Rust counterpart, run `repeat` times in a row, each run
+/// with a fresh runtime directory; every run must pass.
+struct CPair {
+    /// Names its runtime directories (`<name>-c-c-<run>`).
+    name: &'static str,
+    server: &'static str,
+    client: &'static str,
+    args: &'static [&'static str],
+    repeat: u32,
+}
+
+/// The fast-path pair written the way DOCA's fast-path samples are (consumer start answering
+/// IN_PROGRESS, receives posted from the state callback and reposted in their completion, the
+/// next send submitted from the send completion, 10,240 send tasks, posted receives freed before
+/// the consumer stops), run five times: a race in any of those paths shows as a failed run.
+const C_PAIRS: &[CPair] = &[CPair {
+    name: "fast",
+    server: "tests/c/comch_fast_server.c",
+    client: "tests/c/comch_fast_client.c",
+    args: &["-c", "2000", "-b", "4096"],
+    repeat: 5,
+}];
+
 /// How long a pair's server may take to exit after its client did before it is killed.
 const SERVER_GRACE: Duration = Duration::from_secs(10);
 
@@ -177,6 +200,33 @@ pub fn comch_pairs(prefix: &Path, cargo: impl Fn(&[&str], &[(&str, &str)]) -> Re
             &c_client,
             pair.args,
         )?;
+    }
+    Ok(())
+}
+
+/// The C-only Comch pairs, each built once and run `repeat` times in a row.
+pub fn c_pairs(prefix: &Path) -> Result {
+    let flags = pkg_config_flags(prefix)?;
+    let app_dir = app_dir();
+    for pair in C_PAIRS {
+        let server = build_c(pair.server, &flags, &app_dir)?;
+        let client = build_c(pair.client, &flags, &app_dir)?;
+        for run in 1..=pair.repeat {
+            let started = Instant::now();
+            run_pair(
+                &format!("{}-c-c-{run}", pair.name),
+                &server,
+                &client,
+                pair.args,
+            )
+            .map_err(|e| format!("run {run} of {}: {e}", pair.repeat))?;
+            eprintln!(
+                "{}: run {run} of {} passed in {:.2} s",
+                pair.name,
+                pair.repeat,
+                started.elapsed().as_secs_f64()
+            );
+        }
     }
     Ok(())
 }
@@ -429,6 +479,46 @@ mod tests {
                 .with_extension("rs");
             assert!(example.is_file(), "{}", example.display());
             assert_eq!(pair.args[0], "-c", "both sides take the exchange count");
+        }
+    }
+
+    #[test]
+    fn every_c_pair_names_sources_that_exist_and_runs_more_than_once() {
+        let root = workspace_root();
+        for pair in C_PAIRS {
+            for source in [pair.server, pair.client] {
+                assert!(root.join(source).is_file(), "{source}");
+            }
+            assert_eq!(pair.args[0], "-c", "both sides take the exchange count");
+            assert!(pair.repeat >= 5, "{} runs {} times", pair.name, pair.repeat);
+            assert!(
+                PAIRS.iter().all(|p| p.name != pair.name),
+                "{}: runtime directories of their own",
+                pair.name
+            );
+        }
+    }
+
+    /// The fast pair calls strlen, strcpy and memcpy with only DOCA's headers declaring them,
+    /// as DOCA programs do.
+    #[test]
+    fn the_fast_pair_leans_on_the_doca_headers_for_string_functions() {
+        let root = workspace_root();
+        let sources = [
+            "tests/c/comch_fast_server.c",
+            "tests/c/comch_fast_client.c",
+            "tests/c/comch_fast_common.h",
+        ];
+        let text: String = sources
+            .iter()
+            .map(|s| std::fs::read_to_string(root.join(s)).unwrap_or_else(|e| panic!("{s}: {e}")))
+            .collect();
+        assert!(
+            !text.lines().any(|l| l.starts_with("#include <string.h>")),
+            "no <string.h>"
+        );
+        for call in ["strlen(", "strcpy(", "memcpy(", "#include <doca_version.h>"] {
+            assert!(text.contains(call), "{call}");
         }
     }
 

@@ -52,6 +52,7 @@ pub fn run() -> Result {
     let prefix = soft_sdk::run(&soft_sdk::default_prefix())?;
     eprintln!("soft DOCA SDK in {}", prefix.display());
     sdk_checks::c_programs(&prefix)?;
+    sdk_checks::c_pairs(&prefix)?;
     sdk_checks::doca_feature(&prefix, cargo)?;
     sdk_checks::comch_pairs(&prefix, cargo)?;
     // Projects of the user's own, outside the repository: a DOCA C project with its own DPA

@@ -53,7 +53,6 @@ pub(crate) struct Endpoint {
     /// Sends written to the socket (or failed), whose callbacks run at the next progress.
     done: RefCell<VecDeque<(u32, doca_error_t)>>,
     recv_buf: RefCell<Box<[u8]>>,
-    fds: RefCell<Vec<OwnedFd>>,
 }
 
 /// A `struct doca_comch_task_send`.
@@ -132,7 +131,6 @@ impl Endpoint {
             }),
             done: RefCell::new(VecDeque::new()),
             recv_buf: RefCell::new(Box::new([])),
-            fds: RefCell::new(Vec::new()),
         }
     }
 
@@ -369,12 +367,12 @@ impl Endpoint {
             // SAFETY: the endpoint's receive buffer, not resized while it runs; no RefCell
             // borrow is held across the callback, which may call back into the endpoint.
             let slice = unsafe { std::slice::from_raw_parts_mut(buf, cap) };
-            let mut fds = self.fds.borrow_mut();
-            fds.clear();
+            // The descriptors that came with this message, closed with it (on every way out:
+            // a peer that is dropped must not leave any of its descriptors open here) unless
+            // an announcement keeps them. Only announcements carry any.
+            let mut fds: Vec<OwnedFd> = Vec::new();
             let got = conn.sock.recv(slice, &mut fds);
-            // Descriptors only travel with announcements: any others are closed at once.
             let carried_fds = !fds.is_empty();
-            drop(fds);
             let len = match got {
                 Ok(Recv::Message(len)) => len,
                 Ok(Recv::Empty) => return (n, Flow::Open),
@@ -426,7 +424,6 @@ impl Endpoint {
                     ring_len,
                     data_len,
                 }) => {
-                    let fds = std::mem::take(&mut *self.fds.borrow_mut());
                     let added = RemoteConsumer::attach(id, depth, imm_len, ring_len, data_len, fds)
                         .and_then(|c| conn.shared.add_remote(c));
                     if let Err(e) = added {

@@ -413,6 +413,11 @@ pub(crate) fn share_mmap(addr: *mut u8, len: usize) -> Result<SharedMemory> {
     })
 }
 
+/// Bytes of a ring of `depth` receives as a peer announces it (`None` where it overflows).
+pub(crate) fn ring_bytes(depth: u64) -> Option<usize> {
+    ring::Ring::checked_bytes(depth)
+}
+
 mod endpoints;
 mod ring;
 mod sides;
