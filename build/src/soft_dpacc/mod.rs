@@ -180,21 +180,11 @@ impl Plan {
         }
         let kernels: Vec<scan::Kernel> = kernels.into_values().collect();
         let image = self.device_image(&kernels)?;
-        let mut objects = Vec::new();
-        for (i, source) in self.inv.sources.iter().enumerate() {
-            let object = self.work.join(format!("host-{i}-{}.o", stem(source)));
+        let mut objects = self.compile_sources("host", "the host", || {
             let mut cmd = self.hostcc();
-            cmd.args(["-c", "-fPIC"])
-                .arg("-I")
-                .arg(&self.include)
-                .args(&self.inv.preprocessor)
-                .args(&self.inv.devicecc_options)
-                .arg(source)
-                .arg("-o")
-                .arg(&object);
-            self.run(cmd, &format!("compiling {} for the host", source.display()))?;
-            objects.push(object);
-        }
+            cmd.args(["-c", "-fPIC"]);
+            cmd
+        })?;
         let app_c = self.work.join("app.c");
         let app_o = self.work.join("app.o");
         if !self.inv.dryrun {
@@ -273,30 +263,19 @@ impl Plan {
             );
             return Ok(None);
         }
-        let mut objects = Vec::new();
-        for (i, source) in self.inv.sources.iter().enumerate() {
-            let object = self.work.join(format!("dpa-{i}-{}.o", stem(source)));
+        let objects = self.compile_sources("dpa", "the DPA", || {
             let mut cmd = Command::new("clang");
-            cmd.args(DEVICE_CLANG_FLAGS)
-                .args([
-                    "-ffreestanding",
-                    "-fno-builtin",
-                    "-nostdlib",
-                    "-O2",
-                    "-ffunction-sections",
-                    "-fdata-sections",
-                    "-c",
-                ])
-                .arg("-I")
-                .arg(&self.include)
-                .args(&self.inv.preprocessor)
-                .args(&self.inv.devicecc_options)
-                .arg(source)
-                .arg("-o")
-                .arg(&object);
-            self.run(cmd, &format!("compiling {} for the DPA", source.display()))?;
-            objects.push(object);
-        }
+            cmd.args(DEVICE_CLANG_FLAGS).args([
+                "-ffreestanding",
+                "-fno-builtin",
+                "-nostdlib",
+                "-O2",
+                "-ffunction-sections",
+                "-fdata-sections",
+                "-c",
+            ]);
+            cmd
+        })?;
         let device_archive = self.work.join(format!("lib{}_device.a", self.app_name));
         if !self.inv.dryrun {
             let _ = std::fs::remove_file(&device_archive);
@@ -323,6 +302,31 @@ impl Plan {
         let image =
             std::path::absolute(&image).map_err(|e| format!("dpacc: {}: {e}", image.display()))?;
         Ok(Some(image))
+    }
+
+    /// Compiles each device source with the command `compiler` starts (the SDK's headers, `-I`,
+    /// `-D`, and the `-devicecc-options` added) into `<work>/<tag>-<n>-<stem>.o`.
+    fn compile_sources(
+        &self,
+        tag: &str,
+        target: &str,
+        compiler: impl Fn() -> Command,
+    ) -> Result<Vec<PathBuf>> {
+        let mut objects = Vec::new();
+        for (i, source) in self.inv.sources.iter().enumerate() {
+            let object = self.work.join(format!("{tag}-{i}-{}.o", stem(source)));
+            let mut cmd = compiler();
+            cmd.arg("-I")
+                .arg(&self.include)
+                .args(&self.inv.preprocessor)
+                .args(&self.inv.devicecc_options)
+                .arg(source)
+                .arg("-o")
+                .arg(&object);
+            self.run(cmd, &format!("compiling {} for {target}", source.display()))?;
+            objects.push(object);
+        }
+        Ok(objects)
     }
 
     fn hostcc(&self) -> Command {
