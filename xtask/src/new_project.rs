@@ -4,6 +4,7 @@
 
 use crate::{Result, workspace_root};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Where the generated project takes dpakit from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,6 +168,20 @@ pub fn run(opts: &Options) -> Result<String> {
         std::fs::write(&path, fill(contents, &values))
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
+    // Formatted as rustfmt would (import order depends on the project's name).
+    let sources: Vec<PathBuf> = FILES
+        .iter()
+        .map(|(path, _)| opts.dir.join(fill(path, &values)))
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    match Command::new("rustfmt")
+        .args(["--edition", "2024"])
+        .args(&sources)
+        .status()
+    {
+        Ok(status) if status.success() => {}
+        _ => eprintln!("note: rustfmt did not run; the project's sources are not formatted"),
+    }
     // From a checkout, the registry crates the kit is tested with: its lock file (cargo drops
     // what the project does not use and adds its own packages).
     if let Source::Path(root) = &opts.source {
@@ -324,11 +339,24 @@ mod tests {
     #[test]
     fn every_placeholder_is_filled() {
         let values = values("my-app", &Source::Version("0.1".into())).unwrap();
+        // A placeholder is `{{` a lowercase name `}}` (Rust's `{{` escapes are not).
+        let unfilled = |text: &str| {
+            text.match_indices("{{").any(|(at, _)| {
+                let rest = &text[at + 2..];
+                rest.find("}}").is_some_and(|end| {
+                    end > 0
+                        && rest[..end]
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b == b'-')
+                })
+            })
+        };
         for (path, contents) in FILES {
             let (path, contents) = (fill(path, &values), fill(contents, &values));
-            assert!(!path.contains("{{"), "{path}");
-            assert!(!contents.contains("{{"), "{path}: {contents}");
+            assert!(!unfilled(&path), "{path}");
+            assert!(!unfilled(&contents), "{path}: {contents}");
         }
+        assert!(unfilled("x {{name}} y") && !unfilled("format!(\"{{}}\")"));
         let root = fill(FILES[0].1, &values);
         assert!(
             root.contains("dpakit-build = { version = \"0.1\" }"),

@@ -81,7 +81,19 @@ pub fn rust_template() -> Result {
         cmd.env("CARGO_TARGET_DIR", &target);
         cmd
     };
-    run(cargo(&["xtask", "build-dpa", "--release"]), false)?;
+    // With the ISA profile: the project's program in ISA mode on the image just linked.
+    run(
+        cargo(&["xtask", "build-dpa", "--release", "--profile"]),
+        false,
+    )?;
+    let report = target.join("dpa").join("release").join("report.json");
+    let report = std::fs::read_to_string(&report)
+        .map_err(|e| format!("cannot read {}: {e}", report.display()))?;
+    if !report.contains("\"kernel\": \"scale\"") || !report.contains("instructions_per_message") {
+        return Err(format!(
+            "the project's report has no ISA profile of `scale`: {report}"
+        ));
+    }
     let native = run(cargo(&["run", "--release", "--", RUST_ROUND_TRIPS]), false)?;
     let isa = run(
         cargo(&["run", "--release", "--", "--isa", RUST_ROUND_TRIPS]),
