@@ -2,7 +2,7 @@
 //! (dpakit-build's `<target dir>/dpa/<profile>/<lib>.elf`), which the soft device runs in ISA
 //! mode ([`DpaBuilder::isa_image`](crate::dpa::DpaBuilder::isa_image)).
 //!
-//! Host code names its own image with [`dpa_image!`](crate::dpa_image), which looks from the
+//! Host code names its own image with `dpakit::dpa_image!`, which looks from the
 //! calling crate's directory; nothing points into the kit's tree.
 
 use crate::error::{Result, bail};
