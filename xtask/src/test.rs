@@ -103,6 +103,8 @@ fn miri() {
             "dpakit-dev",
             "-p",
             "dpakit-emu",
+            "-p",
+            "dpakit-rv",
             "--lib",
         ],
         &[

@@ -12,7 +12,6 @@ pub(crate) mod device_api;
 mod element;
 mod fatal;
 pub(crate) mod grace;
-pub(crate) mod isa;
 pub(crate) mod isa_mode;
 pub(crate) mod memory;
 pub(crate) mod parking;

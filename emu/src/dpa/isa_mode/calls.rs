@@ -9,9 +9,9 @@
 use super::bus::DeviceBus;
 use super::printf;
 use crate::dpa::device_api as native;
-use crate::dpa::isa::{Bus, Hart, MemFault};
+use dpakit_rv::{Bus, Hart, MemFault};
 
-use crate::dpa::isa::reg::{A0, SP};
+use dpakit_rv::reg::{A0, SP};
 
 /// Declares [`DeviceFn`], one variant per DOCA device function, in the list's order (the order
 /// of `dpakit_dev::sys::DEVICE_API`).

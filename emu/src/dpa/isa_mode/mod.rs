@@ -18,16 +18,16 @@ mod image;
 mod printf;
 
 use super::activation::{Current, with_current};
-use super::isa::{Access, FaultReason, Hart, MemFault, Stop};
 use crate::error::{ErrorCode, Result};
 use crate::sync::Ordering;
 use crate::sync::plain::AtomicU64;
 use bus::DeviceBus;
 use calls::DeviceFn;
+use dpakit_rv::{Access, FaultReason, Hart, MemFault, Stop};
 use std::cell::Cell;
 use std::path::PathBuf;
 
-pub(crate) use image::Image;
+pub(crate) use dpakit_rv::Image;
 
 /// How a DPA context runs its kernels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

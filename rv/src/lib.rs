@@ -1,4 +1,4 @@
-//! A RISC-V RV64IMAC interpreter core for the soft device's ISA mode.
+//! A RISC-V RV64IMAC interpreter core and DPA image loader, for dpakit's soft device's ISA mode.
 //!
 //! The soft device can run a DPA kernel from the riscv64 image the kit builds (rustc's
 //! `riscv64imac-unknown-none-elf`, or C from `clang -march=rv64imac`, lp64 ABI) one instruction
@@ -22,15 +22,25 @@
 //! The hart is a single user-mode RV64IMAC hart with the user counters of Zicsr: no F/D, no
 //! vector, no privileged instructions; those decode as illegal and stop the run.
 
+//!
+//! [`Image`] loads the position-independent riscv64 executable a kernel crate is linked into
+//! (dpakit-build's `<lib>.elf`) at a host address, applies its relative relocations and names
+//! its functions and its device-function stubs, so every address the hart uses is a host address.
+#![warn(missing_docs)]
+// One unsafe block: the loaded image's pages seen as bytes (see `image::memory_bytes`).
+#![deny(unsafe_code)]
+
 mod bus;
 mod decode;
 mod hart;
+mod image;
 mod rvc;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
-pub(crate) use hart::{Hart, Stop, reg};
+pub use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
+pub use hart::{Hart, Stop, reg};
+pub use image::{Image, ImageError, Perm, Segment, Symbol};
 // The decoder, for the tests.
 #[cfg(test)]
 pub(crate) use decode::{AluOp, AluWOp, Cond, Inst, LoadKind, decode, decode32};

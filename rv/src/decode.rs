@@ -10,7 +10,7 @@ use super::rvc::decode16;
 
 /// A register-register or register-immediate operation on 64-bit values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AluOp {
+pub enum AluOp {
     /// `add`, `addi`.
     Add,
     /// `sub`.
@@ -51,7 +51,7 @@ pub(crate) enum AluOp {
 
 /// An operation on the low 32 bits whose result is sign-extended to 64 (the `*w` instructions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AluWOp {
+pub enum AluWOp {
     /// `addw`, `addiw`.
     Add,
     /// `subw`.
@@ -76,7 +76,7 @@ pub(crate) enum AluWOp {
 
 /// The condition of a conditional branch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Cond {
+pub enum Cond {
     /// `beq`.
     Eq,
     /// `bne`.
@@ -93,7 +93,7 @@ pub(crate) enum Cond {
 
 /// The width and extension of a load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LoadKind {
+pub enum LoadKind {
     /// `lb`: 1 byte, sign-extended.
     B,
     /// `lh`: 2 bytes, sign-extended.
@@ -137,7 +137,7 @@ impl LoadKind {
 /// A decoded instruction. Registers are 0..=31; immediates and offsets are sign-extended (or, for
 /// shifts, the shift amount); sizes are in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Inst {
+pub enum Inst {
     /// `lui`: rd = imm (already shifted left by 12 and sign-extended).
     Lui { rd: u8, imm: i64 },
     /// `auipc`: rd = pc + imm.
@@ -217,7 +217,7 @@ pub(crate) enum Inst {
 /// Decodes the instruction whose low bits are in `raw` (a 16-bit one in its low half): the
 /// instruction and its length in bytes (2 or 4).
 #[inline(always)]
-pub(crate) fn decode(raw: u32) -> (Inst, u8) {
+pub fn decode(raw: u32) -> (Inst, u8) {
     if raw & 3 == 3 {
         (decode32(raw), 4)
     } else {
@@ -241,7 +241,7 @@ pub(super) fn field(v: u32, lo: u32, len: u32) -> u32 {
 /// Decodes a 32-bit instruction word (low two bits 11).
 // Inlined into the run loop (as decode16 is): as a call it took a quarter of the run time.
 #[inline(always)]
-pub(crate) fn decode32(raw: u32) -> Inst {
+pub fn decode32(raw: u32) -> Inst {
     let rd = field(raw, 7, 5) as u8;
     let rs1 = field(raw, 15, 5) as u8;
     let rs2 = field(raw, 20, 5) as u8;
