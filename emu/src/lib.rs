@@ -25,11 +25,12 @@ pub mod mmap;
 pub mod msgq;
 pub mod pe;
 pub mod ring;
-mod sync;
+// The concurrency facade (loom under cfg(loom)) and the wake-up handshake: dpakit-sync.
+use dpakit_sync as sync;
 pub mod sync_event;
 mod sync_hint;
 mod table;
-mod wake;
+use dpakit_sync::wake;
 mod wire;
 
 pub use error::{Error, ErrorCode, Result};

@@ -74,7 +74,16 @@ fn loom() -> Result {
     let target = workspace_root().join("target").join("loom");
     let target = target.to_str().expect("UTF-8 path");
     cargo(
-        &["test", "-p", "dpakit-emu", "--release", "--lib", "loom"],
+        &[
+            "test",
+            "-p",
+            "dpakit-emu",
+            "-p",
+            "dpakit-sync",
+            "--release",
+            "--lib",
+            "loom",
+        ],
         &[("RUSTFLAGS", "--cfg loom"), ("CARGO_TARGET_DIR", target)],
     )
 }
