@@ -9,20 +9,7 @@ use dpakit_abi::ErrorCode;
 use dpakit_sys as sys;
 use dpakit_sys::soft::SoftApi;
 
-/// How the soft device runs activations of a DPA context's threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SchedMode {
-    /// Workers spin on their threads' completion contexts: lowest latency, a core each.
-    BusyPoll,
-    /// Workers sleep until a notification wakes them.
-    Sleep,
-    /// No workers: progress runs one ready activation at a time, chosen by a generator seeded
-    /// with `seed`, and the schedule is recorded ([`Dpa::trace`]).
-    Deterministic {
-        /// Seed of the choice among ready threads.
-        seed: u64,
-    },
-}
+pub use dpakit_abi::soft::{Ending, ExecMode, SchedMode, SchedStats, TraceEvent};
 
 /// The soft settings a [`DpaBuilder`] collects.
 #[derive(Clone, Debug, Default)]
@@ -33,30 +20,6 @@ pub(crate) struct DpaSettings {
     exec: Option<ExecMode>,
     isa_image: Option<std::path::PathBuf>,
     isa_budget: Option<u64>,
-}
-
-/// How the soft device runs a DPA context's kernels.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ExecMode {
-    /// The kernels compiled for the host run as host code: fastest.
-    #[default]
-    Native,
-    /// The app's DPA image — the riscv64 executable `cargo xtask build-dpa` links, the code the
-    /// DPA would run — runs in the soft device's RV64IMAC interpreter: every load and store is
-    /// checked, each activation has an instruction budget, and instructions and device calls
-    /// are counted ([`DpaThread::isa_profile`](crate::dpa::DpaThread::isa_profile)).
-    Isa,
-}
-
-impl ExecMode {
-    /// `DPAKIT_SOFT_EXEC` from the environment (`native` or `isa`), else native: what the soft
-    /// device itself starts with.
-    pub fn from_env() -> ExecMode {
-        match std::env::var("DPAKIT_SOFT_EXEC").as_deref() {
-            Ok("isa") => ExecMode::Isa,
-            _ => ExecMode::Native,
-        }
-    }
 }
 
 /// What the soft device's interpreter counted for one DPA thread in ISA mode.
@@ -248,39 +211,6 @@ impl crate::dpa::DpaThread {
             calls,
         })
     }
-}
-
-/// How an activation ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ending {
-    /// `thread_reschedule`: the next trigger runs the kernel again.
-    Reschedule,
-    /// The kernel function returned (like a reschedule).
-    Return,
-    /// `thread_finish`: the thread is never triggered again.
-    Finish,
-    /// A fault; the context holds the error.
-    Fault,
-}
-
-/// One activation, as the deterministic mode records it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TraceEvent {
-    /// Index of the DPA thread.
-    pub thread: usize,
-    /// The thread's activation number, from 1.
-    pub activation: u64,
-    /// How it ended.
-    pub ending: Ending,
-}
-
-/// Scheduler counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SchedStats {
-    /// Activations run.
-    pub activations: u64,
-    /// Worker threads.
-    pub workers: usize,
 }
 
 impl Dpa {

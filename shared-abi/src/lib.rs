@@ -12,7 +12,7 @@
 //!   and context states ([`CtxState`]); with feature `alloc`, the CPU side's `Error` (a code and
 //!   the rule that was broken), one type for the soft device and the host API.
 //! * Typed references to kernels and apps ([`kernel`]), and the soft device's app descriptor.
-#![cfg_attr(not(test), no_std)]
+#![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![warn(missing_docs)]
 
 #[cfg(feature = "alloc")]
@@ -29,6 +29,7 @@ pub mod handles;
 pub mod kernel;
 mod message;
 mod pod;
+pub mod soft;
 
 pub use checksum::checksum64;
 pub use ctx_state::CtxState;

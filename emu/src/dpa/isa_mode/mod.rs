@@ -29,15 +29,7 @@ use std::path::PathBuf;
 
 pub(crate) use dpakit_rv::Image;
 
-/// How a DPA context runs its kernels.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ExecMode {
-    /// Kernels compiled for the host run as host code (fastest).
-    #[default]
-    Native,
-    /// The app's riscv64 image runs in the RV64IMAC interpreter, every access checked.
-    Isa,
-}
+pub use dpakit_abi::soft::ExecMode;
 
 /// Instructions one activation may retire by default before it is stopped as a runaway loop.
 pub const DEFAULT_BUDGET: u64 = 100_000_000;
