@@ -1,9 +1,17 @@
-//! With feature `doca`, links the kit's DPA app library, as a program on a BlueField links the
+//! With features `doca` and `kit-kernels`, links the kit's DPA app library, as a program on a BlueField links the
 //! host-side library dpacc made: `DPAKIT_DPA_APP_DIR` names its directory, by default where
 //! `cargo xtask build-dpa --release` puts the soft device's (`target/dpa/release/soft`).
 fn main() {
     println!("cargo::rerun-if-env-changed=DPAKIT_DPA_APP_DIR");
     if std::env::var_os("CARGO_FEATURE_DOCA").is_none() {
+        return;
+    }
+    // Where DOCA's libraries are, so programs find them at run time too.
+    if let Ok(libdir) = std::env::var("DEP_DOCA_SDK_LIBDIR") {
+        println!("cargo::rustc-link-arg=-Wl,-rpath,{libdir}");
+    }
+    // Without the kit's kernels the program links its own app library.
+    if std::env::var_os("CARGO_FEATURE_KIT_KERNELS").is_none() {
         return;
     }
     let manifest = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -27,8 +35,4 @@ fn main() {
     println!("cargo::rustc-link-search=native={}", dir.display());
     println!("cargo::rustc-link-lib=dpakit_kernels");
     println!("cargo::rustc-link-arg=-Wl,-rpath,{}", dir.display());
-    // Where dpakit-sys found DOCA's libraries, so programs find them at run time too.
-    if let Ok(libdir) = std::env::var("DEP_DOCA_SDK_LIBDIR") {
-        println!("cargo::rustc-link-arg=-Wl,-rpath,{libdir}");
-    }
 }

@@ -53,18 +53,17 @@ impl DpakitDma {
     fn start(core: usize, size: usize) -> Self {
         let dpa = support::dpa(SchedMode::BusyPoll, core);
         let pe = Pe::new().expect("PE");
-        let src = Mmap::alloc(size).expect("source mmap");
+        let mut src = Mmap::alloc(size).expect("source mmap");
         src.set_permissions(AccessFlags::LOCAL_READ_ONLY)
             .expect("permissions");
         src.add_dev(dpa.dev()).expect("device");
+        fill(src.as_mut_slice().expect("not started yet"));
         src.start().expect("start");
-        let dst = Mmap::alloc(size).expect("destination mmap");
+        let mut dst = Mmap::alloc(size).expect("destination mmap");
         dst.set_permissions(AccessFlags::LOCAL_READ_WRITE)
             .expect("permissions");
         dst.add_dev(dpa.dev()).expect("device");
         dst.start().expect("start");
-        // SAFETY: the mmap owns `size` bytes and no copy has been asked for yet.
-        fill(unsafe { std::slice::from_raw_parts_mut(src.range().0, size) });
         let (src_mmap, dst_mmap) = (
             dpa.mmap_handle(&src).expect("handle"),
             dpa.mmap_handle(&dst).expect("handle"),

@@ -31,11 +31,17 @@ fn main() -> ExitCode {
     }
 }
 
-/// An mmap of REGION bytes the DPAs of `dev` may reach with `access`.
-fn mmap(dev: &dpakit::dev::Dev, access: AccessFlags) -> Result<Mmap, dpakit::Error> {
-    let m = Mmap::alloc(REGION)?;
+/// An mmap of REGION bytes the DPAs of `dev` may reach with `access`, filled by `fill` before
+/// devices can reach it.
+fn mmap(
+    dev: &dpakit::dev::Dev,
+    access: AccessFlags,
+    fill: impl FnOnce(&mut [u8]),
+) -> Result<Mmap, dpakit::Error> {
+    let mut m = Mmap::alloc(REGION)?;
     m.set_permissions(access)?;
     m.add_dev(dev)?;
+    fill(m.as_mut_slice()?);
     m.start()?;
     Ok(m)
 }
@@ -48,17 +54,19 @@ fn run(copies: u64) -> Result<(), Box<dyn std::error::Error>> {
         .workers(1)
         .start()?;
     let pe = Pe::new()?;
-    let src = mmap(&dev, AccessFlags::LOCAL_READ_ONLY)?;
-    let dst = mmap(&dev, AccessFlags::LOCAL_READ_WRITE)?;
-    // SAFETY: the mmap owns REGION bytes and no DMA is in flight yet.
-    let source = unsafe { std::slice::from_raw_parts_mut(src.range().0, REGION) };
     let mut x = 0x2545_f491_4f6c_dd1du64;
-    for b in source.iter_mut() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        *b = x as u8;
-    }
+    let src = mmap(&dev, AccessFlags::LOCAL_READ_ONLY, |bytes| {
+        for b in bytes {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *b = x as u8;
+        }
+    })?;
+    let dst = mmap(&dev, AccessFlags::LOCAL_READ_WRITE, |_| {})?;
+    // A DMA source: the DPA only reads it, so it may be viewed while started.
+    let source = src.as_slice()?;
+    let mut landed = vec![0u8; REGION];
 
     let (src_h, dst_h) = (dpa.mmap_handle(&src)?, dpa.mmap_handle(&dst)?);
     let (src_base, dst_base) = (src.range().0 as u64, dst.range().0 as u64);
@@ -93,10 +101,9 @@ fn run(copies: u64) -> Result<(), Box<dyn std::error::Error>> {
             path.round_trip(&ImmMessage::new(seq as u32, &desc), Duration::from_secs(10))?;
         let result: OffloadResult = reply.msg.view()?;
         let expected = &source[src_offset as usize..(src_offset + length) as usize];
-        // SAFETY: the copy completed before its immediate arrived; nothing else writes dst.
-        let landed = unsafe {
-            std::slice::from_raw_parts(dst.range().0.add(dst_offset as usize), length as usize)
-        };
+        // The copy completed before its immediate arrived.
+        let landed = &mut landed[..length as usize];
+        dst.read_at(dst_offset as usize, landed)?;
         if result.status != 0 || result.checksum != checksum64(expected) || landed != expected {
             mismatches += 1;
         }

@@ -9,8 +9,8 @@
 //! cargo run --release --example isa_profile [-- [--json] [--image PATH] [MESSAGES]]
 //! ```
 
-use dpakit::abi::args::{DmaOffloadArgs, RankedPathArgs};
-use dpakit::abi::{DmaOffloadDesc, Echo, ImmMessage, OffloadResult, PingPong};
+use dpakit::abi::args::{DmaOffloadArgs, MsgqPathArgs, RankedPathArgs};
+use dpakit::abi::{DmaOffloadDesc, Echo, ImmMessage, OffloadResult, PingPong, Pod};
 use dpakit::dpa::Dpa;
 use dpakit::mmap::{AccessFlags, Mmap};
 use dpakit::pe::Pe;
@@ -84,9 +84,15 @@ fn dpa(image: &PathBuf) -> Result<Dpa, Error> {
 
 fn profile_all(image: &PathBuf, n: u64) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
-    for kernel in [&kernels::ECHO, &kernels::ECHO_C, &kernels::RANKED_ECHO] {
-        rows.push(echo_like(image, kernel, n)?);
+    for kernel in [&kernels::ECHO, &kernels::ECHO_C] {
+        rows.push(echo_like(image, kernel, |path| path, n)?);
     }
+    let ranked = |path| RankedPathArgs {
+        path,
+        rank: 0,
+        reserved: 0,
+    };
+    rows.push(echo_like(image, &kernels::RANKED_ECHO, ranked, n)?);
     rows.push(ping_pong(image, n)?);
     for kernel in [&kernels::DMA_OFFLOAD, &kernels::DMA_OFFLOAD_C] {
         rows.push(dma_offload(image, kernel, n)?);
@@ -95,8 +101,8 @@ fn profile_all(image: &PathBuf, n: u64) -> Result<Vec<Row>, Error> {
     Ok(rows)
 }
 
-fn row(
-    kernel: &ThreadKernel,
+fn row<A>(
+    kernel: &ThreadKernel<A>,
     workload: &'static str,
     n: u64,
     path: &MsgqPath,
@@ -109,16 +115,15 @@ fn row(
     })
 }
 
-fn echo_like(image: &PathBuf, kernel: &ThreadKernel, n: u64) -> Result<Row, Error> {
+fn echo_like<A: Pod>(
+    image: &PathBuf,
+    kernel: &ThreadKernel<A>,
+    args: impl FnOnce(MsgqPathArgs) -> A + 'static,
+    n: u64,
+) -> Result<Row, Error> {
     let dpa = dpa(image)?;
     let pe = Pe::new()?;
-    let path = MsgqPath::builder(&dpa, &pe, kernel)
-        .args(|path| RankedPathArgs {
-            path,
-            rank: 0,
-            reserved: 0,
-        })
-        .start()?;
+    let path = MsgqPath::builder(&dpa, &pe, kernel).args(args).start()?;
     for i in 0..n {
         let sent = ImmMessage::new(
             i as u32,
@@ -153,12 +158,16 @@ fn ping_pong(image: &PathBuf, n: u64) -> Result<Row, Error> {
     row(&kernels::PING_PONG, "ping-pong leg", n, &path)
 }
 
-fn dma_offload(image: &PathBuf, kernel: &ThreadKernel, n: u64) -> Result<Row, Error> {
+fn dma_offload(
+    image: &PathBuf,
+    kernel: &ThreadKernel<DmaOffloadArgs>,
+    n: u64,
+) -> Result<Row, Error> {
     const LEN: usize = 4096;
     let dpa = dpa(image)?;
     let pe = Pe::new()?;
     let mmap = |flags| -> Result<Mmap, Error> {
-        let m = Mmap::alloc(LEN)?;
+        let mut m = Mmap::alloc(LEN)?;
         m.set_permissions(flags)?;
         m.add_dev(dpa.dev())?;
         m.start()?;

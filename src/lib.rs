@@ -9,24 +9,49 @@ pub use dpakit_abi::{RpcKernel, ThreadKernel};
 pub use dpakit_dev::{dpa_app, extern_thread_kernel, rpc_kernel, thread_kernel};
 pub use dpakit_host::*;
 
-/// The kit's kernels, as typed references (from `dpakit-kernels`).
+/// The kit's kernels, as typed references (from `dpakit-kernels`; feature `kit-kernels`).
+#[cfg(feature = "kit-kernels")]
 pub mod kernels {
     pub use dpakit_kernels::{
         DMA_OFFLOAD, DMA_OFFLOAD_C, ECHO, ECHO_C, PING_PONG, RANKED_ECHO, SINK, SYNC_SET, SYNC_STEP,
     };
 }
 
-/// The DPA app holding every kernel of the kit (the `dpakit_kernels` symbol).
+/// The DPA app holding every kernel of the kit (the `dpakit_kernels` symbol; feature
+/// `kit-kernels`).
+#[cfg(feature = "kit-kernels")]
 pub fn kit_app() -> &'static dpa::App {
     &dpakit_kernels::APP
 }
 
-/// Where `cargo xtask build-dpa --release` writes the DPA image of the kit's kernels in this
-/// workspace: what the soft device runs in ISA mode (`DpaBuilder::isa_image`).
+/// Where `cargo xtask build-dpa --release` writes the DPA image of the kit's own kernels, in the
+/// kit's workspace: what the soft device runs in ISA mode (`DpaBuilder::isa_image`). A program's
+/// own kernels are found with [`dpa_image!`].
 pub fn kit_image() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target")
         .join("dpa")
         .join("release")
         .join("dpakit_kernels.elf")
+}
+
+/// The DPA image of `app` (a [`dpa::App`], e.g. `my_kernels::APP`) for the soft device's ISA mode
+/// ([`dpa::DpaBuilder::isa_image`]): the one `cargo xtask build-dpa` linked in the workspace of
+/// the crate that uses the macro (see [`image::find`]). A `Result<PathBuf>`.
+///
+/// ```ignore
+/// let dpa = Dpa::builder(&dev)
+///     .app(&my_kernels::APP)
+///     .exec_mode(ExecMode::Isa)
+///     .isa_image(dpakit::dpa_image!(my_kernels::APP)?)
+///     .start()?;
+/// ```
+#[macro_export]
+macro_rules! dpa_image {
+    ($app:expr) => {
+        $crate::image::find(
+            ::std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+            $app.name(),
+        )
+    };
 }

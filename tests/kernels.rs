@@ -3,7 +3,7 @@
 //! both execution modes: the kernels compiled for the host (`native`), and the DPA image
 //! `cargo xtask build-dpa` links run by the soft device's interpreter (`isa`).
 
-use dpakit::abi::args::DmaOffloadArgs;
+use dpakit::abi::args::{DmaOffloadArgs, MsgqPathArgs};
 use dpakit::abi::{
     DmaOffloadDesc, Echo, ErrorCode, ImmMessage, OffloadResult, PingPong, SubmitFlags, checksum64,
 };
@@ -23,10 +23,11 @@ mod one_message;
 const T: Duration = Duration::from_secs(5);
 
 /// The echo kernel in each language.
-const ECHOES: [&ThreadKernel; 2] = [&kernels::ECHO, &kernels::ECHO_C];
+const ECHOES: [&ThreadKernel<MsgqPathArgs>; 2] = [&kernels::ECHO, &kernels::ECHO_C];
 
 /// The DMA-offload kernel in each language.
-const OFFLOADS: [&ThreadKernel; 2] = [&kernels::DMA_OFFLOAD, &kernels::DMA_OFFLOAD_C];
+const OFFLOADS: [&ThreadKernel<DmaOffloadArgs>; 2] =
+    [&kernels::DMA_OFFLOAD, &kernels::DMA_OFFLOAD_C];
 
 fn dpa(mode: ExecMode) -> Dpa {
     builder(mode).workers(1).start().unwrap()
@@ -89,12 +90,21 @@ struct Offload {
     dst: Mmap,
 }
 
-fn offload(dpa: &Dpa, pe: &Pe, kernel: &ThreadKernel, len: usize) -> Offload {
-    let src = Mmap::alloc(len).unwrap();
+/// The source's byte at `i`.
+fn pattern(i: usize) -> u8 {
+    (i * 7 + i / 251) as u8
+}
+
+/// An offload path between a source filled with [`pattern`] and a zeroed destination.
+fn offload(dpa: &Dpa, pe: &Pe, kernel: &ThreadKernel<DmaOffloadArgs>, len: usize) -> Offload {
+    let mut src = Mmap::alloc(len).unwrap();
     src.set_permissions(AccessFlags::LOCAL_READ_ONLY).unwrap();
     src.add_dev(dpa.dev()).unwrap();
+    for (i, b) in src.as_mut_slice().unwrap().iter_mut().enumerate() {
+        *b = pattern(i);
+    }
     src.start().unwrap();
-    let dst = Mmap::alloc(len).unwrap();
+    let mut dst = Mmap::alloc(len).unwrap();
     dst.set_permissions(AccessFlags::LOCAL_READ_WRITE).unwrap();
     dst.add_dev(dpa.dev()).unwrap();
     dst.start().unwrap();
@@ -124,17 +134,20 @@ fn dma_offload_copies_and_checksums(mode: ExecMode) {
     }
 }
 
-fn dma_offload_checks(mode: ExecMode, kernel: &ThreadKernel) {
+fn dma_offload_checks(mode: ExecMode, kernel: &ThreadKernel<DmaOffloadArgs>) {
     let name = kernel.name();
     let dpa = dpa(mode);
     let pe = Pe::new().unwrap();
     let len = 1 << 16;
     let o = offload(&dpa, &pe, kernel, len);
-    // SAFETY: the mmap owns `len` bytes and no DMA is in flight.
-    let src = unsafe { std::slice::from_raw_parts_mut(o.src.range().0, len) };
-    for (i, b) in src.iter_mut().enumerate() {
-        *b = (i * 7 + i / 251) as u8;
-    }
+    // A DMA source: devices only read it, so it may be viewed while started.
+    let src = o.src.as_slice().unwrap();
+    // The destination is written by the DPA: copied out after each reply.
+    let dst = || {
+        let mut bytes = vec![0; len];
+        o.dst.read_at(0, &mut bytes).unwrap();
+        bytes
+    };
     for (seq, (src_off, dst_off, n)) in [
         (0u64, 0u64, 4096u64),
         (100, 8192, 3000),
@@ -161,10 +174,9 @@ fn dma_offload_checks(mode: ExecMode, kernel: &ThreadKernel) {
         assert_eq!(result.status, 0, "{name}");
         assert_eq!(result.length, n, "{name}");
         assert_eq!(result.checksum, checksum64(expected), "{name}");
-        // SAFETY: the copy finished before its immediate arrived.
-        let dst = unsafe { std::slice::from_raw_parts(o.dst.range().0, len) };
+        // The copy finished before its immediate arrived.
         assert_eq!(
-            &dst[dst_off as usize..(dst_off + n) as usize],
+            &dst()[dst_off as usize..(dst_off + n) as usize],
             expected,
             "{name}"
         );
@@ -182,14 +194,11 @@ fn dma_offload_checks(mode: ExecMode, kernel: &ThreadKernel) {
         (0, 1000, 0),
         "{name}"
     );
-    // SAFETY: the copy finished before its immediate arrived.
-    let dst = unsafe { std::slice::from_raw_parts(o.dst.range().0, len) };
-    assert_eq!(&dst[30_000..31_000], &src[512..1512], "{name}");
+    assert_eq!(&dst()[30_000..31_000], &src[512..1512], "{name}");
 
     // Out of range (source, destination, overflowing) or not a descriptor: answered with
     // INVALID_VALUE, nothing copied, the DPA stays healthy.
-    // SAFETY: every copy above finished before its immediate arrived.
-    let before = unsafe { std::slice::from_raw_parts(o.dst.range().0, len) }.to_vec();
+    let before = dst();
     let refused = [
         ImmMessage::new(
             9,
@@ -230,13 +239,7 @@ fn dma_offload_checks(mode: ExecMode, kernel: &ThreadKernel) {
             "{name}"
         );
     }
-    // SAFETY: no copy is in flight (every request was answered).
-    let after = unsafe { std::slice::from_raw_parts(o.dst.range().0, len) };
-    assert_eq!(
-        after,
-        &before[..],
-        "{name}: a refused request copied nothing"
-    );
+    assert_eq!(dst(), before, "{name}: a refused request copied nothing");
     assert_eq!(dpa.check(), Ok(()), "{name}");
 }
 
@@ -461,7 +464,8 @@ in_both_modes!(
 fn a_c_kernel_finishes_its_thread_on_a_bad_argument_or_local_storage() {
     use dpakit::dpa::{DevPtr, DpaThread};
     use dpakit::soft::Ending;
-    for kernel in [&kernels::ECHO_C, &kernels::DMA_OFFLOAD_C] {
+    // Raw: the point is a block that is not a live argument of the kernel's type.
+    for kernel in [kernels::ECHO_C.untyped(), kernels::DMA_OFFLOAD_C.untyped()] {
         for case in [
             "null argument",
             "misaligned argument",
@@ -476,9 +480,9 @@ fn a_c_kernel_finishes_its_thread_on_a_bad_argument_or_local_storage() {
             // Aligned and large enough for either kernel's block; never read in these cases.
             let block = dpa.mem_alloc(256).unwrap();
             let mut builder = match case {
-                "null argument" => DpaThread::builder(&dpa, kernel, 0),
-                "misaligned argument" => DpaThread::builder(&dpa, kernel, block.raw() + 4),
-                _ => DpaThread::builder(&dpa, kernel, block.raw()),
+                "null argument" => DpaThread::builder(&dpa, &kernel).arg(0),
+                "misaligned argument" => DpaThread::builder(&dpa, &kernel).arg(block.raw() + 4),
+                _ => DpaThread::builder(&dpa, &kernel).arg(block.raw()),
             };
             if case == "misaligned local storage" {
                 builder = builder.local_storage(DevPtr(block.raw() + 2));
@@ -497,4 +501,29 @@ fn a_c_kernel_finishes_its_thread_on_a_bad_argument_or_local_storage() {
             assert_eq!(dpa.error(), None, "{} {case}", kernel.name());
         }
     }
+}
+
+/// A crate finds its app's DPA image from its own directory; a missing one is NOT_FOUND naming
+/// where it looked and how to build it.
+#[test]
+fn a_crate_finds_its_own_dpa_image() {
+    let built = image::ensure_kit_image().unwrap();
+    let found = dpakit::dpa_image!(kit_app()).unwrap();
+    assert_eq!(found.file_name(), built.file_name());
+    assert_eq!(
+        found.parent().and_then(|p| p.parent()),
+        built.parent().and_then(|p| p.parent()),
+        "{found:?} is in this workspace's target/dpa"
+    );
+    let e = dpakit::image::find(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
+        "no_such_app",
+    )
+    .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::NotFound, "{e}");
+    assert!(e.to_string().contains("cargo xtask build-dpa"), "{e}");
+    assert!(
+        e.to_string().contains("target/dpa/release/no_such_app.elf"),
+        "{e}"
+    );
 }

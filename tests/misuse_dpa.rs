@@ -58,7 +58,7 @@ fn allocating_more_than_the_device_has_is_no_memory_not_an_overflow() {
 fn an_mmap_gives_one_dpa_handle_per_device_however_often_asked() {
     use dpakit::mmap::{AccessFlags, Mmap};
     let dev = open_dpa_dev().unwrap();
-    let mmap = Mmap::alloc(4096).unwrap();
+    let mut mmap = Mmap::alloc(4096).unwrap();
     mmap.set_permissions(AccessFlags::LOCAL_READ_WRITE).unwrap();
     mmap.add_dev(&dev).unwrap();
     assert_eq!(
@@ -71,7 +71,7 @@ fn an_mmap_gives_one_dpa_handle_per_device_however_often_asked() {
     for _ in 0..2_000 {
         assert_eq!(mmap.dpa_handle(&dev).unwrap(), first);
     }
-    let other = Mmap::alloc(4096).unwrap();
+    let mut other = Mmap::alloc(4096).unwrap();
     other.start().unwrap();
     assert_eq!(
         other.dpa_handle(&dev).unwrap_err().code(),
@@ -87,7 +87,9 @@ fn echo_with_arg(arg: u64) -> dpakit::Error {
     use dpakit::pe::Pe;
     let dpa = busy_dpa();
     let pe = Pe::new().unwrap();
-    let thread = DpaThread::builder(&dpa, &dpakit::kernels::ECHO, arg)
+    // Raw: the point is an argument that is not the address of a live MsgqPathArgs.
+    let thread = DpaThread::builder(&dpa, &dpakit::kernels::ECHO.untyped())
+        .arg(arg)
         .start()
         .unwrap();
     let _sent = one_message::send_one_message(&dpa, &pe, &thread);
@@ -142,8 +144,8 @@ fn a_thread_takes_the_same_number_of_completion_contexts_in_every_mode() {
         let dpa = dpa_in(mode);
         let max = dpa.max_completions_per_thread().unwrap();
         assert_eq!(max, 8, "{mode:?}");
-        let thread = DpaThread::builder(&dpa, &dpakit::kernels::ECHO, 0)
-            .start()
+        let (thread, _args) = DpaThread::builder(&dpa, &dpakit::kernels::ECHO)
+            .start_deferred()
             .unwrap();
         let consumer_side = ConsumerCompletion::builder(&dpa)
             .dpa_thread(&thread)
@@ -165,5 +167,39 @@ fn a_thread_takes_the_same_number_of_completion_contexts_in_every_mode() {
         }
         drop(consumer_side);
         attached.push(DpaCompletion::start(&dpa, 8, Some(&thread)).unwrap());
+    }
+}
+
+#[test]
+fn mmap_views_follow_who_may_touch_the_memory() {
+    use dpakit::mmap::{AccessFlags, Mmap};
+    let dev = open_dpa_dev().unwrap();
+    let mut source = Mmap::alloc(64).unwrap();
+    source.add_dev(&dev).unwrap();
+    source.as_mut_slice().unwrap().fill(7);
+    source.start().unwrap();
+    let e = source.as_mut_slice().unwrap_err();
+    assert_eq!(e.code(), ErrorCode::BadState, "{e}");
+    assert!(e.to_string().contains("fill it before"), "{e}");
+    // Devices may only read it: a shared view stays valid.
+    assert_eq!(source.as_slice().unwrap(), &[7; 64]);
+
+    let mut target = Mmap::alloc(64).unwrap();
+    target
+        .set_permissions(AccessFlags::LOCAL_READ_WRITE)
+        .unwrap();
+    target.add_dev(&dev).unwrap();
+    target.as_mut_slice().unwrap()[3] = 9;
+    assert_eq!(target.as_slice().unwrap()[3], 9, "before start: no device");
+    target.start().unwrap();
+    let e = target.as_slice().unwrap_err();
+    assert_eq!(e.code(), ErrorCode::BadState, "{e}");
+    assert!(e.to_string().contains("read_at"), "{e}");
+    let mut bytes = [0u8; 4];
+    target.read_at(2, &mut bytes).unwrap();
+    assert_eq!(bytes, [0, 9, 0, 0]);
+    for (offset, len) in [(61, 4), (usize::MAX, 1)] {
+        let e = target.read_at(offset, &mut vec![0; len]).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
     }
 }

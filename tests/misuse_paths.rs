@@ -94,7 +94,10 @@ fn a_failed_path_start_leaks_no_device_memory() {
 fn completion_contexts_of_one_dpa_are_refused_by_a_thread_of_another() {
     let a = dpa(SchedMode::BusyPoll);
     let b = dpa(SchedMode::BusyPoll);
-    let thread_b = DpaThread::builder(&b, &kernels::ECHO, 0).start().unwrap();
+    let thread_b = DpaThread::builder(&b, &kernels::ECHO)
+        .start_deferred()
+        .unwrap()
+        .0;
     let e = ConsumerCompletion::builder(&a)
         .dpa_thread(&thread_b)
         .start()
@@ -130,7 +133,10 @@ impl SinkQueue {
             .on_send_complete(move |c| sink.borrow_mut().push((c.user_data, c.status)))
             .start()
             .unwrap();
-        let thread = DpaThread::builder(&dpa, &kernels::SINK, 0).start().unwrap();
+        let thread = DpaThread::builder(&dpa, &kernels::SINK)
+            .start_deferred()
+            .unwrap()
+            .0;
         let completion = ConsumerCompletion::builder(&dpa)
             .dpa_thread(&thread)
             .start()
@@ -215,4 +221,27 @@ fn stopping_a_producer_with_sends_in_flight_completes_them_with_an_error() {
         assert_eq!(user_data, i as u64, "in order");
         assert_ne!(status, ErrorCode::Success, "through the error outcome");
     }
+}
+
+#[test]
+fn a_path_needs_the_kernel_s_argument_type() {
+    use dpakit::abi::args::RankedPathArgs;
+    let dpa = dpa(SchedMode::BusyPoll);
+    let pe = Pe::new().unwrap();
+    let e = MsgqPath::builder(&dpa, &pe, &kernels::RANKED_ECHO)
+        .start()
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
+    assert!(e.to_string().contains("RankedPathArgs"), "{e}");
+    let path = MsgqPath::builder(&dpa, &pe, &kernels::RANKED_ECHO)
+        .args(|path| RankedPathArgs {
+            path,
+            rank: 3,
+            reserved: 0,
+        })
+        .start()
+        .unwrap();
+    let msg = dpakit::ImmMessage::new(5, &dpakit::abi::Echo::default());
+    let reply = path.round_trip(&msg, Duration::from_secs(10)).unwrap();
+    assert_eq!(reply.msg.header.seq, 5);
 }

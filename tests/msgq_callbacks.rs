@@ -32,16 +32,15 @@ fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
     let pe = Pe::new().unwrap();
     let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
     let from_dpa = Msgq::builder(dpa.dev()).dpa_producer(&dpa).start().unwrap();
-    let args = dpa.mem_alloc(size_of::<MsgqPathArgs>()).unwrap();
     let state = dpa
         .mem_alloc_init(&ServeState {
             report_every: 1,
             sends: 0,
         })
         .unwrap();
-    let thread = DpaThread::builder(&dpa, &kernels::ECHO, args.raw())
+    let (thread, args) = DpaThread::builder(&dpa, &kernels::ECHO)
         .local_storage(state)
-        .start()
+        .start_deferred()
         .unwrap();
     let consumer_completion = ConsumerCompletion::builder(&dpa)
         .dpa_thread(&thread)
@@ -81,7 +80,7 @@ fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
         cpu_consumer_id: consumer.id(),
         submit_flags: SubmitFlags::FLUSH,
     };
-    dpa.h2d_memcpy(args, dpakit::abi::bytes_of(&block)).unwrap();
+    args.write(&block).unwrap();
     thread.run().unwrap();
     dpa.rpc(
         dpa.app().consumer_ack(),

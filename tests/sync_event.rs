@@ -93,9 +93,9 @@ fn eu_affinity_names_an_existing_eu() {
     let e = EuAffinity::new(&dpa, total).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
     assert!(e.to_string().contains("does not exist"), "{e}");
-    let thread = DpaThread::builder(&dpa, &dpakit::kernels::ECHO, 0)
+    let thread = DpaThread::builder(&dpa, &dpakit::kernels::ECHO)
         .affinity(&last)
-        .start();
+        .start_deferred();
     assert!(thread.is_ok(), "{thread:?}");
 }
 

@@ -23,19 +23,49 @@
 
 /// Declares a DPA thread kernel and a typed reference to it.
 ///
+/// A kernel takes its argument block by reference: the body gets a `&A` (any
+/// [`Pod`](crate::Pod) type), and the reference is a [`ThreadKernel<A>`](crate::ThreadKernel),
+/// which the host's builders start only with an `A` (they place it in DPA memory and pass its
+/// device address, the `u64` DOCA hands the kernel).
+///
 /// ```ignore
 /// dpakit_dev::thread_kernel! {
-///     /// Counts activations.
-///     pub COUNT: fn count(arg: u64) {
+///     /// Counts messages.
+///     pub COUNT: fn count(args: &CountArgs) {
+///         // … use args.consumer, args.completion …
 ///         dpakit_dev::thread::reschedule()
 ///     }
 /// }
 /// ```
 ///
-/// `count` is exported unmangled (on the DPA and, for the soft device, on the host), which is the
-/// name dpacc's host stub has on hardware. `COUNT` is a [`ThreadKernel`](crate::ThreadKernel).
+/// A kernel may also take the `u64` as it is (`fn name(arg: u64)`, a
+/// [`ThreadKernel<RawArg>`](crate::RawArg)). `count` is exported unmangled (on the DPA and,
+/// for the soft device, on the host), which is the name dpacc's host stub has on hardware.
+///
+/// The block is read with [`thread::arg_ref`](crate::thread::arg_ref): a null or misaligned
+/// address ends the thread (a kernel started through DOCA's C API may be handed any `u64`).
 #[macro_export]
 macro_rules! thread_kernel {
+    (
+        $(#[$meta:meta])*
+        $vis:vis $reference:ident : fn $name:ident($arg:ident : & $args:ty) $body:block
+    ) => {
+        $crate::__thread_entry!($(#[$meta])* $vis fn $name(__dpakit_arg) {
+            // SAFETY: the host's typed builders start a ThreadKernel<$args> with the device
+            // address of a live $args that stays unchanged while the thread exists; arg_ref
+            // refuses a null or misaligned one.
+            let $arg: &$args = unsafe { $crate::thread::arg_ref::<$args>(__dpakit_arg) };
+            $body
+        });
+
+        #[doc = concat!("Typed reference to the thread kernel `", stringify!($name), "`.")]
+        $vis const $reference: $crate::ThreadKernel<$args> = $crate::ThreadKernel::new(
+            $crate::__private::cstr(concat!(stringify!($name), "\0")),
+            $name,
+        );
+
+        $crate::__kernel_marker!(thread, $name);
+    };
     (
         $(#[$meta:meta])*
         $vis:vis $reference:ident : fn $name:ident($arg:ident : u64) $body:block
@@ -58,11 +88,13 @@ macro_rules! thread_kernel {
 /// ```ignore
 /// dpakit_dev::extern_thread_kernel! {
 ///     /// Echoes every message (c/echo.c).
-///     pub ECHO_C: fn echo_c(arg: u64);
+///     pub ECHO_C: fn echo_c(args: &MsgqPathArgs);
 /// }
 /// ```
 ///
-/// The C source defines `echo_c` and marks it with `DPAKIT_THREAD_KERNEL(echo_c)` (from
+/// The argument is typed as for [`thread_kernel!`]: `&A` makes a `ThreadKernel<A>` (the C
+/// function takes the block's device address as its `uint64_t`), `u64` a raw one. The C source
+/// defines `echo_c` and marks it with `DPAKIT_THREAD_KERNEL(echo_c)` (from
 /// `dpakit_kernel.h`), which records it for `cargo xtask build-dpa` on device builds; this macro
 /// records nothing. The entry is declared with the ABI a [`ThreadEntry`](crate::ThreadEntry) has
 /// in the build: `"C"` on the DPA, `"C-unwind"` on the host, so `ECHO_C` is a
@@ -71,6 +103,18 @@ macro_rules! thread_kernel {
 /// kernels.
 #[macro_export]
 macro_rules! extern_thread_kernel {
+    (
+        $(#[$meta:meta])*
+        $vis:vis $reference:ident : fn $name:ident($arg:ident : & $args:ty);
+    ) => {
+        $crate::__extern_thread_entry!($(#[$meta])* $vis fn $name($arg));
+
+        #[doc = concat!("Typed reference to the C thread kernel `", stringify!($name), "`.")]
+        $vis const $reference: $crate::ThreadKernel<$args> = $crate::ThreadKernel::new(
+            $crate::__private::cstr(concat!(stringify!($name), "\0")),
+            $name,
+        );
+    };
     (
         $(#[$meta:meta])*
         $vis:vis $reference:ident : fn $name:ident($arg:ident : u64);

@@ -20,13 +20,14 @@ mod kernel;
 pub mod log;
 pub mod mmap;
 pub mod runtime;
+pub mod serve;
 pub mod sync_event;
 #[allow(non_camel_case_types)]
 pub mod sys;
 pub mod thread;
 
 pub use dpakit_abi as abi;
-pub use dpakit_abi::kernel::{DpaApp, RpcKernel, RpcSignature, ThreadEntry, ThreadKernel};
+pub use dpakit_abi::kernel::{DpaApp, RawArg, RpcKernel, RpcSignature, ThreadEntry, ThreadKernel};
 pub use dpakit_abi::{AbiError, ImmMessage, Immediate, MAX_IMM_DATA_LEN, Pod, SubmitFlags};
 
 #[doc(hidden)]

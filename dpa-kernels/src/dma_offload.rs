@@ -1,10 +1,10 @@
 //! The DMA-offload kernel: copy a range between two mmaps and report a checksum of what was read.
 
-use crate::serve::serve;
 use dpakit_dev::abi::args::DmaOffloadArgs;
 use dpakit_dev::abi::{DmaOffloadDesc, ErrorCode, ImmMessage, OffloadResult, checksum64};
 use dpakit_dev::comch::DmaCopy;
-use dpakit_dev::{mmap, thread, thread_kernel};
+use dpakit_dev::serve::serve;
+use dpakit_dev::{mmap, thread_kernel};
 
 /// Source and destination addresses of a descriptor, or why it is refused.
 fn plan(args: &DmaOffloadArgs, desc: &DmaOffloadDesc) -> Result<(u64, u64), ErrorCode> {
@@ -28,9 +28,7 @@ thread_kernel! {
     /// `FLAG_NO_CHECKSUM`), DMA-copies them to the destination, and replies (as the copy's
     /// immediate) with an [`OffloadResult`] carrying the checksum. A descriptor outside the ranges
     /// is answered with status `DOCA_ERROR_INVALID_VALUE` and no copy.
-    pub DMA_OFFLOAD: fn dma_offload(arg: u64) {
-        // SAFETY: the host passes the device address of a live DmaOffloadArgs.
-        let args: &DmaOffloadArgs = unsafe { thread::arg_ref(arg) };
+    pub DMA_OFFLOAD: fn dma_offload(args: &DmaOffloadArgs) {
         let path = &args.path;
         serve(path, |msg, producer, flags| {
             let request = msg.message();

@@ -32,7 +32,6 @@ mod dma_offload;
 mod echo;
 mod ping_pong;
 mod ranked_echo;
-mod serve;
 mod sink;
 mod sync_step;
 

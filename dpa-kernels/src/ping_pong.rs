@@ -1,17 +1,15 @@
 //! The ping-pong kernel: each [`PingPong`] comes back with its count advanced by one.
 
-use crate::serve::serve;
 use dpakit_dev::abi::args::MsgqPathArgs;
 use dpakit_dev::abi::{ErrorCode, ImmMessage, OffloadResult, PingPong};
-use dpakit_dev::{thread, thread_kernel};
+use dpakit_dev::serve::serve;
+use dpakit_dev::thread_kernel;
 
 thread_kernel! {
     /// Answers each `PingPong { count, .. }` with `count + 1` (other fields unchanged, same
     /// sequence number). Anything else is answered with an `OffloadResult` carrying
     /// `DOCA_ERROR_INVALID_VALUE`.
-    pub PING_PONG: fn ping_pong(arg: u64) {
-        // SAFETY: as for the echo kernel: the device address of a live MsgqPathArgs.
-        let args: &MsgqPathArgs = unsafe { thread::arg_ref(arg) };
+    pub PING_PONG: fn ping_pong(args: &MsgqPathArgs) {
         serve(args, |msg, producer, flags| {
             let request = msg.message();
             let reply = match request.view::<PingPong>() {

@@ -1,17 +1,15 @@
 //! The multi-thread kernel: N threads, each serving its own consumer/producer pair.
 
-use crate::serve::serve;
 use dpakit_dev::abi::args::RankedPathArgs;
 use dpakit_dev::abi::{Echo, ErrorCode, ImmMessage, OffloadResult};
-use dpakit_dev::{thread, thread_kernel};
+use dpakit_dev::serve::serve;
+use dpakit_dev::thread_kernel;
 
 thread_kernel! {
     /// Echoes each [`Echo`] with its `tag` replaced by the thread's rank, so the host can check
     /// that every thread answered on its own queue. Other messages get an `OffloadResult` with
     /// `DOCA_ERROR_INVALID_VALUE`.
-    pub RANKED_ECHO: fn ranked_echo(arg: u64) {
-        // SAFETY: the host passes the device address of a live RankedPathArgs.
-        let args: &RankedPathArgs = unsafe { thread::arg_ref(arg) };
+    pub RANKED_ECHO: fn ranked_echo(args: &RankedPathArgs) {
         let path = &args.path;
         serve(path, |msg, producer, flags| {
             let request = msg.message();

@@ -8,9 +8,7 @@ thread_kernel! {
     /// Takes every waiting message, acks the completions and gives the credits back in one batch
     /// each, and counts the messages in the [`ServeState`] at the thread's local storage
     /// (`sends` counts messages consumed). Only the consumer half of the [`MsgqPathArgs`] is used.
-    pub SINK: fn sink(arg: u64) {
-        // SAFETY: the host passes the device address of a live MsgqPathArgs.
-        let args: &MsgqPathArgs = unsafe { thread::arg_ref(arg) };
+    pub SINK: fn sink(args: &MsgqPathArgs) {
         let mut completions = ConsumerCompletion::new(args.consumer_completion);
         let mut taken = 0u32;
         while completions.get().is_some() {

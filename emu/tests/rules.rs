@@ -439,7 +439,7 @@ thread_kernel! {
 }
 
 /// A path whose CPU consumer has no receive posted.
-fn no_receives(dpa: &Dpa, kernel: &dpakit_dev::ThreadKernel) -> Path {
+fn no_receives<A>(dpa: &Dpa, kernel: &dpakit_dev::ThreadKernel<A>) -> Path {
     let opts = PathOptions {
         depth: 8,
         credits: 8,

@@ -22,6 +22,7 @@ pub mod ctx;
 pub mod dev;
 pub mod dpa;
 mod error;
+pub mod image;
 pub mod mmap;
 pub mod msgq;
 mod path;

@@ -5,6 +5,7 @@ use crate::error::{Result, bail, check, doca};
 use dpakit_abi::handles::MmapHandle;
 use dpakit_sys as sys;
 use std::alloc::Layout;
+use std::cell::Cell;
 use std::fmt;
 use std::ptr::NonNull;
 
@@ -47,6 +48,15 @@ impl AccessFlags {
     pub const fn contains(self, other: AccessFlags) -> bool {
         self.0 & other.0 == other.0
     }
+
+    /// Whether a device may write the memory (locally, by RDMA or over PCI).
+    pub const fn lets_devices_write(self) -> bool {
+        let writers = Self::LOCAL_READ_WRITE.0
+            | Self::RDMA_WRITE.0
+            | Self::RDMA_ATOMIC.0
+            | Self::PCI_READ_WRITE.0;
+        self.0 & writers != 0
+    }
 }
 
 impl std::ops::BitOr for AccessFlags {
@@ -82,6 +92,10 @@ pub struct Mmap {
     raw: *mut sys::doca_mmap,
     range: (*mut u8, usize),
     devs: std::cell::RefCell<Vec<Dev>>,
+    /// The permissions set, and whether the mmap was started: what decides which views of the
+    /// memory are sound (see [`Mmap::as_slice`]).
+    access: Cell<AccessFlags>,
+    started: Cell<bool>,
     /// Memory of [`Mmap::alloc`], dropped after `raw` is destroyed (see Drop).
     _owned: Option<Owned>,
 }
@@ -128,6 +142,8 @@ impl Mmap {
             raw,
             range: (ptr.as_ptr(), len),
             devs: Default::default(),
+            access: Cell::new(AccessFlags::LOCAL_READ_ONLY),
+            started: Cell::new(false),
             _owned: Some(owned),
         };
         // SAFETY: the memory is owned by the mmap and freed only after doca_mmap_destroy.
@@ -136,10 +152,13 @@ impl Mmap {
         Ok(mmap)
     }
 
-    /// `doca_mmap_set_permissions`: before start.
+    /// `doca_mmap_set_permissions`: before start. Takes `&mut self` so no view of the memory
+    /// ([`as_slice`](Self::as_slice)) outlives a change of who may write it.
     #[doc(alias = "doca_mmap_set_permissions")]
-    pub fn set_permissions(&self, access: AccessFlags) -> Result<()> {
-        doca!(doca_mmap_set_permissions(self.raw, access.bits()))
+    pub fn set_permissions(&mut self, access: AccessFlags) -> Result<()> {
+        doca!(doca_mmap_set_permissions(self.raw, access.bits()))?;
+        self.access.set(access);
+        Ok(())
     }
 
     /// `doca_mmap_add_dev`: a device that may reach the memory (and take DPA handles for it).
@@ -150,15 +169,72 @@ impl Mmap {
         Ok(())
     }
 
-    /// `doca_mmap_start`.
+    /// `doca_mmap_start`: from now on devices may reach the memory. Takes `&mut self` so no
+    /// view taken before start outlives it.
     #[doc(alias = "doca_mmap_start")]
-    pub fn start(&self) -> Result<()> {
-        doca!(doca_mmap_start(self.raw))
+    pub fn start(&mut self) -> Result<()> {
+        doca!(doca_mmap_start(self.raw))?;
+        self.started.set(true);
+        Ok(())
     }
 
     /// The registered memory: `(address, length)`.
     pub fn range(&self) -> (*mut u8, usize) {
         self.range
+    }
+
+    /// The memory, to fill before [`start`](Self::start). Once started, devices may read it
+    /// (a DMA source) at any time, so no exclusive view is handed out: `BAD_STATE`.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [u8]> {
+        if self.started.get() {
+            bail!(
+                BadState,
+                "the mmap is started: devices may read its memory at any time, so it cannot be \
+                 borrowed mutably; fill it before doca_mmap_start"
+            );
+        }
+        // SAFETY: the mmap owns `range` (Mmap::alloc), nothing else can reach it before start,
+        // and `&mut self` makes this the only view.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.range.0, self.range.1) })
+    }
+
+    /// The memory, shared: before [`start`](Self::start), or after it while no device may
+    /// write it (permissions without a write bit, e.g. a DMA source). Memory devices may write
+    /// changes under any view: `BAD_STATE`, read it with [`read_at`](Self::read_at).
+    pub fn as_slice(&self) -> Result<&[u8]> {
+        let access = self.access.get();
+        if self.started.get() && access.lets_devices_write() {
+            bail!(
+                BadState,
+                "devices may write this started mmap ({access:?}), so a shared view could change \
+                 under it; copy bytes out with Mmap::read_at once the device's writes are done"
+            );
+        }
+        // SAFETY: the mmap owns `range`; before start no device reaches it, after it devices
+        // only read it, and every host-side mutable view needs `&mut self`.
+        Ok(unsafe { std::slice::from_raw_parts(self.range.0, self.range.1) })
+    }
+
+    /// Copies `buf.len()` bytes at `offset` into `buf`, with volatile reads (memory a device
+    /// writes: read it after the device says its writes are done, e.g. after the kernel's
+    /// reply). `INVALID_VALUE` past the end.
+    pub fn read_at(&self, offset: usize, buf: &mut [u8]) -> Result<()> {
+        if offset
+            .checked_add(buf.len())
+            .is_none_or(|end| end > self.range.1)
+        {
+            bail!(
+                InvalidValue,
+                "{} bytes at offset {offset} run past the mmap's {} bytes",
+                buf.len(),
+                self.range.1
+            );
+        }
+        for (i, b) in buf.iter_mut().enumerate() {
+            // SAFETY: in bounds (checked) of memory the mmap owns while `self` lives.
+            *b = unsafe { self.range.0.add(offset + i).read_volatile() };
+        }
+        Ok(())
     }
 
     /// `doca_mmap_dev_get_dpa_handle`: the handle DPA kernels of `dev` use for this mmap.

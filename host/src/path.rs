@@ -3,10 +3,12 @@
 use crate::Result;
 use crate::comch::{CpuConsumer, CpuProducer, DpaConsumer, DpaProducer, RecvCompletion};
 use crate::dpa::{ConsumerCompletion, DevPtr, Dpa, DpaCompletion, DpaThread};
+use crate::error::bail;
 use crate::msgq::Msgq;
 use crate::pe::Pe;
 use dpakit_abi::args::{MsgqPathArgs, ServeState};
-use dpakit_abi::{ErrorCode, ImmMessage, Pod, SubmitFlags, ThreadKernel};
+use dpakit_abi::{ErrorCode, ImmMessage, Immediate, Pod, SubmitFlags, ThreadKernel};
+use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::fmt;
@@ -14,19 +16,19 @@ use std::rc::Rc;
 use std::time::Duration;
 
 /// Turns the path's handles into the kernel's argument block.
-type ArgsEncoder = Box<dyn FnOnce(MsgqPathArgs) -> Vec<u8>>;
+type ArgsMaker<A> = Box<dyn FnOnce(MsgqPathArgs) -> A>;
 
-/// Configuration of a [`MsgqPath`].
-pub struct MsgqPathBuilder<'a> {
+/// Configuration of a [`MsgqPath`] whose kernel takes an `A`.
+pub struct MsgqPathBuilder<'a, A: 'static = MsgqPathArgs> {
     dpa: &'a Dpa,
     pe: &'a Pe,
-    kernel: ThreadKernel,
+    kernel: ThreadKernel<A>,
     depth: u32,
     flags: SubmitFlags,
-    args: ArgsEncoder,
+    args: Option<ArgsMaker<A>>,
 }
 
-impl fmt::Debug for MsgqPathBuilder<'_> {
+impl<A> fmt::Debug for MsgqPathBuilder<'_, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MsgqPathBuilder")
             .field("kernel", &self.kernel.name())
@@ -35,9 +37,6 @@ impl fmt::Debug for MsgqPathBuilder<'_> {
             .finish()
     }
 }
-
-/// Bytes reserved in DPA memory for a kernel's argument block.
-const ARGS_BLOCK: usize = 256;
 
 /// Empty polls between two looks at the DPA's fatal error.
 const CHECK_EVERY: u32 = 64;
@@ -56,6 +55,19 @@ pub struct Received {
     pub producer_id: u32,
 }
 
+impl Received {
+    /// The bytes the DPA sent.
+    pub fn bytes(&self) -> &[u8] {
+        &self.msg.as_bytes()[..(self.len as usize).min(dpakit_abi::MAX_IMM_DATA_LEN)]
+    }
+
+    /// The message as a `T` of the program's own (sent with the same type on the device):
+    /// fails unless exactly `size_of::<T>()` bytes arrived.
+    pub fn value<T: Immediate>(&self) -> std::result::Result<T, dpakit_abi::AbiError> {
+        dpakit_abi::from_imm_bytes(self.bytes())
+    }
+}
+
 /// Two MsgQs (CPU→DPA and DPA→CPU), their four endpoints, the completion contexts, and one DPA
 /// thread running a kernel that takes a [`MsgqPathArgs`] (echo, ping-pong, …). The kernel may
 /// come from any dpakit app: the DPA consumer's first credits are posted with the RPC every
@@ -70,7 +82,6 @@ pub struct MsgqPath {
     dpa_consumer: DpaConsumer,
     dpa_producer: DpaProducer,
     thread: DpaThread,
-    args: DevPtr,
     state: DevPtr,
     pe: Pe,
     dpa: Dpa,
@@ -92,7 +103,7 @@ impl fmt::Debug for MsgqPath {
     }
 }
 
-impl<'a> MsgqPathBuilder<'a> {
+impl<'a, A: Pod + 'static> MsgqPathBuilder<'a, A> {
     /// Messages in flight each way: queue sizes, credits and task pools (default 64).
     pub fn depth(mut self, depth: u32) -> Self {
         self.depth = depth;
@@ -106,13 +117,13 @@ impl<'a> MsgqPathBuilder<'a> {
     }
 
     /// For kernels whose argument block embeds the path ([`DmaOffloadArgs`],
-    /// [`RankedPathArgs`], …): builds the block from the path's handles. By default the block
-    /// is the [`MsgqPathArgs`] itself.
+    /// [`RankedPathArgs`], …): builds the kernel's `A` from the path's handles. A kernel that
+    /// takes the [`MsgqPathArgs`] itself needs none.
     ///
     /// [`DmaOffloadArgs`]: dpakit_abi::args::DmaOffloadArgs
     /// [`RankedPathArgs`]: dpakit_abi::args::RankedPathArgs
-    pub fn args<T: Pod>(mut self, make: impl FnOnce(MsgqPathArgs) -> T + 'static) -> Self {
-        self.args = Box::new(move |path| dpakit_abi::bytes_of(&make(path)).to_vec());
+    pub fn args(mut self, make: impl FnOnce(MsgqPathArgs) -> A + 'static) -> Self {
+        self.args = Some(Box::new(make));
         self
     }
 
@@ -125,13 +136,25 @@ impl<'a> MsgqPathBuilder<'a> {
             kernel,
             depth,
             flags,
-            args: encode,
+            args: make,
         } = self;
+        let make: ArgsMaker<A> = match make {
+            Some(make) => make,
+            None if TypeId::of::<A>() == TypeId::of::<MsgqPathArgs>() => Box::new(|path| {
+                *(&path as &dyn Any)
+                    .downcast_ref::<A>()
+                    .expect("A is MsgqPathArgs")
+            }),
+            None => bail!(
+                InvalidValue,
+                "kernel `{}` takes a {}, not the path's MsgqPathArgs: say how to make it with \
+                 MsgqPathBuilder::args",
+                kernel.name(),
+                std::any::type_name::<A>()
+            ),
+        };
         let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(dpa).start()?;
         let from_dpa = Msgq::builder(dpa.dev()).dpa_producer(dpa).start()?;
-        // Kernel argument blocks are small; one allocation fits any of the kit's. Both blocks
-        // go back to the DPA if any later step fails.
-        let args = DevBlock(dpa, dpa.mem_alloc(ARGS_BLOCK)?);
         // The kernel's writable state: it reports one reply in depth/2 (see ServeState).
         let state = DevBlock(
             dpa,
@@ -140,9 +163,9 @@ impl<'a> MsgqPathBuilder<'a> {
                 sends: 0,
             })?,
         );
-        let thread = DpaThread::builder(dpa, &kernel, args.1.raw())
+        let (thread, args) = DpaThread::builder(dpa, &kernel)
             .local_storage(state.1)
-            .start()?;
+            .start_deferred()?;
         let consumer_completion = ConsumerCompletion::builder(dpa)
             .max_num_recv(depth)
             .dpa_thread(&thread)
@@ -194,18 +217,8 @@ impl<'a> MsgqPathBuilder<'a> {
             cpu_consumer_id: cpu_consumer.id(),
             submit_flags: flags,
         };
-        let bytes = encode(block);
+        args.write(&make(block))?;
         drop((to_dpa, from_dpa, consumer_completion, producer_completion));
-        if bytes.len() > ARGS_BLOCK {
-            return Err(crate::Error::new(
-                ErrorCode::InvalidValue,
-                format!(
-                    "kernel argument block of {} bytes exceeds {ARGS_BLOCK}",
-                    bytes.len()
-                ),
-            ));
-        }
-        dpa.h2d_memcpy(args.1, &bytes)?;
         thread.run()?;
         dpa.rpc(
             dpa.app().consumer_ack(),
@@ -221,7 +234,6 @@ impl<'a> MsgqPathBuilder<'a> {
             dpa_consumer,
             dpa_producer,
             thread,
-            args: args.keep(),
             state: state.keep(),
             pe: pe.clone(),
             dpa: dpa.clone(),
@@ -235,16 +247,20 @@ impl<'a> MsgqPathBuilder<'a> {
 }
 
 impl MsgqPath {
-    /// A path served by `kernel` (a thread kernel taking a [`MsgqPathArgs`]) on `dpa`, driven by
-    /// `pe`.
-    pub fn builder<'a>(dpa: &'a Dpa, pe: &'a Pe, kernel: &ThreadKernel) -> MsgqPathBuilder<'a> {
+    /// A path served by `kernel` on `dpa`, driven by `pe`. The kernel takes the path's
+    /// [`MsgqPathArgs`], or an `A` built from them ([`MsgqPathBuilder::args`]).
+    pub fn builder<'a, A>(
+        dpa: &'a Dpa,
+        pe: &'a Pe,
+        kernel: &ThreadKernel<A>,
+    ) -> MsgqPathBuilder<'a, A> {
         MsgqPathBuilder {
             dpa,
             pe,
             kernel: *kernel,
             depth: 64,
             flags: SubmitFlags::FLUSH,
-            args: Box::new(|path| dpakit_abi::bytes_of(&path).to_vec()),
+            args: None,
         }
     }
 
@@ -290,6 +306,13 @@ impl MsgqPath {
     #[inline]
     pub fn send_msg(&self, msg: &ImmMessage) -> Result<()> {
         self.send(msg.as_bytes())
+    }
+
+    /// Sends a value of the program's own immediate type (its bytes, `size_of::<T>()` of them);
+    /// the kernel reads it with `dpakit_abi::from_imm_bytes`.
+    #[inline]
+    pub fn send_value<T: Immediate>(&self, value: &T) -> Result<()> {
+        self.send(dpakit_abi::bytes_of(value))
     }
 
     /// Progresses once and returns the oldest reply, if one arrived. Its receive is re-posted by
@@ -413,10 +436,8 @@ impl Drop for DevBlock<'_> {
 impl Drop for MsgqPath {
     fn drop(&mut self) {
         let _ = self.thread.stop();
-        // The blocks were allocated by this path and are freed once; nothing can fail that a
-        // destructor could act on.
-        for block in [self.args, self.state] {
-            let _ = self.dpa.mem_free(block);
-        }
+        // The state block was allocated by this path and is freed once (the thread frees its
+        // argument block); nothing can fail that a destructor could act on.
+        let _ = self.dpa.mem_free(self.state);
     }
 }

@@ -8,6 +8,7 @@
 //! ([`ThreadKernel`], [`RpcKernel`], [`DpaApp`]) and the soft device's descriptor layout.
 
 use core::ffi::{CStr, c_char, c_void};
+use core::marker::PhantomData;
 
 // Kernel entries are `extern "C"` on the DPA, which never unwinds, and `extern "C-unwind"` on the
 // host, where a panicking kernel unwinds into the soft device, which turns it into a fatal error
@@ -22,18 +23,59 @@ pub type ThreadEntry = extern "C" fn(u64);
 #[cfg(not(all(target_arch = "riscv64", target_os = "none")))]
 pub type ThreadEntry = extern "C-unwind" fn(u64);
 
+/// What a thread kernel declared `fn name(arg: u64)` takes: its `u64` as the host gives it, with
+/// no type behind it. Never constructed.
+#[derive(Clone, Copy, Debug)]
+pub enum RawArg {}
+
 /// A typed reference to a thread kernel, made by `dpakit_dev::thread_kernel!`. Host code passes
 /// it where DOCA takes a `doca_dpa_func_t *` (`doca_dpa_thread_set_func_arg`).
-#[derive(Clone, Copy, Debug)]
-pub struct ThreadKernel {
+///
+/// `A` is what the kernel takes: for a kernel declared `fn name(args: &A)`, its `u64` argument
+/// is the device address of an `A`, and the host's typed builders only start it with one; for
+/// one declared `fn name(arg: u64)` it is [`RawArg`].
+pub struct ThreadKernel<A: 'static = RawArg> {
     name: &'static CStr,
     entry: ThreadEntry,
+    args: PhantomData<fn(&A)>,
 }
 
-impl ThreadKernel {
-    /// A reference to `entry`, exported as `name`.
+impl<A> Clone for ThreadKernel<A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<A> Copy for ThreadKernel<A> {}
+
+impl<A> core::fmt::Debug for ThreadKernel<A> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ThreadKernel")
+            .field("name", &self.name)
+            .field("args", &core::any::type_name::<A>())
+            .finish()
+    }
+}
+
+impl<A> ThreadKernel<A> {
+    /// A reference to `entry`, exported as `name`, taking an `A`.
     pub const fn new(name: &'static CStr, entry: ThreadEntry) -> Self {
-        Self { name, entry }
+        Self {
+            name,
+            entry,
+            args: PhantomData,
+        }
+    }
+
+    /// The same kernel, started with a raw `u64`: nothing then says the argument is the device
+    /// address of an `A`. For code that manages the argument block itself, and for tests of how
+    /// a kernel treats a bad one (the soft device checks every address a kernel uses).
+    pub const fn untyped(&self) -> ThreadKernel<RawArg> {
+        ThreadKernel {
+            name: self.name,
+            entry: self.entry,
+            args: PhantomData,
+        }
     }
 
     /// The kernel's symbol name.
@@ -309,7 +351,7 @@ mod tests {
         let d = rpc.soft_kernel();
         assert_eq!((d.kind, d.num_args), (SoftKernel::RPC, 2));
         assert_eq!(d.entry, add as *const c_void);
-        let thread = ThreadKernel::new(c"nothing", nothing);
+        let thread: ThreadKernel = ThreadKernel::new(c"nothing", nothing);
         assert_eq!(thread.soft_kernel().kind, SoftKernel::THREAD);
         assert_eq!(thread.func(), nothing as *mut c_void);
         assert_eq!(

@@ -28,7 +28,7 @@ pub use checksum::checksum64;
 pub use ctx_state::CtxState;
 pub use error::{AbiError, ErrorCode};
 pub use flags::SubmitFlags;
-pub use kernel::{DpaApp, RpcKernel, RpcSignature, ThreadEntry, ThreadKernel};
+pub use kernel::{DpaApp, RawArg, RpcKernel, RpcSignature, ThreadEntry, ThreadKernel};
 pub use message::{
     DmaOffloadDesc, Echo, HEADER_LEN, ImmMessage, MsgHeader, OffloadResult, Opcode, PAYLOAD_LEN,
     Payload, PingPong,

@@ -19,8 +19,8 @@
 //! - `latency.svg` and `latency.png`: the latency distribution as grouped bars on a log axis,
 //!   converted with `rsvg-convert` (Debian `librsvg2-bin`, installed when missing).
 
-use crate::nested::scrub_environment;
 use crate::{Result, setup, workspace_root};
+use dpakit_build::cargo::scrub_environment;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

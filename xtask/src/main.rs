@@ -2,18 +2,15 @@
 
 mod bench;
 mod build_dpa;
-mod dpa_image;
-mod dpacc;
 mod fuzz;
-mod isa_profile;
-mod nested;
-mod records;
+mod new_project;
 mod sdk_checks;
 mod setup;
-mod soft_exports;
 mod soft_sdk;
 mod test;
+mod user_projects;
 
+use dpakit_build::{Kernels, dpacc};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -33,6 +30,11 @@ commands:
                           --dpacc: then hand the device objects to DOCA's dpacc (found through
                           DOCA_HOME or PATH) for the BlueField-3 DPA program,
                           target/dpa/<profile>/dpacc/libdpakit_kernels.a
+  new DIR [--name NAME] [--dpakit-path DIR | --dpakit-version VER | --dpakit-git URL [--dpakit-rev REV]]
+                          write a project of your own: a kernel crate, the types it shares
+                          with its host program, the host program, and an xtask with
+                          build-dpa, run and test (through dpakit-build); dpakit comes from
+                          this checkout unless a flag says otherwise
   soft-sdk [--prefix DIR] lay the soft device out like a DOCA SDK (default target/soft-doca):
                           include/, lib/libdoca_{common,comch,dpa}.so and .a, lib/pkgconfig/
   test                    install what this machine lacks, then run fmt, clippy, build-dpa,
@@ -57,14 +59,14 @@ type Result<T = (), E = String> = std::result::Result<T, E>;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("build-dpa") => parse_build_dpa(&args[1..]).and_then(|(opts, with_dpacc)| {
+        Some("build-dpa") => parse_build_dpa(&args[1..]).and_then(|(kernels, with_dpacc)| {
             // Without dpacc there is nothing to hand off to: say so before building.
             let env = dpacc::Env::from_process();
             let toolchain = with_dpacc.then(|| dpacc::discover(&env)).transpose()?;
-            let report = build_dpa::build(&opts)?;
+            let report = kernels.build()?;
             print!("{}", report.table());
             if let Some(toolchain) = toolchain {
-                let program = dpacc::hand_off(&report, &opts.lib_name, &toolchain, &env)?;
+                let program = dpacc::hand_off(&report, &toolchain, &env)?;
                 println!("{}", dpacc::usage(&program));
             }
             Ok(())
@@ -77,6 +79,17 @@ fn main() -> ExitCode {
     cc prog.c $(pkg-config --cflags --libs doca-comch doca-dpa doca-common)",
                 prefix.display(),
                 prefix.display()
+            );
+            Ok(())
+        }),
+        Some("new") => new_project::Options::parse(&args[1..]).and_then(|opts| {
+            let name = new_project::run(&opts)?;
+            println!(
+                "{name} in {}: cd there, then
+  cargo xtask build-dpa --release && cargo run --release            # the kernel on the soft device
+  cargo xtask build-dpa --release && cargo run --release -- --isa   # from its DPA image
+  cargo xtask test",
+                opts.dir.display()
             );
             Ok(())
         }),
@@ -100,7 +113,7 @@ fn main() -> ExitCode {
 }
 
 /// build-dpa's options, and whether to hand the result to dpacc.
-fn parse_build_dpa(args: &[String]) -> Result<(build_dpa::Options, bool)> {
+fn parse_build_dpa(args: &[String]) -> Result<(Kernels, bool)> {
     let (mut release, mut with_dpacc, mut profile, mut fixture) = (false, false, false, false);
     for arg in args {
         match arg.as_str() {
@@ -112,13 +125,15 @@ fn parse_build_dpa(args: &[String]) -> Result<(build_dpa::Options, bool)> {
             other => return Err(format!("build-dpa: unknown option `{other}`\n\n{USAGE}")),
         }
     }
-    let mut opts = if fixture {
-        build_dpa::Options::faulty_fixture()
+    let mut kernels = if fixture {
+        build_dpa::faulty_fixture()
     } else {
-        build_dpa::Options::shipped_kernels(release)
+        build_dpa::kit_kernels(release)
     };
-    opts.profile = profile;
-    Ok((opts, with_dpacc))
+    if profile {
+        kernels = build_dpa::with_isa_profile(kernels);
+    }
+    Ok((kernels, with_dpacc))
 }
 
 fn parse_soft_sdk(args: &[String]) -> Result<PathBuf> {

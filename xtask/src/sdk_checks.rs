@@ -125,9 +125,7 @@ pub fn cc_command(source: &Path, out: &Path, pkg_flags: &[String], app_dir: &Pat
 
 /// The soft device's app library, as `cargo xtask build-dpa --release` leaves it.
 fn app_dir() -> PathBuf {
-    build_dpa::Options::shipped_kernels(true)
-        .out_dir
-        .join("soft")
+    build_dpa::kit_out_dir(true).join("soft")
 }
 
 /// Builds C program `source` (relative to the workspace) into `target/c`; returns the binary.

@@ -7,13 +7,16 @@
 //! <prefix>/lib/libdoca_common.a            the soft device as a static archive
 //! <prefix>/lib/libdoca_{comch,dpa,argp,rdma,dma}.a  empty: everything is in libdoca_common.a
 //! <prefix>/lib/pkgconfig/doca-{common,comch,dpa,argp,rdma,dma}.pc
+//! <prefix>/lib/libdoca_dpa_dev{,_comm}.a    empty: the soft device provides the device functions
+//! <prefix>/bin/dpacc, tools/dpacc -> ../bin/dpacc   the soft dpacc (DOCA keeps dpacc in tools/)
 //! ```
 //!
 //! One library under six names, so a program linking them all gets one soft device. A DOCA
 //! program then builds with `cc prog.c $(pkg-config --cflags --libs doca-comch doca-dpa
 //! doca-argp doca-common)` (`PKG_CONFIG_PATH=<prefix>/lib/pkgconfig`) and runs unchanged.
 
-use crate::{Result, nested, workspace_root};
+use crate::{Result, workspace_root};
+use dpakit_build::cargo as nested;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -52,6 +55,7 @@ pub fn default_prefix() -> PathBuf {
 pub fn run(prefix: &Path) -> Result<PathBuf> {
     let prefix = absolute(prefix)?;
     let archive = nested::Build {
+        workspace: &workspace_root(),
         package: "dpakit-emu",
         lib_name: "dpakit_emu",
         crate_type: "staticlib",
@@ -80,6 +84,12 @@ pub fn run(prefix: &Path) -> Result<PathBuf> {
         }
     }
     link_shared(&archive, &lib)?;
+    install_dpacc(&prefix)?;
+    // DOCA's device libraries, which device links name (`-ldoca_dpa_dev`): the soft device
+    // provides their functions.
+    for name in ["doca_dpa_dev", "doca_dpa_dev_comm"] {
+        empty_archive(&lib.join(format!("lib{name}.a")))?;
+    }
     nested::copy(&archive, &lib.join("libdoca_common.a"))?;
     for (name, ..) in &LIBS[1..] {
         empty_archive(&lib.join(format!("lib{name}.a")))?;
@@ -96,6 +106,41 @@ pub fn run(prefix: &Path) -> Result<PathBuf> {
         .map_err(|e| format!("cannot write {package}.pc: {e}"))?;
     }
     Ok(prefix)
+}
+
+/// Builds the soft dpacc (dpakit-build's `dpacc` binary) into `<prefix>/bin/dpacc`, with
+/// `<prefix>/tools/dpacc` pointing at it.
+fn install_dpacc(prefix: &Path) -> Result {
+    let target_dir = workspace_root().join("target").join("soft-sdk-cargo");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(&cargo);
+    cmd.args([
+        "build",
+        "--release",
+        "--package",
+        "dpakit-build",
+        "--bin",
+        "dpacc",
+    ])
+    .arg("--target-dir")
+    .arg(&target_dir)
+    .current_dir(workspace_root());
+    nested::scrub_environment(&mut cmd);
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
+    if !status.success() {
+        return Err(format!("building the soft dpacc failed ({status})"));
+    }
+    let bin = prefix.join("bin").join("dpacc");
+    nested::copy(&target_dir.join("release").join("dpacc"), &bin)?;
+    let tools = prefix.join("tools");
+    std::fs::create_dir_all(&tools)
+        .map_err(|e| format!("cannot create {}: {e}", tools.display()))?;
+    let link = tools.join("dpacc");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink("../bin/dpacc", &link)
+        .map_err(|e| format!("cannot link {}: {e}", link.display()))
 }
 
 fn absolute(path: &Path) -> Result<PathBuf> {

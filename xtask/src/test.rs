@@ -1,11 +1,17 @@
 //! `cargo xtask test`: everything CI checks, in the order that fails fastest.
 
-use crate::{Result, build_dpa, fuzz, sdk_checks, setup, soft_sdk, workspace_root};
+use crate::{Result, build_dpa, fuzz, sdk_checks, setup, soft_sdk, user_projects, workspace_root};
 use std::process::Command;
 
 /// Debian packages the test suite needs, as (command, package): clang for the C header checks
-/// and C kernels, pkg-config for building C programs against the soft SDK.
-const DEBIAN_PACKAGES: &[(&str, &str)] = &[("clang", "clang"), ("pkg-config", "pkg-config")];
+/// and C kernels, pkg-config for building C programs against the soft SDK, meson and ninja for
+/// the DOCA-style C project with a DPA kernel of its own.
+const DEBIAN_PACKAGES: &[(&str, &str)] = &[
+    ("clang", "clang"),
+    ("pkg-config", "pkg-config"),
+    ("meson", "meson"),
+    ("ninja", "ninja-build"),
+];
 
 /// Debian packages with no command to look for: libclang, which bindgen loads.
 const DEBIAN_LIBRARIES: &[&str] = &["libclang-dev"];
@@ -29,13 +35,10 @@ pub fn run() -> Result {
         &[],
     )?;
     // With the cost model: the kit's kernels run from their image in ISA mode.
-    let report = build_dpa::build(&build_dpa::Options {
-        profile: true,
-        ..build_dpa::Options::shipped_kernels(true)
-    })?;
+    let report = build_dpa::with_isa_profile(build_dpa::kit_kernels(true)).build()?;
     print!("{}", report.table());
     // The image of kernels that misbehave, for the ISA-mode fault tests.
-    build_dpa::build(&build_dpa::Options::faulty_fixture())?;
+    build_dpa::faulty_fixture().build()?;
     // The checked-in bindings (for machines without libclang) are what bindgen generates.
     cargo(
         &["build", "-p", "dpakit-sys"],
@@ -52,6 +55,10 @@ pub fn run() -> Result {
     sdk_checks::c_pairs(&prefix)?;
     sdk_checks::doca_feature(&prefix, cargo)?;
     sdk_checks::comch_pairs(&prefix, cargo)?;
+    // Projects of the user's own, outside the repository: a DOCA C project with its own DPA
+    // kernel (the soft SDK's dpacc, by hand and with meson), a project from `cargo xtask new`.
+    user_projects::c_dpacc_project(&prefix)?;
+    user_projects::rust_template()?;
     loom()?;
     miri();
     // Each fuzz target for 30 s: regression inputs first, then new ones.

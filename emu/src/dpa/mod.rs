@@ -101,8 +101,8 @@ impl App {
         self.image.as_deref()
     }
 
-    /// Adds a thread kernel.
-    pub fn thread_kernel(mut self, kernel: &ThreadKernel) -> Self {
+    /// Adds a thread kernel (of any argument type: the model deals in raw `u64`s).
+    pub fn thread_kernel<A>(mut self, kernel: &ThreadKernel<A>) -> Self {
         self.kernels.push(AppKernel {
             name: kernel.name(),
             entry: kernel.func() as usize,

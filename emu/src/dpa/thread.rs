@@ -280,8 +280,13 @@ impl fmt::Debug for DpaThread {
 }
 
 impl DpaThread {
-    /// `doca_dpa_thread_create` + `doca_dpa_thread_set_func_arg`.
-    pub fn builder<'a>(dpa: &'a Dpa, kernel: &ThreadKernel, arg: u64) -> DpaThreadBuilder<'a> {
+    /// `doca_dpa_thread_create` + `doca_dpa_thread_set_func_arg` (the model takes the `u64`
+    /// as it is, whatever the kernel's argument type).
+    pub fn builder<'a, A>(
+        dpa: &'a Dpa,
+        kernel: &ThreadKernel<A>,
+        arg: u64,
+    ) -> DpaThreadBuilder<'a> {
         DpaThreadBuilder {
             dpa,
             name: kernel.name(),

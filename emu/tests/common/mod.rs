@@ -98,9 +98,9 @@ impl Default for PathOptions {
 
 impl Path {
     /// A path whose kernel gets the bytes `args` makes from the path's handles.
-    pub fn new(
+    pub fn new<A>(
         dpa: &Dpa,
-        kernel: &ThreadKernel,
+        kernel: &ThreadKernel<A>,
         opts: PathOptions,
         args: impl FnOnce(MsgqPathArgs) -> Vec<u8>,
     ) -> Path {

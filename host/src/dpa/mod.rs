@@ -10,7 +10,7 @@ pub use completion::{
     ConsumerCompletion, ConsumerCompletionBuilder, DpaCompletion, NotificationCompletion,
 };
 pub use dpakit_abi::handles::DevPtr;
-pub use thread::{DpaThread, DpaThreadBuilder};
+pub use thread::{ArgsBlock, DpaThread, DpaThreadBuilder};
 
 /// A DPA app (`struct doca_dpa_app *`): made by `dpa_app!` beside the kernels.
 pub type App = dpakit_abi::DpaApp;

@@ -1,17 +1,23 @@
-//! DPA threads (`doca_dpa_thread`): a kernel, its `u64` argument and local storage.
+//! DPA threads (`doca_dpa_thread`): a kernel, its argument and local storage.
+//!
+//! A kernel declared `fn name(args: &A)` is a [`ThreadKernel<A>`]: its thread is started with an
+//! `A`, which the thread keeps in DPA memory of its own and hands the kernel by device address.
+//! A kernel declared `fn name(arg: u64)` ([`RawArg`]) is given its `u64` as it is.
 
 use super::{DevPtr, Dpa};
 use crate::error::{Result, bail, doca};
-use dpakit_abi::ThreadKernel;
+use dpakit_abi::{Pod, RawArg, ThreadKernel};
 use dpakit_sys as sys;
+use std::cell::Cell;
 use std::fmt;
+use std::marker::PhantomData;
 use std::rc::Rc;
 
-/// Configuration of a [`DpaThread`].
+/// Configuration of a [`DpaThread`] running a kernel that takes an `A`.
 #[derive(Debug)]
-pub struct DpaThreadBuilder<'a> {
+pub struct DpaThreadBuilder<'a, A: 'static = RawArg> {
     dpa: &'a Dpa,
-    kernel: ThreadKernel,
+    kernel: ThreadKernel<A>,
     arg: u64,
     local_storage: u64,
     affinity: Option<&'a super::EuAffinity>,
@@ -21,6 +27,8 @@ struct Inner {
     raw: *mut sys::doca_dpa_thread,
     kernel: &'static str,
     dpa: Dpa,
+    /// The thread's argument block, freed after the thread.
+    args: Cell<Option<DevPtr>>,
 }
 
 impl Drop for Inner {
@@ -28,6 +36,34 @@ impl Drop for Inner {
     fn drop(&mut self) {
         // Completion contexts keep a clone of their thread, so none is attached any more.
         let _ = doca!(doca_dpa_thread_destroy(self.raw));
+        if let Some(block) = self.args.take() {
+            let _ = self.dpa.mem_free(block);
+        }
+    }
+}
+
+/// The argument block of a thread started with [`DpaThreadBuilder::start_deferred`]: DPA memory
+/// holding the kernel's `A`, zeroed until written. Write it before [`DpaThread::run`]; it lives
+/// as long as the thread.
+#[derive(Debug)]
+pub struct ArgsBlock<A> {
+    thread: DpaThread,
+    ptr: DevPtr,
+    args: PhantomData<fn(&A)>,
+}
+
+impl<A: Pod> ArgsBlock<A> {
+    /// Copies `args` into the block (`doca_dpa_h2d_memcpy`).
+    #[doc(alias = "doca_dpa_h2d_memcpy")]
+    pub fn write(&self, args: &A) -> Result<()> {
+        self.thread
+            .dpa()
+            .h2d_memcpy(self.ptr, dpakit_abi::bytes_of(args))
+    }
+
+    /// The block's device address: what the kernel is handed.
+    pub fn dev_ptr(&self) -> DevPtr {
+        self.ptr
     }
 }
 
@@ -46,7 +82,7 @@ impl fmt::Debug for DpaThread {
     }
 }
 
-impl<'a> DpaThreadBuilder<'a> {
+impl<'a, A> DpaThreadBuilder<'a, A> {
     /// `doca_dpa_thread_set_local_storage`.
     #[doc(alias = "doca_dpa_thread_set_local_storage")]
     pub fn local_storage(mut self, ptr: DevPtr) -> Self {
@@ -62,9 +98,9 @@ impl<'a> DpaThreadBuilder<'a> {
     }
 
     /// `doca_dpa_thread_create` + `doca_dpa_thread_set_func_arg` + local storage +
-    /// `doca_dpa_thread_start`. The thread is not triggered until [`DpaThread::run`].
-    #[doc(alias = "doca_dpa_thread_start")]
-    pub fn start(self) -> Result<DpaThread> {
+    /// `doca_dpa_thread_start`, with `args` (`None`: an argument block of `block` bytes,
+    /// zeroed, owned by the thread).
+    fn start_inner(self, arg: Option<u64>, block: usize) -> Result<(DpaThread, DevPtr)> {
         let func = self.kernel.func();
         if func.is_null() {
             bail!(
@@ -80,30 +116,82 @@ impl<'a> DpaThreadBuilder<'a> {
                 raw,
                 kernel: self.kernel.name(),
                 dpa: self.dpa.clone(),
+                args: Cell::new(None),
             }),
+        };
+        let arg = match arg {
+            Some(arg) => arg,
+            None => {
+                let ptr = self.dpa.mem_alloc(block)?;
+                thread.inner.args.set(Some(ptr));
+                self.dpa.h2d_memcpy(ptr, &vec![0; block])?;
+                ptr.raw()
+            }
         };
         // SAFETY: a non-null function address, which is what doca_dpa_func_t holds.
         let func =
             unsafe { std::mem::transmute::<*mut std::ffi::c_void, unsafe extern "C" fn()>(func) };
-        doca!(doca_dpa_thread_set_func_arg(raw, Some(func), self.arg))?;
+        doca!(doca_dpa_thread_set_func_arg(raw, Some(func), arg))?;
         doca!(doca_dpa_thread_set_local_storage(raw, self.local_storage))?;
         if let Some(affinity) = self.affinity {
             doca!(doca_dpa_thread_set_affinity(raw, affinity.raw()))?;
         }
         doca!(doca_dpa_thread_start(raw))?;
+        Ok((thread, DevPtr(arg)))
+    }
+}
+
+impl DpaThreadBuilder<'_, RawArg> {
+    /// The `u64` the kernel is given (default 0).
+    pub fn arg(mut self, arg: u64) -> Self {
+        self.arg = arg;
+        self
+    }
+
+    /// Creates and starts the thread. It is not triggered until [`DpaThread::run`].
+    #[doc(alias = "doca_dpa_thread_start")]
+    pub fn start(self) -> Result<DpaThread> {
+        let arg = self.arg;
+        Ok(self.start_inner(Some(arg), 0)?.0)
+    }
+}
+
+impl<A: Pod> DpaThreadBuilder<'_, A> {
+    /// Creates and starts the thread with `args`, copied into DPA memory the thread owns. It is
+    /// not triggered until [`DpaThread::run`].
+    #[doc(alias = "doca_dpa_thread_start")]
+    pub fn start_with(self, args: &A) -> Result<DpaThread> {
+        let (thread, block) = self.start_deferred()?;
+        block.write(args)?;
         Ok(thread)
+    }
+
+    /// Creates and starts the thread with a zeroed argument block, for arguments that name
+    /// objects made after the thread (completion contexts attached to it): write the block,
+    /// then [`DpaThread::run`].
+    pub fn start_deferred(self) -> Result<(DpaThread, ArgsBlock<A>)> {
+        let (thread, ptr) = self.start_inner(None, size_of::<A>().max(1))?;
+        Ok((
+            thread.clone(),
+            ArgsBlock {
+                thread,
+                ptr,
+                args: PhantomData,
+            },
+        ))
     }
 }
 
 impl DpaThread {
-    /// `doca_dpa_thread_create` + `doca_dpa_thread_set_func_arg`: a thread running `kernel`
-    /// with `arg`.
+    /// `doca_dpa_thread_create` + `doca_dpa_thread_set_func_arg`: a thread running `kernel`,
+    /// which takes an `A` ([`DpaThreadBuilder::start_with`]) or, for [`RawArg`], a `u64`
+    /// ([`DpaThreadBuilder::arg`]).
     #[doc(alias = "doca_dpa_thread_create")]
-    pub fn builder<'a>(dpa: &'a Dpa, kernel: &ThreadKernel, arg: u64) -> DpaThreadBuilder<'a> {
+    pub fn builder<'a, A>(dpa: &'a Dpa, kernel: &ThreadKernel<A>) -> DpaThreadBuilder<'a, A> {
         DpaThreadBuilder {
             dpa,
             kernel: *kernel,
-            arg,
+            arg: 0,
             local_storage: 0,
             affinity: None,
         }

@@ -28,7 +28,7 @@ impl Slots {
         access: AccessFlags,
     ) -> Result<Slots> {
         // Whole pages: a peer writes into a consumer's pages in place (see docs/comch.md).
-        let mmap = Mmap::alloc_aligned(n as usize * size.max(1), 4096)?;
+        let mut mmap = Mmap::alloc_aligned(n as usize * size.max(1), 4096)?;
         mmap.set_permissions(access)?;
         mmap.add_dev(dev)?;
         mmap.start()?;

@@ -1,10 +1,25 @@
-//! The receive loop every message-serving kernel shares.
+//! The receive loop of a kernel that answers messages, written once: a kernel serving a
+//! [`MsgqPathArgs`] says what to reply and nothing else.
+//!
+//! ```ignore
+//! dpakit_dev::thread_kernel! {
+//!     /// Replies to each message with the same bytes.
+//!     pub ECHO: fn echo(args: &MsgqPathArgs) {
+//!         dpakit_dev::serve::echo(args)
+//!     }
+//! }
+//! ```
+//!
+//! The loop keeps the rules a kernel must keep on the device: it answers only while the CPU
+//! consumer has a receive posted (`is_consumer_empty`), gives each consumed message's credit
+//! back, requests a notification before it reschedules, and paces its send reports so the
+//! producer's completion queue never overflows.
 
-use dpakit_dev::SubmitFlags;
-use dpakit_dev::abi::args::{MsgqPathArgs, ServeState};
-use dpakit_dev::comch::{Consumer, ConsumerCompletion, Producer, ReceivedMessage};
-use dpakit_dev::completion::Completion;
-use dpakit_dev::thread;
+use crate::SubmitFlags;
+use crate::comch::{Consumer, ConsumerCompletion, Producer, ReceivedMessage};
+use crate::completion::Completion;
+use crate::thread;
+use dpakit_abi::args::{MsgqPathArgs, ServeState};
 
 /// Serves every message waiting on `path`, then re-arms and reschedules.
 ///
@@ -17,7 +32,7 @@ use dpakit_dev::thread;
 /// reply reports. Reports are released right after each reporting reply, so a long burst never
 /// overflows their queue.
 #[inline(always)]
-pub(crate) fn serve(
+pub fn serve(
     path: &MsgqPathArgs,
     mut reply: impl FnMut(&ReceivedMessage<'_>, &Producer, SubmitFlags),
 ) -> ! {
@@ -62,9 +77,19 @@ pub(crate) fn serve(
     thread::reschedule()
 }
 
+/// Replies to every message waiting on `path` with the same immediate bytes, then re-arms and
+/// reschedules: an echo kernel in one call ([`serve`] with a reply that sends the message back).
+#[inline(always)]
+pub fn echo(path: &MsgqPathArgs) -> ! {
+    serve(path, |msg, producer, flags| {
+        // Cannot fail on a conforming device: an immediate is at most 32 bytes.
+        let _ = producer.post_send_imm_only(path.cpu_consumer_id, msg.imm(), flags);
+    })
+}
+
 /// Acks every completion waiting on a DPA completion context.
 #[inline(always)]
-pub(crate) fn drain(completion: &mut Completion) {
+pub fn drain(completion: &mut Completion) {
     let mut n = 0;
     while completion.get().is_some() {
         n += 1;

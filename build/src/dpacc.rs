@@ -1,4 +1,4 @@
-//! `cargo xtask build-dpa --dpacc`: hand the device objects to DOCA's dpacc, which packages them
+//! The dpacc hand-off (`cargo xtask build-dpa --dpacc`): give the device objects to DOCA's dpacc, which packages them
 //! into the DPA program, the host-linkable library a program built with feature `doca` links.
 //!
 //! What dpacc takes, as DOCA documents it: input files that are C sources or DPA object files
@@ -14,14 +14,19 @@
 //! device archive (core's and compiler_builtins' members, e.g. `memcpy`) is a device library,
 //! from which the link takes only what the kernels use.
 
-use crate::Result;
-use crate::build_dpa::Report;
+use crate::{Error, ErrorKind, Report};
 use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSymbol};
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+type Result<T = (), E = Error> = std::result::Result<T, E>;
+
+fn fail(message: String) -> Error {
+    Error::new(ErrorKind::Dpacc, message)
+}
 
 /// The DPA of the BlueField-3.
 pub const MCPU: &str = "nv-dpa-bf3";
@@ -124,16 +129,16 @@ pub fn discover(env: &Env) -> Result<Toolchain> {
         is_executable(&candidate).then(|| (candidate, env.default_home.clone()))
     });
     let Some((dpacc, prefix)) = found else {
-        return Err(format!(
+        return Err(fail(format!(
             "`--dpacc` needs DOCA's dpacc, and none was found; looked for {}.\nInstall the DOCA \
              SDK's DPA toolchain (dpacc and the DPA compiler, which DOCA puts in \
              <prefix>/tools), then set DOCA_HOME to the DOCA prefix (e.g. {DEFAULT_DOCA_HOME}) \
              or put dpacc on PATH",
             tried.join(", ")
-        ));
+        )));
     };
     let device_lib_dir = device_lib_dir(&prefix, &env.arch).ok_or_else(|| {
-        format!(
+        fail(format!(
             "found {}, but DOCA's device libraries ({}) are not in {}/lib/{}-linux-gnu, lib64 \
              or lib: install the DOCA SDK's DPA development files, or set DOCA_HOME to the \
              prefix that has them",
@@ -145,7 +150,7 @@ pub fn discover(env: &Env) -> Result<Toolchain> {
                 .join(", "),
             prefix.display(),
             env.arch
-        )
+        ))
     })?;
     Ok(Toolchain {
         dpacc,
@@ -220,18 +225,18 @@ impl Invocation {
             .and_then(|f| f.strip_prefix("lib"))
             .and_then(|f| f.strip_suffix(".a"))
             .ok_or_else(|| {
-                format!(
+                fail(format!(
                     "{} is not named lib<name>.a: dpacc cannot link it as a device library",
                     self.archive.display()
-                )
+                ))
             })?;
         for dir in [archive_dir, &self.device_lib_dir] {
             if dir.to_string_lossy().contains(char::is_whitespace) {
-                return Err(format!(
+                return Err(fail(format!(
                     "{} holds whitespace, which dpacc's -device-libs cannot carry: build in a \
                      directory without spaces",
                     dir.display()
-                ));
+                )));
             }
         }
         let mut device_libs = OsString::from("-device-libs=-L");
@@ -264,13 +269,10 @@ impl Invocation {
 
 /// Runs dpacc on what `report` describes: the kernels' objects, taken out of the device archive
 /// into `<out>/dpacc/objects/`, and the archive itself; writes `<out>/dpacc/lib<lib_name>.a`
-/// with the app symbol `lib_name`. Returns that library.
-pub fn hand_off(
-    report: &Report,
-    lib_name: &str,
-    toolchain: &Toolchain,
-    env: &Env,
-) -> Result<PathBuf> {
+/// with the app symbol `lib_name` (the app symbol a package's `dpa_app!` declares is its library
+/// name by convention). Returns that library.
+pub fn hand_off(report: &Report, toolchain: &Toolchain, env: &Env) -> Result<PathBuf> {
+    let lib_name = &report.lib_name;
     let out_dir = report
         .archive
         .parent()
@@ -279,12 +281,15 @@ pub fn hand_off(
     let objects_dir = out_dir.join("objects");
     match std::fs::remove_dir_all(&objects_dir) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(format!("cannot remove {}: {e}", objects_dir.display()));
+            return Err(fail(format!(
+                "cannot remove {}: {e}",
+                objects_dir.display()
+            )));
         }
         _ => {}
     }
     std::fs::create_dir_all(&objects_dir)
-        .map_err(|e| format!("cannot create {}: {e}", objects_dir.display()))?;
+        .map_err(|e| fail(format!("cannot create {}: {e}", objects_dir.display())))?;
     let kernels: BTreeSet<&str> = report.kernels.iter().map(|k| k.symbol.as_str()).collect();
     let inputs = extract_kernel_objects(&report.archive, &kernels, &objects_dir)?;
     let output = out_dir.join(format!("lib{lib_name}.a"));
@@ -308,12 +313,17 @@ pub fn hand_off(
     eprintln!("$ {} {}", invocation.dpacc.display(), shown.join(" "));
     let status = cmd
         .status()
-        .map_err(|e| format!("cannot run {}: {e}", invocation.dpacc.display()))?;
+        .map_err(|e| fail(format!("cannot run {}: {e}", invocation.dpacc.display())))?;
     if !status.success() {
-        return Err(format!("dpacc failed ({status}); see its errors above"));
+        return Err(fail(format!(
+            "dpacc failed ({status}); see its errors above"
+        )));
     }
     if !output.is_file() {
-        return Err(format!("dpacc succeeded but wrote no {}", output.display()));
+        return Err(fail(format!(
+            "dpacc succeeded but wrote no {}",
+            output.display()
+        )));
     }
     Ok(output)
 }
@@ -325,15 +335,19 @@ fn extract_kernel_objects(
     kernels: &BTreeSet<&str>,
     dir: &Path,
 ) -> Result<Vec<PathBuf>> {
-    let data =
-        std::fs::read(archive).map_err(|e| format!("cannot read {}: {e}", archive.display()))?;
-    let file = ArchiveFile::parse(&*data)
-        .map_err(|e| format!("{} is not a static archive: {e}", archive.display()))?;
+    let data = std::fs::read(archive)
+        .map_err(|e| fail(format!("cannot read {}: {e}", archive.display())))?;
+    let file = ArchiveFile::parse(&*data).map_err(|e| {
+        fail(format!(
+            "{} is not a static archive: {e}",
+            archive.display()
+        ))
+    })?;
     let mut found = BTreeSet::new();
     let mut written = Vec::new();
     for (index, member) in file.members().enumerate() {
-        let member = member.map_err(|e| format!("bad archive member: {e}"))?;
-        let bytes = member.data(&*data).map_err(|e| format!("{e}"))?;
+        let member = member.map_err(|e| fail(format!("bad archive member: {e}")))?;
+        let bytes = member.data(&*data).map_err(|e| fail(format!("{e}")))?;
         let Ok(obj) = object::File::parse(bytes) else {
             continue;
         };
@@ -351,15 +365,15 @@ fn extract_kernel_objects(
         let name = String::from_utf8_lossy(member.name()).replace('/', "_");
         let path = dir.join(format!("{index:03}-{name}"));
         std::fs::write(&path, bytes)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            .map_err(|e| fail(format!("cannot write {}: {e}", path.display())))?;
         written.push(path);
     }
     let missing: Vec<&&str> = kernels.iter().filter(|k| !found.contains(**k)).collect();
     if !missing.is_empty() {
-        return Err(format!(
+        return Err(fail(format!(
             "no object of {} defines the kernels {missing:?}",
             archive.display()
-        ));
+        )));
     }
     Ok(written)
 }

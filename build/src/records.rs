@@ -2,7 +2,7 @@
 //! macros (`thread_kernel!`, `rpc_kernel!`), `kind:name:c` from C's `DPAKIT_THREAD_KERNEL` /
 //! `DPAKIT_RPC_KERNEL` (`dpa-kernels/c/dpakit_kernel.h`).
 
-use crate::Result;
+type Result<T = (), E = String> = std::result::Result<T, E>;
 
 /// The language a kernel is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

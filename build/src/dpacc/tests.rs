@@ -1,18 +1,7 @@
 //! The dpacc hand-off's command lines and discovery, with fake DOCA prefixes and a fake dpacc.
 
 use super::*;
-use crate::workspace_root;
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = workspace_root()
-        .join("target")
-        .join("dpa")
-        .join("xtask-tests")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use crate::tests::{kit_kernels, scratch_dir as scratch};
 
 /// Writes an executable shell script.
 fn script(path: &Path, body: &str) {
@@ -85,13 +74,13 @@ fn the_command_line_names_inputs_target_app_and_device_libraries() {
         ..invocation.clone()
     };
     let e = spaced.args().unwrap_err();
-    assert!(e.contains("/my doca/lib holds whitespace"), "{e}");
+    assert!(e.message().contains("/my doca/lib holds whitespace"), "{e}");
     let unnamed = Invocation {
         archive: "/t/kernels.a".into(),
         ..invocation
     };
     let e = unnamed.args().unwrap_err();
-    assert!(e.contains("not named lib<name>.a"), "{e}");
+    assert!(e.message().contains("not named lib<name>.a"), "{e}");
 }
 
 #[test]
@@ -164,24 +153,27 @@ fn without_dpacc_the_error_says_what_was_tried_and_what_to_install() {
     std::fs::create_dir_all(&bin).unwrap();
     let e = discover(&env(Some(&home), Some(&bin), &root.join("default"))).unwrap_err();
     assert!(
-        e.contains(&format!(
+        e.message().contains(&format!(
             "{} (DOCA_HOME)",
             home.join("tools/dpacc").display()
         )),
         "{e}"
     );
-    assert!(e.contains("`dpacc` on PATH (1 directories)"), "{e}");
-    assert!(e.contains("DPA toolchain"), "{e}");
     assert!(
-        !e.contains("default DOCA prefix"),
+        e.message().contains("`dpacc` on PATH (1 directories)"),
+        "{e}"
+    );
+    assert!(e.message().contains("DPA toolchain"), "{e}");
+    assert!(
+        !e.message().contains("default DOCA prefix"),
         "DOCA_HOME replaces the default: {e}"
     );
 
     let e = discover(&env(None, None, &root.join("default"))).unwrap_err();
-    assert!(e.contains("DOCA_HOME is not set"), "{e}");
-    assert!(e.contains("PATH is not set"), "{e}");
+    assert!(e.message().contains("DOCA_HOME is not set"), "{e}");
+    assert!(e.message().contains("PATH is not set"), "{e}");
     assert!(
-        e.contains(&format!(
+        e.message().contains(&format!(
             "{} (the default DOCA prefix)",
             root.join("default/tools/dpacc").display()
         )),
@@ -192,10 +184,14 @@ fn without_dpacc_the_error_says_what_was_tried_and_what_to_install() {
     script(&home.join("tools/dpacc"), "exit 0\n");
     let e = discover(&env(Some(&home), None, &root.join("default"))).unwrap_err();
     assert!(
-        e.contains("libdoca_dpa_dev.a, libdoca_dpa_dev_comm.a"),
+        e.message()
+            .contains("libdoca_dpa_dev.a, libdoca_dpa_dev_comm.a"),
         "{e}"
     );
-    assert!(e.contains("lib/x86_64-linux-gnu, lib64 or lib"), "{e}");
+    assert!(
+        e.message().contains("lib/x86_64-linux-gnu, lib64 or lib"),
+        "{e}"
+    );
 }
 
 /// The whole hand-off with a fake dpacc that records its arguments and writes its output.
@@ -213,14 +209,11 @@ fn hand_off_runs_dpacc_on_the_kernel_objects() {
             argv.display()
         ),
     );
-    let mut opts = crate::build_dpa::Options::shipped_kernels(true);
-    opts.out_dir = root.join("out");
-    opts.soft_app = false;
-    let report = crate::build_dpa::build(&opts).unwrap();
+    let out_dir = root.join("out");
+    let report = kit_kernels(&out_dir).soft_app(false).build().unwrap();
     let toolchain = discover(&env(Some(&home), None, &root.join("none"))).unwrap();
     let program = hand_off(
         &report,
-        "dpakit_kernels",
         &toolchain,
         &Env {
             host_cc: Some("my-cc".into()),
@@ -229,7 +222,7 @@ fn hand_off_runs_dpacc_on_the_kernel_objects() {
     )
     .unwrap();
 
-    assert_eq!(program, opts.out_dir.join("dpacc/libdpakit_kernels.a"));
+    assert_eq!(program, out_dir.join("dpacc/libdpakit_kernels.a"));
     assert_eq!(std::fs::read(&program).unwrap(), b"program");
     let args: Vec<String> = std::fs::read_to_string(&argv)
         .unwrap()
@@ -265,13 +258,13 @@ fn hand_off_runs_dpacc_on_the_kernel_objects() {
     assert!(
         device_libs.starts_with(&format!(
             "-device-libs=-L{} -ldpakit_kernels -L{}",
-            opts.out_dir.display(),
+            out_dir.display(),
             home.join("lib/x86_64-linux-gnu").display()
         )),
         "{device_libs}"
     );
     assert!(usage(&program).contains(&format!(
         "DPAKIT_DPA_APP_DIR={}",
-        opts.out_dir.join("dpacc").display()
+        out_dir.join("dpacc").display()
     )));
 }

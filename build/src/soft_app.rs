@@ -8,10 +8,11 @@
 //! makes sure the library exports every kernel the device archive records, whatever the
 //! language.
 
-use crate::Result;
 use object::{Object, ObjectSymbol};
 use std::ffi::OsString;
 use std::path::Path;
+
+type Result<T = (), E = String> = std::result::Result<T, E>;
 
 /// The linker rustc uses for the host target by default.
 const HOST_LINKER: &str = "cc";
@@ -49,7 +50,7 @@ pub fn wrapper_script(symbols: &[&str], linker: &str) -> Result<String> {
     let symbols = symbols.join(" ");
     Ok(format!(
         r#"#!/bin/sh
-# Written by `cargo xtask build-dpa`: rustc's linker for the soft device's app library. rustc
+# Written by dpakit-build: rustc's linker for the soft device's app library. rustc
 # exports only Rust's own symbols from a cdylib; this adds the C kernels to its version script.
 found=
 for arg in "$@"; do
@@ -126,11 +127,7 @@ mod tests {
     use std::process::Command;
 
     fn scratch(name: &str) -> std::path::PathBuf {
-        let dir = crate::workspace_root()
-            .join("target")
-            .join("dpa")
-            .join("xtask-tests")
-            .join(name);
+        let dir = crate::tests::scratch_dir(name);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir

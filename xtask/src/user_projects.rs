@@ -1,0 +1,207 @@
+//! What `cargo xtask test` checks of projects of the user's own, outside the repository:
+//!
+//! - a Rust project from `cargo xtask new`: its own `cargo xtask build-dpa --release`, its host
+//!   program natively and from the DPA image, then a changed kernel, rebuilt, whose change the
+//!   program sees in both modes;
+//! - a DOCA C project with a DPA kernel of its own (`tests/c/dpacc_project`): built with the soft
+//!   SDK's `bin/dpacc` and pkg-config by hand, and with meson (`dependency('doca-dpa')`, dpacc
+//!   found in the SDK), each run natively and in ISA mode.
+
+use crate::{Result, new_project, workspace_root};
+use dpakit_build::cargo::scrub_environment;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Numbers the C project's program sends in each run.
+const C_NUMBERS: &str = "2000";
+
+/// Round trips of the Rust project's program in each run.
+const RUST_ROUND_TRIPS: &str = "2000";
+
+/// A fresh directory outside the repository.
+fn scratch(name: &str) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("dpakit-{name}-{}", std::process::id()));
+    match std::fs::remove_dir_all(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("cannot remove {}: {e}", dir.display()));
+        }
+        _ => {}
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Runs `cmd`, echoing it; its output, which must say success unless `expect_failure`.
+fn run(mut cmd: Command, expect_failure: bool) -> Result<Output> {
+    let shown = format!(
+        "{} {}",
+        cmd.get_program().to_string_lossy(),
+        cmd.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    eprintln!("$ {shown}");
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {shown}: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprint!("{stdout}");
+    if out.status.success() == expect_failure {
+        return Err(format!(
+            "`{shown}` {} ({}):\n{stderr}",
+            if expect_failure {
+                "succeeded, expected to fail"
+            } else {
+                "failed"
+            },
+            out.status
+        ));
+    }
+    Ok(out)
+}
+
+/// The generated Rust project, in its own workspace outside the repository.
+pub fn rust_template() -> Result {
+    let root = scratch("new-project")?;
+    let dir = root.join("scaler");
+    new_project::run(&new_project::Options {
+        dir: dir.clone(),
+        name: None,
+        source: new_project::Source::Path(workspace_root()),
+    })?;
+    // The project's own target directory, kept under the kit's so repeated runs reuse the
+    // registry crates' builds; the project finds its image through CARGO_TARGET_DIR.
+    let target = workspace_root().join("target").join("new-project-cargo");
+    let cargo = |args: &[&str]| {
+        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+        cmd.args(args).current_dir(&dir);
+        scrub_environment(&mut cmd);
+        cmd.env("CARGO_TARGET_DIR", &target);
+        cmd
+    };
+    // With the ISA profile: the project's program in ISA mode on the image just linked.
+    run(
+        cargo(&["xtask", "build-dpa", "--release", "--profile"]),
+        false,
+    )?;
+    let report = target.join("dpa").join("release").join("report.json");
+    let report = std::fs::read_to_string(&report)
+        .map_err(|e| format!("cannot read {}: {e}", report.display()))?;
+    if !report.contains("\"kernel\": \"scale\"") || !report.contains("instructions_per_message") {
+        return Err(format!(
+            "the project's report has no ISA profile of `scale`: {report}"
+        ));
+    }
+    let native = run(cargo(&["run", "--release", "--", RUST_ROUND_TRIPS]), false)?;
+    let isa = run(
+        cargo(&["run", "--release", "--", "--isa", RUST_ROUND_TRIPS]),
+        false,
+    )?;
+    for (out, mode) in [(&native, "native"), (&isa, "DPA image")] {
+        let said = String::from_utf8_lossy(&out.stdout);
+        if !said.contains(mode) || !said.contains("every reply checked") {
+            return Err(format!(
+                "the project's program did not report a {mode} run: {said}"
+            ));
+        }
+    }
+
+    // The user changes the kernel: every scaled value is off by one now, and the program, which
+    // still expects value * factor, must see it in both modes.
+    let kernels = dir.join("scaler-kernels").join("src").join("lib.rs");
+    let source = std::fs::read_to_string(&kernels)
+        .map_err(|e| format!("cannot read {}: {e}", kernels.display()))?;
+    let changed = source.replace(
+        "request.value.wrapping_mul(args.factor)",
+        "request.value.wrapping_mul(args.factor).wrapping_add(1)",
+    );
+    if changed == source {
+        return Err("the template's kernel no longer scales as this check expects".into());
+    }
+    std::fs::write(&kernels, changed)
+        .map_err(|e| format!("cannot write {}: {e}", kernels.display()))?;
+    run(cargo(&["xtask", "build-dpa", "--release"]), false)?;
+    for args in [
+        &["run", "--release", "--", "10"][..],
+        &["run", "--release", "--", "--isa", "10"],
+    ] {
+        let out = run(cargo(args), true)?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !stderr.contains("scaled: 1 }") {
+            return Err(format!(
+                "`cargo {}` did not show the changed kernel's answer: {stderr}",
+                args.join(" ")
+            ));
+        }
+    }
+    std::fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))
+}
+
+/// The DOCA C project with its own DPA kernel, against the soft SDK at `prefix`.
+pub fn c_dpacc_project(prefix: &Path) -> Result {
+    let project = workspace_root()
+        .join("tests")
+        .join("c")
+        .join("dpacc_project");
+    let pkg_config_path = prefix.join("lib").join("pkgconfig");
+    let root = scratch("dpacc-project")?;
+
+    // By hand: dpacc, then the host program with pkg-config.
+    let by_hand = root.join("cc");
+    std::fs::create_dir_all(&by_hand).map_err(|e| e.to_string())?;
+    let mut dpacc = Command::new(prefix.join("bin").join("dpacc"));
+    dpacc
+        .arg(project.join("device.c"))
+        .arg("-o")
+        .arg(by_hand.join("libcounter_app.a"))
+        .args([
+            "-mcpu=nv-dpa-bf3",
+            "-hostcc=cc",
+            "--app-name=counter_app",
+            "-devicecc-options=-Wall -Wextra -Werror",
+            "-device-libs=-ldoca_dpa_dev -ldoca_dpa_dev_comm",
+        ]);
+    run(dpacc, false)?;
+    let flags = crate::sdk_checks::pkg_config_flags(prefix)?;
+    let mut cc = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+    cc.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O2"])
+        .arg(project.join("host.c"))
+        .args(&flags)
+        .arg(format!("-L{}", by_hand.display()))
+        .arg("-lcounter_app")
+        .arg("-o")
+        .arg(by_hand.join("counter"));
+    run(cc, false)?;
+    counter_runs(&by_hand.join("counter"))?;
+
+    // With meson, as a DOCA project builds.
+    let build = root.join("meson");
+    let mut setup = Command::new("meson");
+    setup
+        .arg("setup")
+        .arg(&build)
+        .arg(&project)
+        .env("PKG_CONFIG_PATH", &pkg_config_path);
+    run(setup, false)?;
+    let mut compile = Command::new("meson");
+    compile.arg("compile").arg("-C").arg(&build);
+    run(compile, false)?;
+    counter_runs(&build.join("counter"))?;
+    std::fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))
+}
+
+/// The counter program natively, then from its DPA image in ISA mode; each must succeed.
+fn counter_runs(program: &Path) -> Result {
+    for exec in ["native", "isa"] {
+        let mut cmd = Command::new(program);
+        cmd.args(["-n", C_NUMBERS]).env("DPAKIT_SOFT_EXEC", exec);
+        let out = run(cmd, false)?;
+        let said = String::from_utf8_lossy(&out.stdout);
+        if !said.contains(", 0 wrong,") {
+            return Err(format!("{} ({exec}) said: {said}", program.display()));
+        }
+    }
+    Ok(())
+}
