@@ -21,6 +21,7 @@ extern crate alloc;
 pub mod args;
 mod checksum;
 mod ctx_state;
+pub mod device;
 mod error;
 #[cfg(feature = "alloc")]
 mod failure;

@@ -663,7 +663,7 @@ mod tests {
             include_str!("device_api/sync_event.rs")
         );
         let c_source = include_str!("../../csrc/dev_log.c");
-        for symbol in dpakit_dev::sys::DEVICE_API {
+        for symbol in dpakit_abi::device::DEVICE_API {
             let defined = source.contains(&format!("fn {symbol}("))
                 || c_source.contains(&format!("void {symbol}("));
             assert!(

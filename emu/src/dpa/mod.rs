@@ -28,7 +28,7 @@ use crate::sync::plain::AtomicU16;
 use crate::table::Table;
 use completion::{ConsumerCompletionShared, DpaCompletionShared, NotificationShared};
 use dpakit_abi::kernel::{RPC_MAX_ARGS, SoftApp, SoftKernel};
-use dpakit_dev::{RpcKernel, RpcSignature, ThreadKernel};
+use dpakit_abi::{RpcKernel, RpcSignature, ThreadKernel};
 use fatal::Fatal;
 use memory::DeviceMemory;
 use sched::{Scheduler, SchedulerConfig};

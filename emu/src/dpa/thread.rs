@@ -10,7 +10,7 @@ use crate::error::{Result, bail};
 use crate::ring::CompletionRing;
 use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use corosensei::stack::DefaultStack;
-use dpakit_dev::{ThreadEntry, ThreadKernel};
+use dpakit_abi::{ThreadEntry, ThreadKernel};
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::sync::Arc;

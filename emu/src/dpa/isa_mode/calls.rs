@@ -14,7 +14,7 @@ use dpakit_rv::{Bus, Hart, MemFault};
 use dpakit_rv::reg::{A0, SP};
 
 /// Declares [`DeviceFn`], one variant per DOCA device function, in the list's order (the order
-/// of `dpakit_dev::sys::DEVICE_API`).
+/// of `dpakit_abi::device::DEVICE_API`).
 macro_rules! device_fn_enum {
     ($( $(#[$doc:meta])* [$class:ident $abi:literal]
         fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?; )*) => {
@@ -39,7 +39,7 @@ macro_rules! device_fn_enum {
     };
 }
 
-dpakit_dev::for_each_device_function!(device_fn_enum);
+dpakit_abi::for_each_device_function!(device_fn_enum);
 
 /// The `n`th argument of the call (integer class): a0–a7, then 8-byte stack slots.
 pub(super) fn arg(hart: &Hart, bus: &mut DeviceBus<'_>, n: usize) -> Result<u64, MemFault> {
@@ -215,6 +215,6 @@ mod tests {
     #[test]
     fn the_enum_follows_the_device_api_list() {
         let names: Vec<&str> = DeviceFn::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(names, dpakit_dev::sys::DEVICE_API);
+        assert_eq!(names, dpakit_abi::device::DEVICE_API);
     }
 }

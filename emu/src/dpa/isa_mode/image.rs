@@ -1,7 +1,7 @@
 //! The DPA image a context in ISA mode runs, found and loaded with dpakit-rv's loader.
 
 use crate::error::{Result, bail, err};
-use dpakit_dev::sys::DEVICE_API;
+use dpakit_abi::device::DEVICE_API;
 use dpakit_rv::Image;
 use std::path::Path;
 

@@ -128,7 +128,7 @@ pub struct Profile {
     pub instructions: u64,
     /// The most one activation retired.
     pub max_instructions: u64,
-    /// Device calls by function, in `dpakit_dev::sys::DEVICE_API` order.
+    /// Device calls by function, in `dpakit_abi::device::DEVICE_API` order.
     pub calls: Vec<u64>,
 }
 
