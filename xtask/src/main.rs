@@ -3,6 +3,7 @@
 mod bench;
 mod build_dpa;
 mod fuzz;
+mod modules;
 mod new_project;
 mod sdk_checks;
 mod setup;
@@ -46,6 +47,9 @@ commands:
                           for SECS seconds (default 60); targets: capi_sequence,
                           message_decode, wire_peer. Corpus, crashes and logs go to
                           target/fuzz/
+  modules [--strict] [CRATE_DIR...]
+                          the module dependency graph of the workspace's crates (or those
+                          named) and every circle in it; --strict fails if there is one
   bench [--quick]         compile, then run the criterion benches (rtt, throughput, dma,
                           threads) and the latency example; write target/bench/report.json,
                           report.md and latency.svg/.png: every dpakit figure beside its
@@ -96,6 +100,15 @@ fn main() -> ExitCode {
         Some("test") => no_options(&args[1..]).and_then(|()| test::run()),
         Some("bench") => parse_bench(&args[1..]).and_then(|opts| bench::run(&opts)),
         Some("fuzz") => parse_fuzz(&args[1..]).and_then(|opts| fuzz::run(&opts)),
+        Some("modules") => {
+            let strict = args[1..].iter().any(|a| a == "--strict");
+            let dirs: Vec<String> = args[1..]
+                .iter()
+                .filter(|a| *a != "--strict")
+                .cloned()
+                .collect();
+            modules::run(&dirs, strict)
+        }
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())
