@@ -18,7 +18,8 @@ pub mod ctx;
 pub mod dev;
 pub mod dpa;
 pub mod error;
-#[doc(hidden)]
+/// Doors for the fuzz targets into the soft device's private decoders (feature `fuzzing`).
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod limits;
 pub mod mmap;

@@ -1,7 +1,8 @@
 //! The hart: 32 integer registers, the pc, the LR reservation, and the execute loop.
 
 use super::bus::{Access, Bus, FaultReason, MemFault};
-use super::decode::{AluOp, AluWOp, Cond, Inst, decode};
+use super::decode::decode;
+use super::inst::{AluOp, AluWOp, Cond, Inst};
 
 /// ABI names of the integer registers (lp64).
 // The whole ABI register file. A group (t0..t2, a2..a6, …) is documented at its first name.

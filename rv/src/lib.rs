@@ -34,6 +34,7 @@ mod bus;
 mod decode;
 mod hart;
 mod image;
+mod inst;
 mod rvc;
 #[cfg(test)]
 mod tests;
@@ -43,6 +44,8 @@ pub use hart::{Hart, Stop, reg};
 pub use image::{Image, ImageError, Perm, Segment, Symbol};
 // The decoder, for the tests.
 #[cfg(test)]
-pub(crate) use decode::{AluOp, AluWOp, Cond, Inst, LoadKind, decode, decode32};
+pub(crate) use decode::{decode, decode32};
+#[cfg(test)]
+pub(crate) use inst::{AluOp, AluWOp, Cond, Inst, LoadKind};
 #[cfg(test)]
 pub(crate) use rvc::decode16;

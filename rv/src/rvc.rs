@@ -3,7 +3,7 @@
 //! to x0) decode as the instruction they expand to, which changes nothing; reserved encodings
 //! and the floating-point loads and stores decode as [`Inst::Illegal`].
 
-use super::decode::{AluOp, AluWOp, Cond, Inst, LoadKind, field, sext};
+use super::inst::{AluOp, AluWOp, Cond, Inst, LoadKind, field, sext};
 
 /// rd', rs1', rs2': the 3-bit register fields of RVC name x8..x15.
 #[inline(always)]

@@ -247,3 +247,19 @@ impl DeviceBus<'_> {
         self.store(addr, size, value)
     }
 }
+
+/// The `n`th argument of the call (integer class): a0–a7, then 8-byte stack slots.
+pub(super) fn arg(
+    hart: &dpakit_rv::Hart,
+    bus: &mut DeviceBus<'_>,
+    n: usize,
+) -> Result<u64, MemFault> {
+    if n < 8 {
+        Ok(hart.x[dpakit_rv::reg::A0 + n])
+    } else {
+        bus.load(
+            hart.x[dpakit_rv::reg::SP].wrapping_add(8 * (n as u64 - 8)),
+            8,
+        )
+    }
+}

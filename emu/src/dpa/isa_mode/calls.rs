@@ -6,12 +6,12 @@
 //! checked by the bus: inputs are copied in, out-parameters written back, and an immediate the
 //! device API returns becomes readable for the kernel.
 
-use super::bus::DeviceBus;
+use super::bus::{DeviceBus, arg};
 use super::printf;
 use crate::dpa::device_api as native;
-use dpakit_rv::{Bus, Hart, MemFault};
+use dpakit_rv::{Hart, MemFault};
 
-use dpakit_rv::reg::{A0, SP};
+use dpakit_rv::reg::A0;
 
 /// Declares [`DeviceFn`], one variant per DOCA device function, in the list's order (the order
 /// of `dpakit_abi::device::DEVICE_API`).
@@ -40,15 +40,6 @@ macro_rules! device_fn_enum {
 }
 
 dpakit_abi::for_each_device_function!(device_fn_enum);
-
-/// The `n`th argument of the call (integer class): a0–a7, then 8-byte stack slots.
-pub(super) fn arg(hart: &Hart, bus: &mut DeviceBus<'_>, n: usize) -> Result<u64, MemFault> {
-    if n < 8 {
-        Ok(hart.x[A0 + n])
-    } else {
-        bus.load(hart.x[SP].wrapping_add(8 * (n as u64 - 8)), 8)
-    }
-}
 
 /// Copies an immediate the kernel passes: at most 32 bytes are read; a longer length is passed
 /// on for the device function to refuse by its rule.

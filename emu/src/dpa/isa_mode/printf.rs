@@ -23,7 +23,7 @@ struct Args {
 impl Args {
     fn next(&mut self, hart: &Hart, bus: &mut DeviceBus<'_>) -> Result<u64, MemFault> {
         self.next += 1;
-        super::calls::arg(hart, bus, self.next - 1)
+        super::bus::arg(hart, bus, self.next - 1)
     }
 }
 
