@@ -2,8 +2,8 @@
 //!
 //! The soft device can run a DPA kernel from the riscv64 image the kit builds (rustc's
 //! `riscv64imac-unknown-none-elf`, or C from `clang -march=rv64imac`, lp64 ABI) one instruction
-//! at a time: [`decode()`] turns an instruction word (32-bit, or 16-bit compressed, expanded into
-//! the same form) into an [`Inst`], and [`Hart::run`] executes them against a
+//! at a time: `decode` turns an instruction word (32-bit, or 16-bit compressed, expanded into
+//! the same form) into an `Inst`, and [`Hart::run`] executes them against a
 //! [`Bus`] until something needs the caller: an `ecall` (a device call), an `ebreak`, the return
 //! of the called function, an illegal instruction, a refused access, or a spent budget.
 //!
