@@ -47,9 +47,10 @@ commands:
                           for SECS seconds (default 60); targets: capi_sequence,
                           message_decode, wire_peer. Corpus, crashes and logs go to
                           target/fuzz/
-  modules [--strict] [CRATE_DIR...]
+  modules [--strict] [--edges] [CRATE_DIR...]
                           the module dependency graph of the workspace's crates (or those
-                          named) and every circle in it; --strict fails if there is one
+                          named) and every circle in it; --edges lists a circle's edges;
+                          --strict fails if there is one
   bench [--quick]         compile, then run the criterion benches (rtt, throughput, dma,
                           threads) and the latency example; write target/bench/report.json,
                           report.md and latency.svg/.png: every dpakit figure beside its
@@ -102,12 +103,13 @@ fn main() -> ExitCode {
         Some("fuzz") => parse_fuzz(&args[1..]).and_then(|opts| fuzz::run(&opts)),
         Some("modules") => {
             let strict = args[1..].iter().any(|a| a == "--strict");
+            let edges = args[1..].iter().any(|a| a == "--edges");
             let dirs: Vec<String> = args[1..]
                 .iter()
-                .filter(|a| *a != "--strict")
+                .filter(|a| !a.starts_with("--"))
                 .cloned()
                 .collect();
-            modules::run(&dirs, strict)
+            modules::run(&dirs, strict, edges)
         }
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");

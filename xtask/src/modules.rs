@@ -34,7 +34,7 @@ pub struct Graph {
 }
 
 /// Prints each crate's circles; fails if there is one (with `strict`).
-pub fn run(dirs: &[String], strict: bool) -> Result {
+pub fn run(dirs: &[String], strict: bool, edges: bool) -> Result {
     let dirs: Vec<PathBuf> = if dirs.is_empty() {
         CRATES.iter().map(|c| workspace_root().join(c)).collect()
     } else {
@@ -57,6 +57,17 @@ pub fn run(dirs: &[String], strict: bool) -> Result {
             println!("  circle of {}: {}", circle.len(), circle.join(" ↔ "));
             if let Some(path) = graph.cycle_through(circle) {
                 println!("    e.g. {}", path.join(" → "));
+            }
+            if edges {
+                let inside: BTreeSet<&String> = circle.iter().collect();
+                for from in circle {
+                    let to: Vec<&str> = graph.edges[from]
+                        .iter()
+                        .filter(|t| inside.contains(t))
+                        .map(String::as_str)
+                        .collect();
+                    println!("    {from} → {}", to.join(", "));
+                }
             }
         }
         total += circles.len();
