@@ -43,7 +43,7 @@ impl Analysis {
             let _ = writeln!(msg, "  {symbol}  (needed by {})", self.importers[*symbol]);
         }
         msg.push_str(
-            "kernels may call only the DOCA device functions declared in dpakit_dev::sys; an \
+            "kernels may call only the DOCA device functions listed in dpakit_abi::device; an \
              import like this usually means std, alloc or a C library slipped into the kernel \
              build",
         );

@@ -144,7 +144,7 @@ pub fn link(archive: &Path, kernels: &[&str], work: &Path, image: &Path) -> Resu
     toolchain::ensure_debian_packages(&[("clang", "clang")]).map_err(String::from)?;
     std::fs::create_dir_all(work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
     let source = work.join("dpa_runtime.S");
-    std::fs::write(&source, runtime_source(dpakit_dev::sys::DEVICE_API))
+    std::fs::write(&source, runtime_source(dpakit_abi::device::DEVICE_API))
         .map_err(|e| format!("cannot write {}: {e}", source.display()))?;
     let runtime = work.join("dpa_runtime.o");
     run(

@@ -190,7 +190,7 @@ impl Plan {
         let bytes = std::fs::read(&built).map_err(|e| Error::io(&built, e))?;
         let analysis = archive::analyze(&bytes).map_err(Error::of(ErrorKind::Archive))?;
         analysis
-            .check_imports(dpakit_dev::sys::DEVICE_API)
+            .check_imports(dpakit_abi::device::DEVICE_API)
             .map_err(Error::of(ErrorKind::Imports))?;
         if analysis.kernels.is_empty() {
             return Err(Error::new(

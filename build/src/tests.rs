@@ -142,10 +142,14 @@ fn imports_check_names_each_offender() {
         analysis.importers.insert(symbol.into(), member.into());
     }
     let err = analysis
-        .check_imports(dpakit_dev::sys::DEVICE_API)
+        .check_imports(dpakit_abi::device::DEVICE_API)
         .unwrap_err();
     assert!(err.contains("__rust_alloc  (needed by b.o)"), "{err}");
     assert!(!err.contains("doca_dpa_dev_log "), "{err}");
     analysis.imports.remove("__rust_alloc");
-    assert!(analysis.check_imports(dpakit_dev::sys::DEVICE_API).is_ok());
+    assert!(
+        analysis
+            .check_imports(dpakit_abi::device::DEVICE_API)
+            .is_ok()
+    );
 }

@@ -15,7 +15,6 @@
 
 pub mod comch;
 pub mod completion;
-mod device_functions;
 mod kernel;
 pub mod log;
 pub mod mmap;
@@ -27,6 +26,8 @@ pub mod sys;
 pub mod thread;
 
 pub use dpakit_abi as abi;
+/// The list of DOCA device functions, written once in `dpakit-abi`.
+pub use dpakit_abi::for_each_device_function;
 pub use dpakit_abi::kernel::{DpaApp, RawArg, RpcKernel, RpcSignature, ThreadEntry, ThreadKernel};
 pub use dpakit_abi::{AbiError, ImmMessage, Immediate, MAX_IMM_DATA_LEN, Pod, SubmitFlags};
 

@@ -9,17 +9,12 @@
 //! `C-unwind` ABI on the host: the soft device leaves the kernel by unwinding through its frames,
 //! which a plain `C` function would turn into an abort. On the device they are plain `C`.
 
-/// `doca_dpa_dev_comch_consumer_completion_element_t`: one received message, valid until
-/// `doca_dpa_dev_comch_consumer_completion_ack`.
-pub type doca_dpa_dev_comch_consumer_completion_element_t = u64;
-/// `doca_dpa_dev_completion_element_t`: one DPA completion.
-pub type doca_dpa_dev_completion_element_t = u64;
-/// `doca_dpa_dev_completion_type_t`.
-pub type doca_dpa_dev_completion_type_t = u32;
-/// `doca_dpa_dev_log_level_t`.
-pub type doca_dpa_dev_log_level_t = u32;
+pub use dpakit_abi::device::{
+    DEVICE_API, doca_dpa_dev_comch_consumer_completion_element_t,
+    doca_dpa_dev_completion_element_t, doca_dpa_dev_completion_type_t, doca_dpa_dev_log_level_t,
+};
 
-/// Declares every function of the list, with its class's ABI, and [`DEVICE_API`].
+/// Declares every function of the list, with its class's ABI.
 macro_rules! declare_device_functions {
     ($( $(#[$doc:meta])* [$class:ident $abi:literal]
         fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?; )*) => {
@@ -28,9 +23,6 @@ macro_rules! declare_device_functions {
                 @one $class $abi {$(#[$doc])*} $name($($arg: $ty),*) {$(-> $ret)?}
             );
         )*
-
-        /// Every function this module declares: the imports a device object may have.
-        pub const DEVICE_API: &[&str] = &[$(stringify!($name)),*];
     };
     (@one variadic $abi:literal {$($doc:tt)*}
         $name:ident($($arg:ident: $ty:ty),*) {$($ret:tt)*}) => {
@@ -48,4 +40,4 @@ macro_rules! declare_device_functions {
     };
 }
 
-crate::for_each_device_function!(declare_device_functions);
+dpakit_abi::for_each_device_function!(declare_device_functions);

@@ -5,47 +5,7 @@ use std::fmt;
 
 pub use dpakit_abi::ErrorCode;
 
-/// A failed soft-device call: the `doca_error_t` code and a message that names the rule that was
-/// broken and what to do about it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Error {
-    code: ErrorCode,
-    message: Cow<'static, str>,
-}
-
-impl Error {
-    /// An error with `code` and an explanation.
-    pub fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// The DOCA error code.
-    pub fn code(&self) -> ErrorCode {
-        self.code
-    }
-
-    /// The explanation.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<dpakit_abi::AbiError> for Error {
-    fn from(e: dpakit_abi::AbiError) -> Self {
-        Error::new(e.code(), e.to_string())
-    }
-}
+pub use dpakit_abi::Error;
 
 /// The result of a soft-device call.
 pub type Result<T, E = Error> = core::result::Result<T, E>;

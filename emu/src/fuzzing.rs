@@ -2,7 +2,7 @@
 //! Comch wire protocol, the fast path's consumer announcements, where a Comch server listens
 //! and how large a peer's ring is (what a target playing the peer needs to know), and the
 //! object registry's count of live handles (how the C API targets see leaks). Not part of the
-//! API: hidden, unstable, and nothing but the fuzz targets calls it.
+//! API: compiled only with feature `fuzzing`, unstable, and nothing but the fuzz targets calls it.
 
 use crate::capi::fast_path::{ConnShared, FastProducer, RemoteConsumer};
 use crate::error::{Result, bail};

@@ -116,22 +116,74 @@ pub const COMM_CHANNEL_MAX_QUEUE_SIZE: usize = 8191;
 /// (`doca_comm_channel_get_max_service_name_len`); a name has at least one character.
 pub const COMM_CHANNEL_MAX_SERVICE_NAME_LEN: usize = 120;
 
+// Relations the numbers must keep.
+const _: () = assert!(DPA_NUM_CORES * DPA_THREADS_PER_CORE == DPA_MAX_THREADS);
+const _: () = assert!(COMM_CHANNEL_MIN_MSG_SIZE < COMM_CHANNEL_MAX_MSG_SIZE);
+const _: () = assert!(COMM_CHANNEL_MIN_QUEUE_SIZE < COMM_CHANNEL_MAX_QUEUE_SIZE);
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A number as docs/comch.md writes it (`65,536`).
+    fn grouped(n: u64) -> String {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    }
+
+    /// The per-peer limits docs/comch.md promises are the ones the soft device enforces.
     #[test]
-    fn dpa_threads_fill_the_eus() {
-        assert_eq!(DPA_NUM_CORES * DPA_THREADS_PER_CORE, DPA_MAX_THREADS);
+    fn the_documented_per_peer_limits_are_these() {
+        let doc = include_str!("../../docs/comch.md");
+        let row = |label: &str| {
+            doc.lines()
+                .find(|l| l.starts_with(&format!("| {label}")))
+                .unwrap_or_else(|| panic!("docs/comch.md has no `{label}` row"))
+        };
+        let handshakes = row("connections in their handshake");
+        assert!(
+            handshakes.contains(&format!("| {};", COMCH_MAX_PENDING_HANDSHAKES)),
+            "{handshakes}"
+        );
+        assert!(
+            handshakes.contains(&format!(
+                "{} s to send HELLO",
+                COMCH_HANDSHAKE_TIMEOUT_MS / 1000
+            )),
+            "{handshakes}"
+        );
+        let consumers = row("consumers announced per connection");
+        assert!(
+            consumers.contains(&format!("| {} |", COMCH_MAX_CONSUMERS_PER_CONNECTION)),
+            "{consumers}"
+        );
+        let shared = row("memory shared per connection");
+        assert!(
+            shared.contains(&format!(
+                "| {} GiB |",
+                COMCH_MAX_SHARED_BYTES_PER_CONNECTION >> 30
+            )),
+            "{shared}"
+        );
+        let one = row("memory shared by one consumer");
+        assert!(
+            one.contains(&format!("≤ {} GiB", MMAP_MAX_LEN >> 30)),
+            "{one}"
+        );
+        assert!(one.contains(&grouped(CPU_MAX_NUM_TASKS as u64)), "{one}");
     }
 
     #[test]
-    fn values_match_the_documentation() {
-        assert_eq!(MAX_IMM_DATA_LEN, 32);
-        assert_eq!(DPA_MAX_MEMORY, 256 * 1024 * 1024);
-        assert_eq!(MMAP_MAX_LEN, 1024 * 1024 * 1024);
-        assert_eq!(BUF_INVENTORY_MAX_ELEMENTS, 1_048_576);
-        const { assert!(COMM_CHANNEL_MIN_MSG_SIZE < COMM_CHANNEL_MAX_MSG_SIZE) };
-        const { assert!(COMM_CHANNEL_MIN_QUEUE_SIZE < COMM_CHANNEL_MAX_QUEUE_SIZE) };
+    fn numbers_group_by_thousands() {
+        assert_eq!(grouped(65536), "65,536");
+        assert_eq!(grouped(64), "64");
+        assert_eq!(grouped(1_000_000), "1,000,000");
     }
 }

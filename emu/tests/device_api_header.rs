@@ -107,7 +107,7 @@ fn signature_checks() -> String {
             )*
         };
     }
-    dpakit_dev::for_each_device_function!(checks);
+    dpakit_abi::for_each_device_function!(checks);
     c
 }
 
@@ -157,7 +157,7 @@ fn headers_declare_the_listed_device_functions_on_the_dpa() {
 #[test]
 fn every_listed_function_is_checked() {
     let checks = signature_checks();
-    for name in dpakit_dev::sys::DEVICE_API {
+    for name in dpakit_abi::device::DEVICE_API {
         assert!(
             checks.contains(&format!("__typeof__(&{name})")),
             "{name} has no check"

@@ -5,7 +5,6 @@ mod common;
 use common::{DEPTH, Path, echo_app, start_dpa};
 use dpakit_abi::{Echo, ImmMessage};
 use dpakit_emu::dpa::SchedMode;
-use std::time::Duration;
 
 fn run_echo(mode: SchedMode, total: u64) {
     let dpa = start_dpa(echo_app(), mode);
@@ -48,11 +47,19 @@ fn run_echo(mode: SchedMode, total: u64) {
             path.cpu_consumer.post_recv(next_expected).unwrap();
         }
     }
-    // Nothing extra arrives.
-    std::thread::sleep(Duration::from_millis(10));
-    path.pe.progress();
-    assert!(path.received.borrow().is_empty());
+    if let SchedMode::Deterministic { .. } = mode {
+        // Nothing extra arrives: once the DPA is idle and the PE has seen everything, nothing
+        // runs unless asked.
+        dpa.run_until_idle();
+        path.pe.progress();
+        assert!(path.received.borrow().is_empty());
+    }
     assert_eq!(path.dpa.check(), Ok(()));
+}
+
+#[test]
+fn deterministic_echo_delivers_each_message_once_and_nothing_extra() {
+    run_echo(SchedMode::Deterministic { seed: 5 }, 20_000);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! A kernel that never ends cannot be stopped (nor can a hung DPA), but destroying its context
-//! does not hang the host: the worker is left running, with a message, after a bound.
+//! does not hang the host: the worker is left running, with a message, after a bound — and
+//! leaves once the kernel does. (One test in this binary: it counts the process's threads.)
 
 // The kernel's release flags are the test's, not a protocol of the soft device.
 #![allow(clippy::disallowed_types)]
@@ -11,6 +12,7 @@ use dpakit_dev::runtime::CONSUMER_ACK;
 use dpakit_dev::{thread, thread_kernel};
 use dpakit_emu::dpa::{App, DpaThread, SchedMode};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// Lets the endless kernel go once the test is done with it.
 static RELEASE: AtomicBool = AtomicBool::new(false);
@@ -27,8 +29,14 @@ thread_kernel! {
     }
 }
 
+/// The process's threads (`/proc/self/task`).
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").unwrap().count()
+}
+
 #[test]
 fn destroying_a_dpa_whose_kernel_never_ends_returns() {
+    let before = threads();
     let app = App::new("endless")
         .thread_kernel(&ENDLESS)
         .rpc_kernel(&CONSUMER_ACK);
@@ -39,9 +47,26 @@ fn destroying_a_dpa_whose_kernel_never_ends_returns() {
     while !STARTED.load(Ordering::Acquire) {
         std::thread::yield_now();
     }
+    assert!(threads() > before, "the context has a worker");
     // Dropping the thread waits for its activation a while (stop says TIME_OUT), then the
-    // context's drop leaves the worker running instead of hanging.
+    // context's drop leaves the worker running instead of hanging: both waits are bounded.
+    let start = Instant::now();
     drop(looping);
     drop(dpa);
+    let waited = start.elapsed();
+    assert!(
+        waited < Duration::from_secs(40),
+        "destroying took {waited:?}"
+    );
+    assert!(threads() > before, "the worker is still in the kernel");
+    // Once the kernel lets go, the worker it was left on ends too: nothing stays behind.
     RELEASE.store(true, Ordering::Release);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while threads() > before {
+        assert!(
+            Instant::now() < deadline,
+            "the released worker never exited"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

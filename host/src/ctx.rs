@@ -1,6 +1,6 @@
 //! The context state machine every DOCA context follows (`doca_ctx`).
 
-use crate::error::{Error, Result, bail, doca};
+use crate::error::{Result, bail, doca};
 use crate::pe::Pe;
 use dpakit_sys as sys;
 use std::time::{Duration, Instant};
@@ -63,7 +63,7 @@ pub(crate) fn stop_until_idle(ctx: *mut sys::doca_ctx, pe: Option<&Pe>) -> Resul
     match rc {
         sys::DOCA_SUCCESS => return Ok(()),
         sys::DOCA_ERROR_IN_PROGRESS => {}
-        _ => return Err(Error::from_call("doca_ctx_stop", rc)),
+        _ => return Err(crate::error::from_call("doca_ctx_stop", rc)),
     }
     let Some(pe) = pe else {
         bail!(

@@ -2,69 +2,26 @@
 
 use dpakit_abi::ErrorCode;
 use dpakit_sys as sys;
-use std::borrow::Cow;
-use std::fmt;
 
-/// A failed DOCA call: the `doca_error_t` code and a message that names the call, the rule that
-/// was broken and what to do about it. On the soft device the message is the soft device's
-/// diagnostic; on hardware it is DOCA's description of the code.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Error {
-    code: ErrorCode,
-    message: Cow<'static, str>,
-}
+pub use dpakit_abi::Error;
 
-impl Error {
-    /// An error with `code` and an explanation.
-    pub fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
-    }
-
-    /// The DOCA error code.
-    pub fn code(&self) -> ErrorCode {
-        self.code
-    }
-
-    /// The explanation.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// The error a DOCA call returned: `raw` and, on the soft device, its diagnostic of the
-    /// failure (else DOCA's description of the code).
-    #[cold]
-    pub(crate) fn from_call(api: &'static str, raw: sys::doca_error_t) -> Self {
-        let code = ErrorCode::from_raw(raw as i32).unwrap_or(ErrorCode::Unknown);
-        let soft = sys::soft::api().and_then(|soft| {
-            let mut buf = [0u8; 1024];
-            // SAFETY: a writable buffer of its length.
-            let last = unsafe { (soft.last_error)(buf.as_mut_ptr().cast(), buf.len()) };
-            let text = std::ffi::CStr::from_bytes_until_nul(&buf)
-                .ok()?
-                .to_str()
-                .ok()?;
-            (last == raw && text.starts_with(api)).then(|| text.to_string())
-        });
-        let message = soft.unwrap_or_else(|| format!("{api}: {}", code.description()));
-        Error::new(code, message)
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for Error {}
-
-impl From<dpakit_abi::AbiError> for Error {
-    fn from(e: dpakit_abi::AbiError) -> Self {
-        Error::new(e.code(), e.to_string())
-    }
+/// The error a DOCA call returned: `raw` and, on the soft device, its diagnostic of the failure
+/// (else DOCA's description of the code).
+#[cold]
+pub(crate) fn from_call(api: &'static str, raw: sys::doca_error_t) -> Error {
+    let code = ErrorCode::from_raw(raw as i32).unwrap_or(ErrorCode::Unknown);
+    let soft = sys::soft::api().and_then(|soft| {
+        let mut buf = [0u8; 1024];
+        // SAFETY: a writable buffer of its length.
+        let last = unsafe { (soft.last_error)(buf.as_mut_ptr().cast(), buf.len()) };
+        let text = std::ffi::CStr::from_bytes_until_nul(&buf)
+            .ok()?
+            .to_str()
+            .ok()?;
+        (last == raw && text.starts_with(api)).then(|| text.to_string())
+    });
+    let message = soft.unwrap_or_else(|| format!("{api}: {}", code.description()));
+    Error::new(code, message)
 }
 
 /// The result of a dpakit call.
@@ -76,7 +33,7 @@ pub(crate) fn check(api: &'static str, raw: sys::doca_error_t) -> Result<()> {
     if raw == sys::DOCA_SUCCESS {
         Ok(())
     } else {
-        Err(Error::from_call(api, raw))
+        Err(from_call(api, raw))
     }
 }
 

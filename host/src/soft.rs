@@ -4,60 +4,11 @@
 //! [`Dpa::error`] is `None`), so code that uses them still builds for hardware.
 
 use crate::dpa::{Dpa, DpaBuilder, soft_only};
-use crate::error::{Error, Result, bail, check};
-use dpakit_abi::ErrorCode;
+use crate::error::{Result, bail, check};
 use dpakit_sys as sys;
 use dpakit_sys::soft::SoftApi;
 
-/// How the soft device runs activations of a DPA context's threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SchedMode {
-    /// Workers spin on their threads' completion contexts: lowest latency, a core each.
-    BusyPoll,
-    /// Workers sleep until a notification wakes them.
-    Sleep,
-    /// No workers: progress runs one ready activation at a time, chosen by a generator seeded
-    /// with `seed`, and the schedule is recorded ([`Dpa::trace`]).
-    Deterministic {
-        /// Seed of the choice among ready threads.
-        seed: u64,
-    },
-}
-
-/// The soft settings a [`DpaBuilder`] collects.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct DpaSettings {
-    mode: Option<SchedMode>,
-    workers: Option<u32>,
-    pin: Option<Vec<u32>>,
-    exec: Option<ExecMode>,
-    isa_image: Option<std::path::PathBuf>,
-    isa_budget: Option<u64>,
-}
-
-/// How the soft device runs a DPA context's kernels.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ExecMode {
-    /// The kernels compiled for the host run as host code: fastest.
-    #[default]
-    Native,
-    /// The app's DPA image — the riscv64 executable `cargo xtask build-dpa` links, the code the
-    /// DPA would run — runs in the soft device's RV64IMAC interpreter: every load and store is
-    /// checked, each activation has an instruction budget, and instructions and device calls
-    /// are counted ([`DpaThread::isa_profile`](crate::dpa::DpaThread::isa_profile)).
-    Isa,
-}
-
-impl ExecMode {
-    /// `DPAKIT_SOFT_EXEC` from the environment (`native` or `isa`), else native: what the soft
-    /// device itself starts with.
-    pub fn from_env() -> ExecMode {
-        match std::env::var("DPAKIT_SOFT_EXEC").as_deref() {
-            Ok("isa") => ExecMode::Isa,
-            _ => ExecMode::Native,
-        }
-    }
-}
+pub use dpakit_abi::soft::{Ending, ExecMode, SchedMode, SchedStats, TraceEvent};
 
 /// What the soft device's interpreter counted for one DPA thread in ISA mode.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -82,76 +33,6 @@ impl IsaProfile {
 
 fn api(what: &str) -> Result<&'static SoftApi> {
     sys::soft::api().ok_or_else(|| soft_only(what))
-}
-
-impl DpaSettings {
-    /// Applies the settings to a DPA context not started yet. They describe how the soft device
-    /// emulates the DPA; on DOCA's own libraries, where the DPA schedules its threads itself,
-    /// they are ignored, so a program that sets them runs on hardware unchanged.
-    pub(crate) fn apply(&self, dpa: *mut sys::doca_dpa) -> Result<()> {
-        if sys::soft::api().is_none() {
-            return Ok(());
-        }
-        if let Some(mode) = self.mode {
-            let (raw, seed) = match mode {
-                SchedMode::BusyPoll => (sys::soft::SCHED_BUSY_POLL, 0),
-                SchedMode::Sleep => (sys::soft::SCHED_SLEEP, 0),
-                SchedMode::Deterministic { seed } => (sys::soft::SCHED_DETERMINISTIC, seed),
-            };
-            let api = api("the scheduling mode")?;
-            // SAFETY: a live DPA context.
-            check("dpakit_soft_dpa_set_sched_mode", unsafe {
-                (api.dpa_set_sched_mode)(dpa, raw, seed)
-            })?;
-        }
-        if let Some(n) = self.workers {
-            let api = api("the number of workers")?;
-            // SAFETY: a live DPA context.
-            check("dpakit_soft_dpa_set_num_workers", unsafe {
-                (api.dpa_set_num_workers)(dpa, n)
-            })?;
-        }
-        if let Some(exec) = self.exec {
-            let api = api("the execution mode")?;
-            let raw = match exec {
-                ExecMode::Native => sys::soft::EXEC_NATIVE,
-                ExecMode::Isa => sys::soft::EXEC_ISA,
-            };
-            // SAFETY: a live DPA context.
-            check("dpakit_soft_dpa_set_exec_mode", unsafe {
-                (api.dpa_set_exec_mode)(dpa, raw)
-            })?;
-        }
-        if let Some(path) = &self.isa_image {
-            let api = api("the DPA image")?;
-            let Some(c_path) = path.to_str().and_then(|p| std::ffi::CString::new(p).ok()) else {
-                bail!(
-                    InvalidValue,
-                    "the DPA image path {} is not UTF-8 without NUL bytes",
-                    path.display()
-                );
-            };
-            // SAFETY: a live DPA context and a NUL-terminated path.
-            check("dpakit_soft_dpa_set_isa_image", unsafe {
-                (api.dpa_set_isa_image)(dpa, c_path.as_ptr())
-            })?;
-        }
-        if let Some(budget) = self.isa_budget {
-            let api = api("the ISA instruction budget")?;
-            // SAFETY: a live DPA context.
-            check("dpakit_soft_dpa_set_isa_budget", unsafe {
-                (api.dpa_set_isa_budget)(dpa, budget)
-            })?;
-        }
-        if let Some(cpus) = &self.pin {
-            let api = api("pinning workers")?;
-            // SAFETY: a live DPA context and `cpus.len()` readable values.
-            check("dpakit_soft_dpa_set_worker_cpus", unsafe {
-                (api.dpa_set_worker_cpus)(dpa, cpus.as_ptr(), cpus.len() as u32)
-            })?;
-        }
-        Ok(())
-    }
 }
 
 impl DpaBuilder {
@@ -250,39 +131,6 @@ impl crate::dpa::DpaThread {
     }
 }
 
-/// How an activation ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ending {
-    /// `thread_reschedule`: the next trigger runs the kernel again.
-    Reschedule,
-    /// The kernel function returned (like a reschedule).
-    Return,
-    /// `thread_finish`: the thread is never triggered again.
-    Finish,
-    /// A fault; the context holds the error.
-    Fault,
-}
-
-/// One activation, as the deterministic mode records it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TraceEvent {
-    /// Index of the DPA thread.
-    pub thread: usize,
-    /// The thread's activation number, from 1.
-    pub activation: u64,
-    /// How it ended.
-    pub ending: Ending,
-}
-
-/// Scheduler counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SchedStats {
-    /// Activations run.
-    pub activations: u64,
-    /// Worker threads.
-    pub workers: usize,
-}
-
 impl Dpa {
     /// The deterministic schedule so far: its most recent 4,096 activations
     /// (`dpakit_soft_dpa_get_trace`).
@@ -364,26 +212,6 @@ impl Dpa {
 
 /// Activations [`Dpa::run_until_idle`] runs at most in one call.
 pub const RUN_UNTIL_IDLE_LIMIT: usize = 1 << 20;
-
-/// The fatal error of DPA context `dpa`, if the soft device reports one.
-pub(crate) fn dpa_error(dpa: *mut sys::doca_dpa) -> Option<Error> {
-    let api = sys::soft::api()?;
-    // The code alone first: a healthy context, the common case, needs no message buffer.
-    // SAFETY: a live context; a NULL message asks for the code only.
-    if unsafe { (api.dpa_get_error)(dpa, std::ptr::null_mut(), 0) } == sys::DOCA_SUCCESS {
-        return None;
-    }
-    let mut buf = [0u8; 1024];
-    // SAFETY: a live context and a writable buffer of its length.
-    let code = unsafe { (api.dpa_get_error)(dpa, buf.as_mut_ptr().cast(), buf.len()) };
-    let text = std::ffi::CStr::from_bytes_until_nul(&buf)
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Some(Error::new(
-        ErrorCode::from_raw(code as i32).unwrap_or(ErrorCode::Unknown),
-        text,
-    ))
-}
 
 /// Pins the calling thread to `cpu` (benchmarks keep the host side and DPA workers on distinct
 /// cores). Works whatever the DOCA library underneath.

@@ -9,24 +9,34 @@
 //! * [`Pod`] and [`Immediate`]: the unsafe marker traits for types allowed to cross; implement them
 //!   with [`pod_struct!`] and [`impl_immediate!`], which prove the layout rules at compile time.
 //! * Device handles ([`handles`]), submit flags ([`SubmitFlags`]), DOCA error codes ([`ErrorCode`])
-//!   and context states ([`CtxState`]).
+//!   and context states ([`CtxState`]); with feature `alloc`, the CPU side's `Error` (a code and
+//!   the rule that was broken), one type for the soft device and the host API.
 //! * Typed references to kernels and apps ([`kernel`]), and the soft device's app descriptor.
-#![cfg_attr(not(test), no_std)]
+#![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![warn(missing_docs)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
 
 pub mod args;
 mod checksum;
 mod ctx_state;
+pub mod device;
 mod error;
+#[cfg(feature = "alloc")]
+mod failure;
 mod flags;
 pub mod handles;
 pub mod kernel;
 mod message;
 mod pod;
+pub mod soft;
 
 pub use checksum::checksum64;
 pub use ctx_state::CtxState;
 pub use error::{AbiError, ErrorCode};
+#[cfg(feature = "alloc")]
+pub use failure::Error;
 pub use flags::SubmitFlags;
 pub use kernel::{DpaApp, RawArg, RpcKernel, RpcSignature, ThreadEntry, ThreadKernel};
 pub use message::{

@@ -1,8 +1,10 @@
 //! dpakit's build tasks: `cargo xtask <command>`.
 
+mod api;
 mod bench;
 mod build_dpa;
 mod fuzz;
+mod modules;
 mod new_project;
 mod sdk_checks;
 mod setup;
@@ -46,6 +48,13 @@ commands:
                           for SECS seconds (default 60); targets: capi_sequence,
                           message_decode, wire_peer. Corpus, crashes and logs go to
                           target/fuzz/
+  api [--bless]           the public API of dpakit, dpakit-host, dpakit-abi, dpakit-dev and
+                          dpakit-build (rustdoc JSON, nightly) against api/<crate>.txt;
+                          --bless writes the files
+  modules [--strict] [--edges] [CRATE_DIR...]
+                          the module dependency graph of the workspace's crates (or those
+                          named) and every circle in it; --edges lists a circle's edges;
+                          --strict fails if there is one
   bench [--quick]         compile, then run the criterion benches (rtt, throughput, dma,
                           threads) and the latency example; write target/bench/report.json,
                           report.md and latency.svg/.png: every dpakit figure beside its
@@ -96,6 +105,21 @@ fn main() -> ExitCode {
         Some("test") => no_options(&args[1..]).and_then(|()| test::run()),
         Some("bench") => parse_bench(&args[1..]).and_then(|opts| bench::run(&opts)),
         Some("fuzz") => parse_fuzz(&args[1..]).and_then(|opts| fuzz::run(&opts)),
+        Some("api") => match &args[1..] {
+            [] => api::run(false),
+            [flag] if flag == "--bless" => api::run(true),
+            _ => Err(format!("api: expected [--bless]\n\n{USAGE}")),
+        },
+        Some("modules") => {
+            let strict = args[1..].iter().any(|a| a == "--strict");
+            let edges = args[1..].iter().any(|a| a == "--edges");
+            let dirs: Vec<String> = args[1..]
+                .iter()
+                .filter(|a| !a.starts_with("--"))
+                .cloned()
+                .collect();
+            modules::run(&dirs, strict, edges)
+        }
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");
             Ok(())

@@ -1,6 +1,8 @@
 //! `cargo xtask test`: everything CI checks, in the order that fails fastest.
 
-use crate::{Result, build_dpa, fuzz, sdk_checks, setup, soft_sdk, user_projects, workspace_root};
+use crate::{
+    Result, api, build_dpa, fuzz, sdk_checks, setup, soft_sdk, user_projects, workspace_root,
+};
 use std::process::Command;
 
 /// Debian packages the test suite needs, as (command, package): clang for the C header checks
@@ -59,6 +61,11 @@ pub fn run() -> Result {
     // kernel (the soft SDK's dpacc, by hand and with meson), a project from `cargo xtask new`.
     user_projects::c_dpacc_project(&prefix)?;
     user_projects::rust_template()?;
+    // The public API is what api/<crate>.txt says (a change is blessed on purpose).
+    match setup::ensure_nightly_component("rustc") {
+        Ok(()) => api::run(false)?,
+        Err(why) => eprintln!("note: the API check skipped: {why}"),
+    }
     loom()?;
     miri();
     // Each fuzz target for 30 s: regression inputs first, then new ones.
@@ -74,7 +81,16 @@ fn loom() -> Result {
     let target = workspace_root().join("target").join("loom");
     let target = target.to_str().expect("UTF-8 path");
     cargo(
-        &["test", "-p", "dpakit-emu", "--release", "--lib", "loom"],
+        &[
+            "test",
+            "-p",
+            "dpakit-emu",
+            "-p",
+            "dpakit-sync",
+            "--release",
+            "--lib",
+            "loom",
+        ],
         &[("RUSTFLAGS", "--cfg loom"), ("CARGO_TARGET_DIR", target)],
     )
 }
@@ -103,6 +119,8 @@ fn miri() {
             "dpakit-dev",
             "-p",
             "dpakit-emu",
+            "-p",
+            "dpakit-rv",
             "--lib",
         ],
         &[

@@ -293,7 +293,7 @@ impl Plan {
             .map_err(|e| format!("dpacc: cannot read {}: {e}", device_archive.display()))?;
         let analysis = archive::analyze(&bytes).map_err(|e| format!("dpacc: {e}"))?;
         analysis
-            .check_imports(dpakit_dev::sys::DEVICE_API)
+            .check_imports(dpakit_abi::device::DEVICE_API)
             .map_err(|e| format!("dpacc: {e}"))?;
         let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
         let image = dir.join(format!("{}.elf", self.app_name));

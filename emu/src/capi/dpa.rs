@@ -3,7 +3,7 @@
 
 use super::dev::{self, DevObj};
 use super::registry::{self, Kind, Object};
-use super::soft::SoftConfig;
+use super::soft_config::SoftConfig;
 use super::types::*;
 use super::{call, not_idle, out};
 use crate::dpa::{App, Dpa, KernelKind};

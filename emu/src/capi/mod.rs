@@ -36,6 +36,7 @@ mod producer;
 pub(crate) mod registry;
 mod server;
 mod soft;
+mod soft_config;
 mod soft_isa;
 mod sync_event;
 mod task;

@@ -261,6 +261,7 @@ pub(crate) fn register<T: Object>(obj: Box<T>) -> Result<*mut c_void> {
 }
 
 /// How many objects are registered and not yet unregistered.
+#[cfg(feature = "fuzzing")]
 pub(crate) fn live_count() -> usize {
     arena().map_or(0, |arena| {
         let alloc = arena.alloc.lock().unwrap_or_else(|p| p.into_inner());

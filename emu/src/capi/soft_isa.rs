@@ -12,7 +12,7 @@ fn function_names() -> &'static [&'static CStr] {
     use std::sync::OnceLock;
     static NAMES: OnceLock<Vec<&'static CStr>> = OnceLock::new();
     NAMES.get_or_init(|| {
-        dpakit_dev::sys::DEVICE_API
+        dpakit_abi::device::DEVICE_API
             .iter()
             .map(|name| {
                 let owned = std::ffi::CString::new(*name).expect("a C identifier has no NUL");

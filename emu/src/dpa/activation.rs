@@ -19,18 +19,7 @@ use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-/// How an activation ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ending {
-    /// `thread_reschedule`: the next notification runs the kernel again.
-    Reschedule,
-    /// The kernel function returned; treated like a reschedule.
-    Return,
-    /// `thread_finish`: the thread is never triggered again.
-    Finish,
-    /// A panic or device-side misuse; the DPA context holds the error.
-    Fault,
-}
+pub use dpakit_abi::soft::Ending;
 
 /// What device functions need to know about the code calling them.
 pub(crate) struct Current<'a> {

@@ -652,24 +652,3 @@ pub(crate) extern "C" fn dpakit_emu_dev_log(level: u32, message: *const c_char, 
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    /// Every symbol kernels may import has a definition here.
-    #[test]
-    fn every_declared_device_function_is_implemented() {
-        let source = concat!(
-            include_str!("device_api.rs"),
-            include_str!("device_api/sync_event.rs")
-        );
-        let c_source = include_str!("../../csrc/dev_log.c");
-        for symbol in dpakit_dev::sys::DEVICE_API {
-            let defined = source.contains(&format!("fn {symbol}("))
-                || c_source.contains(&format!("void {symbol}("));
-            assert!(
-                defined,
-                "{symbol} is declared in dpakit-dev but not implemented by the soft device"
-            );
-        }
-    }
-}

@@ -7,12 +7,12 @@
 //! handle is reported as a fatal error, never dereferenced.
 
 pub(crate) mod activation;
+mod app;
 pub mod completion;
 pub(crate) mod device_api;
 mod element;
 mod fatal;
 pub(crate) mod grace;
-pub(crate) mod isa;
 pub(crate) mod isa_mode;
 pub(crate) mod memory;
 pub(crate) mod parking;
@@ -28,8 +28,8 @@ use crate::sync::Ordering;
 use crate::sync::plain::AtomicU16;
 use crate::table::Table;
 use completion::{ConsumerCompletionShared, DpaCompletionShared, NotificationShared};
-use dpakit_abi::kernel::{RPC_MAX_ARGS, SoftApp, SoftKernel};
-use dpakit_dev::{RpcKernel, RpcSignature, ThreadKernel};
+use dpakit_abi::kernel::RPC_MAX_ARGS;
+use dpakit_abi::{RpcKernel, RpcSignature};
 use fatal::Fatal;
 use memory::DeviceMemory;
 use sched::{Scheduler, SchedulerConfig};
@@ -38,6 +38,7 @@ use std::sync::Arc;
 use thread::ThreadShared;
 
 pub use activation::Ending;
+pub use app::{App, AppKernel, KernelKind};
 pub use completion::{
     ConsumerCompletion, ConsumerCompletionBuilder, DpaCompletion, NotificationCompletion,
 };
@@ -46,256 +47,6 @@ pub use memory::DevPtr;
 pub use sched::{SchedMode, SchedStats, TRACE_CAPACITY, TraceEvent, pin_current_thread};
 pub use sync_event::SyncEventExport;
 pub use thread::{DpaThread, DpaThreadBuilder};
-
-/// Whether a kernel runs as a DPA thread or as an RPC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KernelKind {
-    /// `void kernel(uint64_t arg)`, run by `doca_dpa_thread`s.
-    Thread,
-    /// `uint64_t kernel(uint64_t…)`, run once by `doca_dpa_rpc`.
-    Rpc,
-}
-
-/// One kernel of an [`App`]: its name and its host-compiled entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AppKernel {
-    /// The kernel's symbol name.
-    pub name: &'static str,
-    /// The address host code passes as `doca_dpa_func_t *`.
-    pub entry: usize,
-    /// Thread or RPC.
-    pub kind: KernelKind,
-    /// Arguments the kernel takes.
-    pub num_args: u32,
-}
-
-/// `doca_dpa_app`: the kernels a DPA program contains. Threads and RPCs may only run kernels the
-/// app lists, as on the device, where a function outside the app does not exist.
-#[derive(Clone, Debug, Default)]
-pub struct App {
-    name: &'static str,
-    kernels: Vec<AppKernel>,
-    /// The app's DPA image (riscv64), which ISA mode runs, when the app names one.
-    image: Option<std::path::PathBuf>,
-}
-
-impl App {
-    /// An app named `name` (the DOCA app symbol, e.g. `dpakit_kernels`).
-    pub fn new(name: &'static str) -> Self {
-        Self {
-            name,
-            kernels: Vec::new(),
-            image: None,
-        }
-    }
-
-    /// Names the app's DPA image: the riscv64 executable `cargo xtask build-dpa` links, which the
-    /// soft device runs in ISA mode.
-    pub fn image(mut self, path: impl Into<std::path::PathBuf>) -> Self {
-        self.image = Some(path.into());
-        self
-    }
-
-    /// The DPA image the app names, if any.
-    pub fn image_path(&self) -> Option<&std::path::Path> {
-        self.image.as_deref()
-    }
-
-    /// Adds a thread kernel (of any argument type: the model deals in raw `u64`s).
-    pub fn thread_kernel<A>(mut self, kernel: &ThreadKernel<A>) -> Self {
-        self.kernels.push(AppKernel {
-            name: kernel.name(),
-            entry: kernel.func() as usize,
-            kind: KernelKind::Thread,
-            num_args: 1,
-        });
-        self
-    }
-
-    /// Adds an RPC kernel.
-    pub fn rpc_kernel<F: RpcSignature>(mut self, kernel: &RpcKernel<F>) -> Self {
-        self.kernels.push(AppKernel {
-            name: kernel.name(),
-            entry: kernel.func() as usize,
-            kind: KernelKind::Rpc,
-            num_args: F::NUM_ARGS as u32,
-        });
-        self
-    }
-
-    /// The app a `struct doca_dpa_app *` names on the soft device: a [`SoftApp`] descriptor,
-    /// read without trusting the pointer (`INVALID_VALUE` for anything that is not one).
-    pub fn from_symbol(app: *const std::ffi::c_void) -> Result<App> {
-        use crate::checked_read::{intern, read_array, read_c_string, read_value};
-        // The fields every version has; `image` follows from version 2 on.
-        #[derive(Clone, Copy)]
-        #[repr(C)]
-        struct Header {
-            magic: u64,
-            version: u32,
-            num_kernels: u32,
-            name: *const std::ffi::c_char,
-            kernels: *const SoftKernel,
-        }
-        const _: () = assert!(
-            std::mem::offset_of!(SoftApp, image) == size_of::<Header>()
-                && std::mem::offset_of!(SoftApp, kernels) == std::mem::offset_of!(Header, kernels)
-        );
-        let header = app.cast::<Header>();
-        // SAFETY: Header holds integers and raw pointers, valid for any bits.
-        let desc = unsafe { read_value(header, "the DPA app") }?;
-        if desc.magic != SoftApp::MAGIC {
-            bail!(
-                InvalidValue,
-                "{app:p} is not a DPA app of the soft device (no dpakit app descriptor there): \
-                 pass the app symbol of a dpakit app library (dpa_app!, DPAKIT_SOFT_APP or \
-                 `cargo xtask build-dpa`)"
-            );
-        }
-        if desc.version != SoftApp::VERSION && desc.version != SoftApp::VERSION_1 {
-            bail!(
-                UnsupportedVersion,
-                "DPA app descriptor version {} is not {} (rebuild the app with this dpakit)",
-                desc.version,
-                SoftApp::VERSION
-            );
-        }
-        let image = if desc.version >= 2 {
-            // SAFETY: a pointer is valid for any bits; the read is checked.
-            let path = unsafe {
-                read_value(
-                    app.cast::<u8>()
-                        .wrapping_add(size_of::<Header>())
-                        .cast::<*const std::ffi::c_char>(),
-                    "the DPA app's image",
-                )
-            }?;
-            (!path.is_null())
-                .then(|| {
-                    crate::checked_read::read_c_string_limited(
-                        path,
-                        4096,
-                        "the DPA app's image path",
-                    )
-                })
-                .transpose()?
-                .map(std::path::PathBuf::from)
-        } else {
-            None
-        };
-        if desc.num_kernels > 4096 {
-            bail!(
-                InvalidValue,
-                "DPA app claims {} kernels (at most 4096)",
-                desc.num_kernels
-            );
-        }
-        let name = intern(&read_c_string(desc.name, "the DPA app's name")?);
-        let raw = {
-            #[derive(Clone, Copy, Default)]
-            #[repr(C)]
-            struct Raw([usize; 3]);
-            const _: () = assert!(size_of::<Raw>() == size_of::<SoftKernel>());
-            // SAFETY: Raw is plain integers of SoftKernel's size and alignment.
-            unsafe {
-                read_array(
-                    desc.kernels.cast::<Raw>(),
-                    desc.num_kernels as usize,
-                    "the DPA app's kernels",
-                )
-            }?
-        };
-        let mut kernels = Vec::with_capacity(raw.len());
-        for (i, r) in raw.iter().enumerate() {
-            // SAFETY: Raw and SoftKernel have the same size; SoftKernel is integers and pointers.
-            let k: SoftKernel = unsafe { std::mem::transmute(*r) };
-            let kname = intern(&read_c_string(k.name, "a kernel name of the DPA app")?);
-            let kind = match k.kind {
-                SoftKernel::THREAD if k.num_args == 1 => KernelKind::Thread,
-                SoftKernel::RPC if k.num_args as usize <= RPC_MAX_ARGS => KernelKind::Rpc,
-                _ => bail!(
-                    InvalidValue,
-                    "kernel {i} (`{kname}`) of DPA app `{name}` has kind {} with {} arguments: \
-                     a thread kernel takes 1, an RPC at most {RPC_MAX_ARGS}",
-                    k.kind,
-                    k.num_args
-                ),
-            };
-            if k.entry.is_null() {
-                bail!(
-                    InvalidValue,
-                    "kernel `{kname}` of DPA app `{name}` has no entry"
-                );
-            }
-            kernels.push(AppKernel {
-                name: kname,
-                entry: k.entry as usize,
-                kind,
-                num_args: k.num_args,
-            });
-        }
-        Ok(App {
-            name,
-            kernels,
-            image,
-        })
-    }
-
-    /// The app's name.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// Every kernel of the app.
-    pub fn kernels(&self) -> &[AppKernel] {
-        &self.kernels
-    }
-
-    /// The kernel of `kind` at `entry`, if the app has one.
-    pub fn kernel(&self, entry: usize, kind: KernelKind) -> Option<&AppKernel> {
-        self.kernels
-            .iter()
-            .find(|k| k.entry == entry && k.kind == kind)
-    }
-
-    /// `NOT_FOUND` naming the app when it has no kernel of `kind` at `entry`.
-    fn require(&self, entry: usize, kind: KernelKind) -> Result<&AppKernel> {
-        self.kernel(entry, kind).ok_or_else(|| {
-            let named = self
-                .kernels
-                .iter()
-                .find(|k| k.entry == entry)
-                .map(|k| {
-                    format!(
-                        " (`{}` is a{} kernel)",
-                        k.name,
-                        match k.kind {
-                            KernelKind::Thread => " thread",
-                            KernelKind::Rpc => "n RPC",
-                        }
-                    )
-                })
-                .unwrap_or_default();
-            crate::error::err(
-                crate::error::ErrorCode::NotFound,
-                format!(
-                    "{entry:#x} is not {} kernel of DPA app `{}`{named}; its {} kernels are [{}]",
-                    match kind {
-                        KernelKind::Thread => "a thread",
-                        KernelKind::Rpc => "an RPC",
-                    },
-                    self.name,
-                    self.kernels.len(),
-                    self.kernels
-                        .iter()
-                        .map(|k| k.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )
-        })
-    }
-}
 
 /// Kinds of objects a kernel names by handle; the kind is part of the handle.
 #[repr(u8)]
@@ -339,7 +90,7 @@ impl fmt::Debug for DpaShared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Dpa")
             .field("id", &self.id)
-            .field("app", &self.app.name)
+            .field("app", &self.app.name())
             .field("state", &self.state.get())
             .finish()
     }

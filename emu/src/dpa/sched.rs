@@ -27,20 +27,7 @@ const QUIESCENT_EVERY: u32 = 256;
 /// How long destroying a DPA context waits for a worker to leave a kernel activation.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
-/// How activations are run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SchedMode {
-    /// Workers spin on their run queues: lowest latency, one core per worker.
-    BusyPoll,
-    /// Workers sleep when idle and are woken by notifications.
-    Sleep,
-    /// No workers: the host runs one ready activation at a time ([`Dpa::step`](super::Dpa::step)),
-    /// chosen by a generator seeded with this value, so a run is reproducible.
-    Deterministic {
-        /// Seed of the choice among ready threads.
-        seed: u64,
-    },
-}
+pub use dpakit_abi::soft::{SchedMode, SchedStats, TraceEvent};
 
 #[derive(Debug, Clone)]
 pub(crate) struct SchedulerConfig {
@@ -62,26 +49,6 @@ impl Default for SchedulerConfig {
 /// Activations the deterministic trace keeps (the most recent ones): a long run's trace must
 /// not grow without bound.
 pub const TRACE_CAPACITY: usize = 1 << 12;
-
-/// One activation, as recorded in deterministic mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TraceEvent {
-    /// Index of the DPA thread.
-    pub thread: usize,
-    /// The thread's activation number, from 1.
-    pub activation: u64,
-    /// How it ended.
-    pub ending: Ending,
-}
-
-/// Scheduler counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SchedStats {
-    /// Activations run.
-    pub activations: u64,
-    /// Worker threads.
-    pub workers: usize,
-}
 
 struct Worker {
     /// Busy-poll mode: the threads this worker scans (null: removed).

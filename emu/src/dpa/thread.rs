@@ -10,7 +10,7 @@ use crate::error::{Result, bail};
 use crate::ring::CompletionRing;
 use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use corosensei::stack::DefaultStack;
-use dpakit_dev::{ThreadEntry, ThreadKernel};
+use dpakit_abi::{ThreadEntry, ThreadKernel};
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::sync::Arc;
@@ -19,20 +19,7 @@ use std::sync::Arc;
 /// only touched as used.
 const STACK_SIZE: usize = 256 * 1024;
 
-pub(crate) mod flags {
-    /// `doca_dpa_thread_run` was called: notifications trigger activations.
-    pub const RUN: u32 = 1 << 0;
-    /// In a worker's run queue.
-    pub const QUEUED: u32 = 1 << 1;
-    /// An activation is executing.
-    pub const ACTIVE: u32 = 1 << 2;
-    /// Notified while queued, active or not yet running: run (again) afterwards.
-    pub const PENDING: u32 = 1 << 3;
-    /// `thread_finish` was called or the thread was stopped.
-    pub const FINISHED: u32 = 1 << 4;
-    /// The thread's kernel faulted (panic or device-side misuse).
-    pub const FAULTED: u32 = 1 << 5;
-}
+pub(crate) use super::thread_state::flags;
 
 /// Completion contexts one thread can have attached (each one a trigger the busy-poll scan
 /// checks), the same in every scheduling mode.

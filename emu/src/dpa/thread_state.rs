@@ -3,8 +3,24 @@
 //! twice nor activated twice at once, and no activation starts after `stop` returns (the loom
 //! models below).
 
-use super::thread::flags::*;
+use flags::*;
 use crate::sync::{AtomicU32, Ordering};
+
+/// The bits of a thread's state word.
+pub(crate) mod flags {
+    /// `doca_dpa_thread_run` was called: notifications trigger activations.
+    pub const RUN: u32 = 1 << 0;
+    /// In a worker's run queue.
+    pub const QUEUED: u32 = 1 << 1;
+    /// An activation is executing.
+    pub const ACTIVE: u32 = 1 << 2;
+    /// Notified while queued, active or not yet running: run (again) afterwards.
+    pub const PENDING: u32 = 1 << 3;
+    /// `thread_finish` was called or the thread was stopped.
+    pub const FINISHED: u32 = 1 << 4;
+    /// The thread's kernel faulted (panic or device-side misuse).
+    pub const FAULTED: u32 = 1 << 5;
+}
 
 /// The state word of one DPA thread.
 #[derive(Debug)]

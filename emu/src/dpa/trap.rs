@@ -14,7 +14,7 @@
 //! addresses before they touch them and hold no lock while a kernel's pointer is dereferenced.
 
 use super::DpaShared;
-use super::activation::Ending;
+use dpakit_abi::soft::Ending;
 use crate::error::{ErrorCode, err};
 use corosensei::trap::CoroutineTrapHandler;
 use std::cell::Cell;

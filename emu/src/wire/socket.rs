@@ -271,6 +271,7 @@ impl SeqPacket {
     }
 
     /// A connected pair, both ends in this process.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn pair() -> Result<(SeqPacket, SeqPacket)> {
         let mut fds = [0; 2];
         // SAFETY: `fds` has room for the two descriptors.

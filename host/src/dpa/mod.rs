@@ -3,6 +3,7 @@
 
 mod affinity;
 mod completion;
+mod soft_settings;
 mod thread;
 
 pub use affinity::EuAffinity;
@@ -10,6 +11,7 @@ pub use completion::{
     ConsumerCompletion, ConsumerCompletionBuilder, DpaCompletion, NotificationCompletion,
 };
 pub use dpakit_abi::handles::DevPtr;
+pub(crate) use soft_settings::soft_only;
 pub use thread::{ArgsBlock, DpaThread, DpaThreadBuilder};
 
 /// A DPA app (`struct doca_dpa_app *`): made by `dpa_app!` beside the kernels.
@@ -20,7 +22,7 @@ use crate::error::{Error, Result, bail, check, doca};
 use crate::mmap::Mmap;
 use dpakit_abi::handles::MmapHandle;
 use dpakit_abi::kernel::RPC_MAX_ARGS;
-use dpakit_abi::{ErrorCode, Pod, RpcKernel, RpcSignature};
+use dpakit_abi::{Pod, RpcKernel, RpcSignature};
 use dpakit_sys as sys;
 use std::fmt;
 use std::rc::Rc;
@@ -31,7 +33,7 @@ use std::rc::Rc;
 pub struct DpaBuilder {
     dev: Dev,
     app: Option<&'static App>,
-    pub(crate) soft: crate::soft::DpaSettings,
+    pub(crate) soft: soft_settings::DpaSettings,
 }
 
 struct DpaInner {
@@ -142,7 +144,7 @@ impl Dpa {
     /// acking more credits than the queue holds), if any. Reported by the soft device; DOCA on
     /// hardware has no such query, so this is `None` there.
     pub fn error(&self) -> Option<Error> {
-        crate::soft::dpa_error(self.inner.raw)
+        soft_settings::dpa_error(self.inner.raw)
     }
 
     /// `Err` with the fatal error if there was one.
@@ -247,12 +249,4 @@ impl Dpa {
     pub fn mmap_handle(&self, mmap: &Mmap) -> Result<MmapHandle> {
         mmap.dpa_handle(&self.inner.dev)
     }
-}
-
-/// `NOT_SUPPORTED` for a soft-only feature on a library that is not the soft device.
-pub(crate) fn soft_only(what: &str) -> Error {
-    Error::new(
-        ErrorCode::NotSupported,
-        format!("{what} is a control of the soft device, and the DOCA library in use is not it"),
-    )
 }

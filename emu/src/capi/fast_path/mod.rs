@@ -414,6 +414,7 @@ pub(crate) fn share_mmap(addr: *mut u8, len: usize) -> Result<SharedMemory> {
 }
 
 /// Bytes of a ring of `depth` receives as a peer announces it (`None` where it overflows).
+#[cfg(feature = "fuzzing")]
 pub(crate) fn ring_bytes(depth: u64) -> Option<usize> {
     ring::Ring::checked_bytes(depth)
 }
@@ -521,24 +522,69 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "memfd and mmap are system calls miri does not run")]
     fn ring_counters_a_peer_set_to_the_maximum_wrap_around() {
-        use crate::fuzzing::{SharedFiles, consumer_announcement};
         let depth = 4u64;
         let len = ring::Ring::bytes(depth);
-        let msg = crate::wire::proto::consumer_new(1, depth, 32, len as u64, 4096);
-        // The peer's ring: a receive posted at the last index before the counters wrap.
-        let mut ring = vec![0u8; len];
-        ring[..8].copy_from_slice(&u64::MAX.to_le_bytes()); // posts claimed
-        ring[192..200].copy_from_slice(&1u64.to_le_bytes()); // alive
-        let post = 256 + 3 * 24; // u64::MAX % 4
-        ring[post + 8..post + 16].copy_from_slice(&64u64.to_le_bytes()); // capacity
-        let files = SharedFiles {
-            ring_len: len,
-            ring: &ring,
-            data_len: 4096,
-            sealed: true,
-            num_fds: 3,
-            wake_socket: true,
+        // The peer's ring: one receive posted at the last index before the counters wrap.
+        let ring_fd = memfd(c"ring", len).unwrap();
+        let mut bytes = vec![0u8; len];
+        bytes[..8].copy_from_slice(&u64::MAX.to_le_bytes()); // posts claimed
+        bytes[192..200].copy_from_slice(&1u64.to_le_bytes()); // alive
+        let post = 256 + 3 * 24; // slot u64::MAX % 4
+        bytes[post + 8..post + 16].copy_from_slice(&64u64.to_le_bytes()); // capacity
+        bytes[post + 16..post + 20].copy_from_slice(&7u32.to_le_bytes()); // task
+        // SAFETY: writes `bytes` (a live buffer) at offset 0 of our memfd.
+        let written = unsafe { libc::pwrite(ring_fd.as_raw_fd(), bytes.as_ptr().cast(), len, 0) };
+        assert_eq!(written, len as isize);
+        let data_fd = memfd(c"data", 4096).unwrap();
+        let (wake, _peer_end) = stream_pair();
+        let fds = vec![
+            ring_fd.try_clone().unwrap(),
+            data_fd.try_clone().unwrap(),
+            wake,
+        ];
+        let consumer = RemoteConsumer::attach(1, depth, 32, len as u64, 4096, fds).unwrap();
+        let (ours, _theirs) = SeqPacket::pair().unwrap();
+        let shared = ConnShared::new(&ours).unwrap();
+        shared.add_remote(consumer).unwrap();
+        let sent = FastProducer::new(shared, 5)
+            .try_send(1, b"data", b"imm")
+            .unwrap();
+        assert!(matches!(sent, Attempt::Sent));
+
+        // The peer's view: the claim counter wrapped to 0, the completion names the receive,
+        // the data landed at the receive's offset.
+        let view = ring::Ring::attach(Mapping::map(ring_fd.as_raw_fd(), len).unwrap(), depth);
+        let done = view.next(0).expect("a completion in slot 0");
+        assert_eq!((done.task, done.producer, done.len), (7, 5, 4));
+        assert_eq!(&done.imm[..done.imm_len as usize], b"imm");
+        let mut head = [0u8; 8];
+        // SAFETY: reads 8 bytes at offset 0 of our memfd into a live buffer.
+        unsafe { libc::pread(ring_fd.as_raw_fd(), head.as_mut_ptr().cast(), 8, 0) };
+        assert_eq!(
+            u64::from_le_bytes(head),
+            0,
+            "the claim counter wrapped around"
+        );
+        let mut data = [0u8; 4];
+        // SAFETY: as above, from the data file.
+        unsafe { libc::pread(data_fd.as_raw_fd(), data.as_mut_ptr().cast(), 4, 0) };
+        assert_eq!(&data, b"data");
+    }
+
+    /// One end of a stream socket pair, and the other.
+    fn stream_pair() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: room for two descriptors; checked.
+        let rc = unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
         };
-        consumer_announcement(&msg, &files, b"data", b"imm").unwrap();
+        assert_eq!(rc, 0);
+        // SAFETY: two fresh descriptors nothing else owns.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
     }
 }

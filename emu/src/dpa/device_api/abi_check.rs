@@ -1,5 +1,5 @@
 //! Compile-time proof that the soft device implements the device ABI exactly as `dpakit-dev`
-//! lists it ([`dpakit_dev::for_each_device_function!`]).
+//! lists it ([`dpakit_abi::for_each_device_function!`]).
 //!
 //! For every listed function the parent module must define a function of that name whose item
 //! coerces to the safe fn-pointer type built from the list: same ABI, same argument and return
@@ -29,9 +29,16 @@ macro_rules! check_implementations {
     (@one $class:ident $abi:literal $name:ident($($ty:ty),*) {$($ret:tt)*}) => {
         const _: extern $abi fn($($ty),*) $($ret)* = super::$name;
     };
-    // Defined in C: the declaration in dpakit-dev names the same symbol.
-    (@address variadic $name:ident) => { dpakit_dev::sys::$name as *const () };
+    // Defined in C (csrc/dev_log.c).
+    (@address variadic $name:ident) => { c_defined::$name as *const () };
     (@address $class:ident $name:ident) => { super::$name as *const () };
 }
 
-dpakit_dev::for_each_device_function!(check_implementations);
+/// The variadic device functions, defined in C; declared here to take their addresses.
+mod c_defined {
+    unsafe extern "C" {
+        pub fn doca_dpa_dev_log(log_level: u32, format: *const core::ffi::c_char, ...);
+    }
+}
+
+dpakit_abi::for_each_device_function!(check_implementations);

@@ -6,12 +6,12 @@
 //! context's memory, a write to its own code — is refused, and the interpreter turns the refusal
 //! into a fatal error naming the kernel, the instruction and the address.
 
-use super::image::Image;
 use crate::dpa::DpaShared;
-use crate::dpa::isa::Access;
-use crate::dpa::isa::{AmoOp, Bus, FaultReason, MemFault};
 use crate::dpa::memory::with_mmaps;
 use crate::sync::emulated;
+use dpakit_rv::Access;
+use dpakit_rv::Image;
+use dpakit_rv::{AmoOp, Bus, FaultReason, MemFault};
 
 /// A range the kernel was found or given to reach.
 #[derive(Clone, Copy, Debug, Default)]
@@ -245,5 +245,21 @@ impl DeviceBus<'_> {
             });
         }
         self.store(addr, size, value)
+    }
+}
+
+/// The `n`th argument of the call (integer class): a0–a7, then 8-byte stack slots.
+pub(super) fn arg(
+    hart: &dpakit_rv::Hart,
+    bus: &mut DeviceBus<'_>,
+    n: usize,
+) -> Result<u64, MemFault> {
+    if n < 8 {
+        Ok(hart.x[dpakit_rv::reg::A0 + n])
+    } else {
+        bus.load(
+            hart.x[dpakit_rv::reg::SP].wrapping_add(8 * (n as u64 - 8)),
+            8,
+        )
     }
 }

@@ -6,15 +6,15 @@
 //! checked by the bus: inputs are copied in, out-parameters written back, and an immediate the
 //! device API returns becomes readable for the kernel.
 
-use super::bus::DeviceBus;
+use super::bus::{DeviceBus, arg};
 use super::printf;
 use crate::dpa::device_api as native;
-use crate::dpa::isa::{Bus, Hart, MemFault};
+use dpakit_rv::{Hart, MemFault};
 
-use crate::dpa::isa::reg::{A0, SP};
+use dpakit_rv::reg::A0;
 
 /// Declares [`DeviceFn`], one variant per DOCA device function, in the list's order (the order
-/// of `dpakit_dev::sys::DEVICE_API`).
+/// of `dpakit_abi::device::DEVICE_API`).
 macro_rules! device_fn_enum {
     ($( $(#[$doc:meta])* [$class:ident $abi:literal]
         fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?; )*) => {
@@ -39,16 +39,7 @@ macro_rules! device_fn_enum {
     };
 }
 
-dpakit_dev::for_each_device_function!(device_fn_enum);
-
-/// The `n`th argument of the call (integer class): a0–a7, then 8-byte stack slots.
-pub(super) fn arg(hart: &Hart, bus: &mut DeviceBus<'_>, n: usize) -> Result<u64, MemFault> {
-    if n < 8 {
-        Ok(hart.x[A0 + n])
-    } else {
-        bus.load(hart.x[SP].wrapping_add(8 * (n as u64 - 8)), 8)
-    }
-}
+dpakit_abi::for_each_device_function!(device_fn_enum);
 
 /// Copies an immediate the kernel passes: at most 32 bytes are read; a longer length is passed
 /// on for the device function to refuse by its rule.
@@ -215,6 +206,6 @@ mod tests {
     #[test]
     fn the_enum_follows_the_device_api_list() {
         let names: Vec<&str> = DeviceFn::ALL.iter().map(|f| f.name()).collect();
-        assert_eq!(names, dpakit_dev::sys::DEVICE_API);
+        assert_eq!(names, dpakit_abi::device::DEVICE_API);
     }
 }

@@ -1,292 +1,24 @@
-//! Loading a DPA image: the riscv64 executable `cargo xtask build-dpa` links from the kernels and
-//! the device runtime.
-//!
-//! The image is position-independent. It is copied into memory of the DPA context at an address
-//! the soft device chooses, its relative relocations are applied, and from then on every address
-//! in it is a host address: the kernel, the soft device and the host program all name the same
-//! byte the same way, as they do for DPA memory and mmaps.
+//! The DPA image a context in ISA mode runs, found and loaded with dpakit-rv's loader.
 
 use crate::error::{Result, bail, err};
-use dpakit_dev::sys::DEVICE_API;
-use object::elf;
-use object::read::elf::{Dyn, ElfFile64, FileHeader, ProgramHeader};
-use object::{Endianness, Object, ObjectSymbol, SymbolKind};
+use dpakit_abi::device::DEVICE_API;
+use dpakit_rv::Image;
 use std::path::Path;
 
-/// Largest image the soft device loads (DPA programs are kilobytes; this bounds a bad file).
-const MAX_IMAGE_SIZE: u64 = 64 << 20;
-
-/// Page granule of the image's segments.
-const PAGE: u64 = 4096;
-
-/// What a segment of the image allows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Perm {
-    pub write: bool,
-    pub exec: bool,
-}
-
-/// One loaded segment, in host addresses.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Segment {
-    pub start: u64,
-    pub end: u64,
-    pub perm: Perm,
-}
-
-/// A function symbol of the image, in host addresses.
-#[derive(Clone, Debug)]
-pub(crate) struct Symbol {
-    pub start: u64,
-    pub size: u64,
-    pub name: String,
-}
-
-/// 4 KiB-aligned storage for the loaded image.
-#[repr(C, align(4096))]
-#[derive(Clone, Copy)]
-struct Page([u8; PAGE as usize]);
-
-/// A loaded image.
-pub(crate) struct Image {
-    /// Where it came from (diagnostics).
-    pub path: String,
-    /// The storage every segment lives in; its address is the image's load bias.
-    memory: Box<[Page]>,
-    pub segments: Vec<Segment>,
-    /// Function symbols, by address.
-    pub symbols: Vec<Symbol>,
-    /// For each entry of [`DEVICE_API`], the address of its runtime stub's `ecall` (0 when the
-    /// image does not call it).
-    pub stubs: Vec<u64>,
-}
-
-impl std::fmt::Debug for Image {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Image")
-            .field("path", &self.path)
-            .field("bias", &format_args!("{:#x}", self.bias()))
-            .field("segments", &self.segments)
-            .finish()
-    }
-}
-
-impl Image {
-    /// Reads and loads the image at `path`.
-    pub(crate) fn load(path: &Path) -> Result<Image> {
-        let data = std::fs::read(path).map_err(|e| {
-            err(
-                crate::error::ErrorCode::NotFound,
-                format!(
-                    "cannot read the DPA image {}: {e} (build it with `cargo xtask build-dpa \
-                     --release`)",
-                    path.display()
-                ),
-            )
-        })?;
-        Self::parse(&data, &path.display().to_string())
-    }
-
-    /// Loads an image from its bytes; `path` names it in errors.
-    pub(crate) fn parse(data: &[u8], path: &str) -> Result<Image> {
-        let bad = |why: String| {
-            err(
-                crate::error::ErrorCode::InvalidValue,
-                format!("{path} is not a DPA image the soft device can run: {why}"),
-            )
-        };
-        let file = ElfFile64::<Endianness>::parse(data).map_err(|e| bad(e.to_string()))?;
-        let header = file.elf_header();
-        let endian = file.endian();
-        if header.e_machine(endian) != elf::EM_RISCV || !file.is_little_endian() {
-            return Err(bad("not a little-endian riscv64 ELF file".into()));
-        }
-        if header.e_type(endian) != elf::ET_DYN {
-            return Err(bad(
-                "not position-independent (link it with -pie, as build-dpa does)".into(),
-            ));
-        }
-        let loads: Vec<_> = file
-            .elf_program_headers()
-            .iter()
-            .filter(|ph| ph.p_type(endian) == elf::PT_LOAD)
-            .collect();
-        let span_end = loads
-            .iter()
-            .map(|ph| ph.p_vaddr(endian).checked_add(ph.p_memsz(endian)))
-            .try_fold(0u64, |end, e| e.map(|e| end.max(e)))
-            .ok_or_else(|| bad("a segment wraps the address space".into()))?;
-        if loads.is_empty() || span_end > MAX_IMAGE_SIZE {
-            return Err(bad(format!(
-                "{} loadable segments spanning {span_end} bytes (at most {MAX_IMAGE_SIZE})",
-                loads.len()
-            )));
-        }
-        let pages = span_end.div_ceil(PAGE) as usize;
-        let mut memory = vec![Page([0; PAGE as usize]); pages].into_boxed_slice();
-        let bias = memory.as_mut_ptr() as u64;
-        let bytes = memory_bytes(&mut memory);
-        let mut segments = Vec::new();
-        for ph in &loads {
-            let (vaddr, memsz) = (ph.p_vaddr(endian), ph.p_memsz(endian));
-            let contents = ph
-                .data(endian, data)
-                .map_err(|_| bad("a segment lies outside the file".into()))?;
-            if contents.len() as u64 > memsz {
-                return Err(bad("a segment has more file bytes than memory".into()));
-            }
-            let at = vaddr as usize;
-            bytes[at..at + contents.len()].copy_from_slice(contents);
-            let flags = ph.p_flags(endian);
-            segments.push(Segment {
-                start: bias + vaddr,
-                end: bias + vaddr + memsz,
-                perm: Perm {
-                    write: flags & elf::PF_W != 0,
-                    exec: flags & elf::PF_X != 0,
-                },
-            });
-        }
-        relocate(&file, data, bytes, bias).map_err(bad)?;
-
-        let mut symbols: Vec<Symbol> = file
-            .symbols()
-            .filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
-            .filter_map(|s| {
-                Some(Symbol {
-                    start: bias + s.address(),
-                    size: s.size(),
-                    name: s.name().ok()?.to_string(),
-                })
-            })
-            .collect();
-        symbols.sort_by_key(|s| s.start);
-        let stubs = DEVICE_API
-            .iter()
-            .map(|name| {
-                symbols
-                    .iter()
-                    .find(|s| s.name == *name)
-                    .map_or(0, |s| s.start)
-            })
-            .collect();
-        Ok(Image {
-            path: path.to_string(),
-            memory,
-            segments,
-            symbols,
-            stubs,
-        })
-    }
-
-    /// The host address of the image's address 0.
-    pub(crate) fn bias(&self) -> u64 {
-        self.memory.as_ptr() as u64
-    }
-
-    /// The address of function `name`, if the image defines it.
-    pub(crate) fn function(&self, name: &str) -> Option<u64> {
-        self.symbols
-            .iter()
-            .find(|s| s.name == name)
-            .map(|s| s.start)
-    }
-
-    /// The device function whose runtime stub has its `ecall` at `pc`: an index into
-    /// [`DEVICE_API`].
-    #[inline]
-    pub(crate) fn stub_at(&self, pc: u64) -> Option<usize> {
-        self.stubs.iter().position(|&s| s == pc && s != 0)
-    }
-
-    /// `pc` as `symbol+offset (image offset …)` for diagnostics.
-    pub(crate) fn describe(&self, pc: u64) -> String {
-        let offset = pc.wrapping_sub(self.bias());
-        let inside = self.segments.iter().any(|s| (s.start..s.end).contains(&pc));
-        if !inside {
-            return format!("{pc:#x}, outside the image");
-        }
-        let symbol = self
-            .symbols
-            .iter()
-            .rev()
-            .find(|s| s.start <= pc && pc < s.start + s.size.max(1));
-        match symbol {
-            Some(s) => format!(
-                "{pc:#x}: {}+{:#x}, image offset {offset:#x}",
-                s.name,
-                pc - s.start
+/// Reads and loads the image at `path`, its runtime stubs named after the device API.
+pub(crate) fn load(path: &Path) -> Result<Image> {
+    let data = std::fs::read(path).map_err(|e| {
+        err(
+            crate::error::ErrorCode::NotFound,
+            format!(
+                "cannot read the DPA image {}: {e} (build it with `cargo xtask build-dpa \
+                 --release`)",
+                path.display()
             ),
-            None => format!("{pc:#x}: image offset {offset:#x}"),
-        }
-    }
-}
-
-fn memory_bytes(memory: &mut [Page]) -> &mut [u8] {
-    let len = std::mem::size_of_val(memory);
-    // SAFETY: Page is plain bytes without padding; the slice covers exactly the boxed pages,
-    // borrowed mutably for the returned lifetime.
-    unsafe { std::slice::from_raw_parts_mut(memory.as_mut_ptr().cast::<u8>(), len) }
-}
-
-/// Applies the image's dynamic relocations: only `R_RISCV_RELATIVE` (an address inside the
-/// image) may appear; anything else would need a symbol the image does not define.
-fn relocate(
-    file: &ElfFile64<'_, Endianness>,
-    data: &[u8],
-    bytes: &mut [u8],
-    bias: u64,
-) -> std::result::Result<(), String> {
-    let endian = file.endian();
-    let Some(dynamic) = file
-        .elf_program_headers()
-        .iter()
-        .find(|ph| ph.p_type(endian) == elf::PT_DYNAMIC)
-    else {
-        return Ok(());
-    };
-    let entries: &[elf::Dyn64<Endianness>] = dynamic
-        .dynamic(endian, data)
-        .map_err(|e| e.to_string())?
-        .unwrap_or(&[]);
-    let (mut rela, mut rela_size) = (None, 0u64);
-    for entry in entries {
-        match entry.tag32(endian) {
-            Some(elf::DT_RELA) => rela = Some(entry.d_val(endian)),
-            Some(elf::DT_RELASZ) => rela_size = entry.d_val(endian),
-            Some(elf::DT_REL) | Some(elf::DT_JMPREL) => {
-                return Err("it has REL or PLT relocations (link with -pie only)".into());
-            }
-            _ => {}
-        }
-    }
-    let Some(rela) = rela else { return Ok(()) };
-    // The relocation table is inside a loaded segment; read it from the loaded bytes.
-    let table = bytes
-        .get(rela as usize..)
-        .and_then(|t| t.get(..rela_size as usize))
-        .ok_or("its relocation table lies outside the image")?
-        .to_vec();
-    let size = std::mem::size_of::<elf::Rela64<Endianness>>();
-    for raw in table.chunks_exact(size) {
-        let (offset, info, addend) = (
-            u64::from_le_bytes(raw[0..8].try_into().expect("8 bytes")),
-            u64::from_le_bytes(raw[8..16].try_into().expect("8 bytes")),
-            i64::from_le_bytes(raw[16..24].try_into().expect("8 bytes")),
-        );
-        let kind = (info & 0xffff_ffff) as u32;
-        if kind != elf::R_RISCV_RELATIVE {
-            return Err(format!(
-                "relocation type {kind} at {offset:#x} (only RELATIVE)"
-            ));
-        }
-        let target = bytes
-            .get_mut(offset as usize..)
-            .and_then(|t| t.get_mut(..8))
-            .ok_or_else(|| format!("a relocation at {offset:#x} lies outside the image"))?;
-        target.copy_from_slice(&bias.wrapping_add_signed(addend).to_le_bytes());
-    }
-    Ok(())
+        )
+    })?;
+    Image::parse(&data, &path.display().to_string(), DEVICE_API)
+        .map_err(|e| err(crate::error::ErrorCode::InvalidValue, e.to_string()))
 }
 
 /// The image a DPA context in ISA mode runs: the path asked for (the builder's, else
@@ -309,6 +41,6 @@ pub(crate) fn resolve(
             app.name()
         );
     };
-    let image = Image::load(&path)?;
+    let image = load(&path)?;
     Ok((image, path))
 }

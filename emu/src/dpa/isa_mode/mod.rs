@@ -18,26 +18,18 @@ mod image;
 mod printf;
 
 use super::activation::{Current, with_current};
-use super::isa::{Access, FaultReason, Hart, MemFault, Stop};
 use crate::error::{ErrorCode, Result};
 use crate::sync::Ordering;
 use crate::sync::plain::AtomicU64;
 use bus::DeviceBus;
 use calls::DeviceFn;
+use dpakit_rv::{Access, FaultReason, Hart, MemFault, Stop};
 use std::cell::Cell;
 use std::path::PathBuf;
 
-pub(crate) use image::Image;
+pub(crate) use dpakit_rv::Image;
 
-/// How a DPA context runs its kernels.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ExecMode {
-    /// Kernels compiled for the host run as host code (fastest).
-    #[default]
-    Native,
-    /// The app's riscv64 image runs in the RV64IMAC interpreter, every access checked.
-    Isa,
-}
+pub use dpakit_abi::soft::ExecMode;
 
 /// Instructions one activation may retire by default before it is stopped as a runaway loop.
 pub const DEFAULT_BUDGET: u64 = 100_000_000;
@@ -136,7 +128,7 @@ pub struct Profile {
     pub instructions: u64,
     /// The most one activation retired.
     pub max_instructions: u64,
-    /// Device calls by function, in `dpakit_dev::sys::DEVICE_API` order.
+    /// Device calls by function, in `dpakit_abi::device::DEVICE_API` order.
     pub calls: Vec<u64>,
 }
 

@@ -6,14 +6,14 @@
 //! RV64IMAC). A conversion the formatter does not know is copied as written.
 
 use super::bus::DeviceBus;
-use crate::dpa::isa::{Bus, Hart, MemFault};
+use dpakit_rv::{Bus, Hart, MemFault};
 
 /// Longest message, as native mode's C formatter allows.
 pub(crate) const MAX_MESSAGE: usize = 511;
 /// Longest format string or `%s` argument read from the kernel.
 const MAX_STRING: u64 = 1024;
 
-use crate::dpa::isa::reg::A0;
+use dpakit_rv::reg::A0;
 
 /// Reads the variadic arguments in order: a2–a7, then the caller's stack.
 struct Args {
@@ -23,7 +23,7 @@ struct Args {
 impl Args {
     fn next(&mut self, hart: &Hart, bus: &mut DeviceBus<'_>) -> Result<u64, MemFault> {
         self.next += 1;
-        super::calls::arg(hart, bus, self.next - 1)
+        super::bus::arg(hart, bus, self.next - 1)
     }
 }
 

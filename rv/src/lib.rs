@@ -1,9 +1,9 @@
-//! A RISC-V RV64IMAC interpreter core for the soft device's ISA mode.
+//! A RISC-V RV64IMAC interpreter core and DPA image loader, for dpakit's soft device's ISA mode.
 //!
 //! The soft device can run a DPA kernel from the riscv64 image the kit builds (rustc's
 //! `riscv64imac-unknown-none-elf`, or C from `clang -march=rv64imac`, lp64 ABI) one instruction
-//! at a time: [`decode()`] turns an instruction word (32-bit, or 16-bit compressed, expanded into
-//! the same form) into an [`Inst`], and [`Hart::run`] executes them against a
+//! at a time: `decode` turns an instruction word (32-bit, or 16-bit compressed, expanded into
+//! the same form) into an `Inst`, and [`Hart::run`] executes them against a
 //! [`Bus`] until something needs the caller: an `ecall` (a device call), an `ebreak`, the return
 //! of the called function, an illegal instruction, a refused access, or a spent budget.
 //!
@@ -22,17 +22,30 @@
 //! The hart is a single user-mode RV64IMAC hart with the user counters of Zicsr: no F/D, no
 //! vector, no privileged instructions; those decode as illegal and stop the run.
 
+//!
+//! [`Image`] loads the position-independent riscv64 executable a kernel crate is linked into
+//! (dpakit-build's `<lib>.elf`) at a host address, applies its relative relocations and names
+//! its functions and its device-function stubs, so every address the hart uses is a host address.
+#![warn(missing_docs)]
+// One unsafe block: the loaded image's pages seen as bytes (see `image::memory_bytes`).
+#![deny(unsafe_code)]
+
 mod bus;
 mod decode;
 mod hart;
+mod image;
+mod inst;
 mod rvc;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
-pub(crate) use hart::{Hart, Stop, reg};
+pub use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
+pub use hart::{Hart, Stop, reg};
+pub use image::{Image, ImageError, Perm, Segment, Symbol};
 // The decoder, for the tests.
 #[cfg(test)]
-pub(crate) use decode::{AluOp, AluWOp, Cond, Inst, LoadKind, decode, decode32};
+pub(crate) use decode::{decode, decode32};
+#[cfg(test)]
+pub(crate) use inst::{AluOp, AluWOp, Cond, Inst, LoadKind};
 #[cfg(test)]
 pub(crate) use rvc::decode16;

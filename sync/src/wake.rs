@@ -1,22 +1,22 @@
 //! The arm-then-check wake-up handshake between a side that sleeps and a side that publishes
-//! work: the PE's notification handle ([`crate::pe`]) and the DPA completion contexts that
-//! trigger a thread ([`crate::dpa::completion`]).
+//! work (in the soft device: the PE's notification handle and the DPA completion contexts that
+//! trigger a thread).
 //!
 //! The sleeper arms, runs a barrier, then checks for work; the publisher publishes, runs a
 //! barrier, then checks the arming. With a full barrier on each side, one of the two checks sees
 //! the other side's write, and the swap that consumes the arming lets exactly one of them fire:
 //! a wake-up is never lost and never doubled (the loom models below).
 
-use crate::sync::{AtomicBool, Ordering, fence};
+use crate::{AtomicBool, Ordering, fence};
 
 /// Whether the sleeping side asked to be woken.
 #[derive(Debug)]
-pub(crate) struct Arm {
+pub struct Arm {
     armed: AtomicBool,
 }
 
 impl Arm {
-    pub(crate) fn new(armed: bool) -> Self {
+    pub fn new(armed: bool) -> Self {
         Self {
             armed: AtomicBool::new(armed),
         }
@@ -25,7 +25,7 @@ impl Arm {
     /// Sleeper side: arms, runs `barrier` (pairs with the publisher's), then, if `waiting` says
     /// work is already there, takes the arming back. True when the caller must fire now.
     #[inline]
-    pub(crate) fn request(&self, barrier: impl FnOnce(), waiting: impl FnOnce() -> bool) -> bool {
+    pub fn request(&self, barrier: impl FnOnce(), waiting: impl FnOnce() -> bool) -> bool {
         self.armed.store(true, Ordering::SeqCst);
         barrier();
         waiting() && self.take()
@@ -34,31 +34,31 @@ impl Arm {
     /// Publisher side, after publishing its work and running its barrier: consumes the arming
     /// if there is one. True when the caller must fire. One load while nobody is armed.
     #[inline]
-    pub(crate) fn take_after_barrier(&self) -> bool {
+    pub fn take_after_barrier(&self) -> bool {
         self.armed.load(Ordering::Relaxed) && self.take()
     }
 
     /// Consumes the arming: true for exactly one caller per arming.
     #[inline]
-    pub(crate) fn take(&self) -> bool {
+    pub fn take(&self) -> bool {
         self.armed.swap(false, Ordering::AcqRel)
     }
 
     /// The sleeper woke up: no wake-up is wanted any more.
     #[inline]
-    pub(crate) fn disarm(&self) {
+    pub fn disarm(&self) {
         self.armed.store(false, Ordering::Release);
     }
 
     /// Sets the flag where only one thread ever reads and writes it (no handshake).
     #[inline]
-    pub(crate) fn set_local(&self, armed: bool) {
+    pub fn set_local(&self, armed: bool) {
         self.armed.store(armed, Ordering::Relaxed);
     }
 
     /// Reads the flag where only one thread ever reads and writes it.
     #[inline]
-    pub(crate) fn is_armed_local(&self) -> bool {
+    pub fn is_armed_local(&self) -> bool {
         self.armed.load(Ordering::Relaxed)
     }
 }
@@ -68,10 +68,10 @@ impl Arm {
 /// check sees the work. With membarrier the heavy half runs on the (rare) sleeping side and
 /// this, the datapath side, is only a compiler fence.
 #[inline]
-pub(crate) fn light_barrier() {
+pub fn light_barrier() {
     #[cfg(not(loom))]
     if membarrier::asymmetric() {
-        crate::sync::compiler_fence(Ordering::SeqCst);
+        crate::compiler_fence(Ordering::SeqCst);
         return;
     }
     fence(Ordering::SeqCst);
@@ -80,7 +80,7 @@ pub(crate) fn light_barrier() {
 /// The sleeping side's barrier: a full barrier on every running thread of the process where
 /// the kernel offers it, else a plain fence. Loom models it as the plain fence (the fallback
 /// path); that membarrier upgrades the other side's compiler fence is the kernel's contract.
-pub(crate) fn heavy_barrier() {
+pub fn heavy_barrier() {
     #[cfg(not(loom))]
     if membarrier::heavy() {
         return;
@@ -140,7 +140,7 @@ mod loom_tests {
     /// Exactly one side fires: none would be a lost wake-up, two a doubled one. Three
     /// preemptions: a full search of two publishers takes minutes and finds nothing more.
     fn exactly_one_fires(publishers: usize) {
-        crate::sync::model(3, move || {
+        crate::model(3, move || {
             let arm = Arc::new(Arm::new(false));
             let work = Arc::new(AtomicUsize::new(0));
             let fired = Arc::new(AtomicUsize::new(0));

@@ -1,10 +1,31 @@
 //! The list of DOCA device functions: the one place their names and C signatures are written.
 //!
 //! [`for_each_device_function!`](crate::for_each_device_function) hands the whole list to a
-//! macro of the caller's, which generates what it needs from it: [`sys`](crate::sys) its
-//! `extern` declarations and `DEVICE_API` (the imports `cargo xtask build-dpa` allows), the soft
+//! macro of the caller's, which generates what it needs from it: `dpakit-dev`'s `sys` its
+//! `extern` declarations, [`DEVICE_API`] here (the imports a device build may have), the soft
 //! device a compile-time check that it implements each function with exactly this signature, and
 //! the soft device's C header test a `_Static_assert` per function.
+
+#![allow(non_camel_case_types)]
+
+/// `doca_dpa_dev_comch_consumer_completion_element_t`: one received message, valid until
+/// `doca_dpa_dev_comch_consumer_completion_ack`.
+pub type doca_dpa_dev_comch_consumer_completion_element_t = u64;
+/// `doca_dpa_dev_completion_element_t`: one DPA completion.
+pub type doca_dpa_dev_completion_element_t = u64;
+/// `doca_dpa_dev_completion_type_t`.
+pub type doca_dpa_dev_completion_type_t = u32;
+/// `doca_dpa_dev_log_level_t`.
+pub type doca_dpa_dev_log_level_t = u32;
+
+macro_rules! names {
+    ($( $(#[$doc:meta])* [$class:ident $abi:literal]
+        fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?; )*) => {
+        /// Every DOCA device function, by name: the imports a device object may have.
+        pub const DEVICE_API: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+crate::for_each_device_function!(names);
 
 /// Calls macro `$callback` once with every DOCA device function kernels may call.
 ///
@@ -24,7 +45,7 @@
 ///         [$(stringify!($name)),*]
 ///     };
 /// }
-/// let names = dpakit_dev::for_each_device_function!(names);
+/// let names = dpakit_abi::for_each_device_function!(names);
 /// assert!(names.contains(&"doca_dpa_dev_thread_reschedule"));
 /// ```
 #[macro_export]
@@ -67,16 +88,16 @@ macro_rules! __device_function_list {
             /// Takes the next received message; returns 1 and fills `comp_element`, or 0 when none.
             [call "C"] fn doca_dpa_dev_comch_consumer_get_completion(
                 consumer_comp: u64,
-                comp_element: *mut $crate::sys::doca_dpa_dev_comch_consumer_completion_element_t
+                comp_element: *mut $crate::device::doca_dpa_dev_comch_consumer_completion_element_t
             ) -> ::core::ffi::c_int;
             /// The immediate of a received message and, through `imm_length`, its length.
             [call "C"] fn doca_dpa_dev_comch_consumer_get_completion_imm(
-                comp_element: $crate::sys::doca_dpa_dev_comch_consumer_completion_element_t,
+                comp_element: $crate::device::doca_dpa_dev_comch_consumer_completion_element_t,
                 imm_length: *mut u32
             ) -> *const u8;
             /// The id of the CPU producer that sent a received message.
             [call "C"] fn doca_dpa_dev_comch_consumer_get_completion_producer_id(
-                comp_element: $crate::sys::doca_dpa_dev_comch_consumer_completion_element_t
+                comp_element: $crate::device::doca_dpa_dev_comch_consumer_completion_element_t
             ) -> u32;
             /// Releases `num_comp` read completions; their immediate pointers become invalid.
             [call "C"] fn doca_dpa_dev_comch_consumer_completion_ack(
@@ -125,15 +146,15 @@ macro_rules! __device_function_list {
             /// Takes the next DPA completion; returns 1 and fills `comp_element`, or 0 when none.
             [call "C"] fn doca_dpa_dev_get_completion(
                 dpa_comp: u64,
-                comp_element: *mut $crate::sys::doca_dpa_dev_completion_element_t
+                comp_element: *mut $crate::device::doca_dpa_dev_completion_element_t
             ) -> ::core::ffi::c_int;
             /// The type of a DPA completion.
             [call "C"] fn doca_dpa_dev_get_completion_type(
-                comp_element: $crate::sys::doca_dpa_dev_completion_element_t
-            ) -> $crate::sys::doca_dpa_dev_completion_type_t;
+                comp_element: $crate::device::doca_dpa_dev_completion_element_t
+            ) -> $crate::device::doca_dpa_dev_completion_type_t;
             /// The user data of the context that produced a DPA completion.
             [call "C"] fn doca_dpa_dev_get_completion_user_data(
-                comp_element: $crate::sys::doca_dpa_dev_completion_element_t
+                comp_element: $crate::device::doca_dpa_dev_completion_element_t
             ) -> u32;
             /// Releases `num_comp` read DPA completions.
             [call "C"] fn doca_dpa_dev_completion_ack(dpa_comp: u64, num_comp: u64);
@@ -154,7 +175,7 @@ macro_rules! __device_function_list {
             // Logging.
             /// Logs a printf-style message to the host at `log_level`.
             [variadic "C"] fn doca_dpa_dev_log(
-                log_level: $crate::sys::doca_dpa_dev_log_level_t,
+                log_level: $crate::device::doca_dpa_dev_log_level_t,
                 format: *const ::core::ffi::c_char
             );
 

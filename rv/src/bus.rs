@@ -2,7 +2,7 @@
 
 /// The kind of a memory access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Access {
+pub enum Access {
     /// An instruction fetch.
     Fetch,
     /// A load, including `lr.w`/`lr.d` (the reservation lives in the hart, the read is plain).
@@ -16,7 +16,7 @@ pub(crate) enum Access {
 /// Why an access was refused. The bus decides all but [`Misaligned`](Self::Misaligned), which
 /// the hart raises itself before calling the bus.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum FaultReason {
+pub enum FaultReason {
     /// No region is mapped at the address (or the access runs off the end of one).
     Unmapped,
     /// A store or atomic to a region the kernel may only read.
@@ -29,7 +29,7 @@ pub(crate) enum FaultReason {
 
 /// A refused access: what was accessed, how, and why not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct MemFault {
+pub struct MemFault {
     /// The first byte of the access.
     pub addr: u64,
     /// Its size in bytes: 1, 2, 4 or 8 (2 for a fetch: instructions are fetched in halves).
@@ -42,7 +42,7 @@ pub(crate) struct MemFault {
 
 /// The operation of an atomic read-modify-write (`amo<op>.w`/`.d`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AmoOp {
+pub enum AmoOp {
     /// Stores the operand.
     Swap,
     /// Stores old + operand (wrapping).
@@ -95,7 +95,7 @@ impl AmoOp {
 /// little-endian and zero-extended; `size` is 1, 2, 4 or 8; the hart only passes naturally
 /// aligned addresses to `load`, `store`, `amo` and `cas`, and values already truncated to `size`
 /// bytes.
-pub(crate) trait Bus {
+pub trait Bus {
     /// 16 bits of instruction at `addr` (2-byte aligned; a 32-bit instruction is fetched as two
     /// halves).
     fn fetch16(&mut self, addr: u64) -> Result<u16, MemFault>;

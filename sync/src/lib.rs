@@ -1,4 +1,5 @@
-//! Atomics and cells for the soft device's lock-free code: the crate's only way to atomics.
+//! Atomics and cells for the soft device's lock-free code: its only way to atomics, and the
+//! wake-up handshake ([`wake`]) built on them.
 //!
 //! Everything comes from `loom` under `cfg(loom)`, so the same code can be model-checked, and
 //! from `core` otherwise. `UnsafeCell` has loom's shape (`with` / `with_mut` instead of `get`)
@@ -10,39 +11,39 @@
 //! build, for what is no protocol between threads (ids, statistics, configuration) and for
 //! statics, which loom's atomics cannot initialise in a const context.
 
-// A facade for the whole crate: not every item has a user in every build.
+// A facade: not every item has a user in every build.
 #![allow(unused_imports, dead_code)]
 // The one place the std atomics are named.
 #![allow(clippy::disallowed_types)]
 
+pub mod wake;
+
 #[cfg(loom)]
-pub(crate) use loom::cell::UnsafeCell;
+pub use loom::cell::UnsafeCell;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{
+pub use loom::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, fence,
 };
 
 #[cfg(loom)]
-pub(crate) use loom::sync::Mutex;
+pub use loom::sync::Mutex;
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::fence;
+pub use core::sync::atomic::fence;
 /// A lock held across atomics of a model: loom's under `cfg(loom)`, whose threads share one OS
 /// thread and would deadlock on a std one.
 #[cfg(not(loom))]
-pub(crate) use std::sync::Mutex;
+pub use std::sync::Mutex;
 #[cfg(not(loom))]
-pub(crate) use wrapped::{
-    AtomicBool, AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, AtomicUsize,
-};
+pub use wrapped::{AtomicBool, AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, AtomicUsize};
 
-pub(crate) use core::sync::atomic::{Ordering, compiler_fence};
+pub use core::sync::atomic::{Ordering, compiler_fence};
 
 /// Atomics loom never models, in every build: ids, statistics and configuration values that no
 /// thread waits on or publishes data through, and statics. Never a protocol between threads:
 /// those use the atomics at the root of this module.
-pub(crate) mod plain {
-    pub(crate) use super::wrapped::{
+pub mod plain {
+    pub use super::wrapped::{
         AtomicBool, AtomicPtr, AtomicU8, AtomicU16, AtomicU32, AtomicU64, AtomicUsize,
     };
 }
@@ -55,27 +56,27 @@ mod wrapped {
         ($($name:ident($int:ty)),* $(,)?) => {$(
             #[derive(Debug, Default)]
             #[repr(transparent)]
-            pub(crate) struct $name(a::$name);
+            pub struct $name(a::$name);
 
             impl $name {
                 #[inline]
-                pub(crate) const fn new(v: $int) -> Self {
+                pub const fn new(v: $int) -> Self {
                     Self(a::$name::new(v))
                 }
                 #[inline]
-                pub(crate) fn load(&self, order: Ordering) -> $int {
+                pub fn load(&self, order: Ordering) -> $int {
                     self.0.load(order)
                 }
                 #[inline]
-                pub(crate) fn store(&self, v: $int, order: Ordering) {
+                pub fn store(&self, v: $int, order: Ordering) {
                     self.0.store(v, order)
                 }
                 #[inline]
-                pub(crate) fn swap(&self, v: $int, order: Ordering) -> $int {
+                pub fn swap(&self, v: $int, order: Ordering) -> $int {
                     self.0.swap(v, order)
                 }
                 #[inline]
-                pub(crate) fn compare_exchange(
+                pub fn compare_exchange(
                     &self,
                     current: $int,
                     new: $int,
@@ -85,7 +86,7 @@ mod wrapped {
                     self.0.compare_exchange(current, new, success, failure)
                 }
                 #[inline]
-                pub(crate) fn compare_exchange_weak(
+                pub fn compare_exchange_weak(
                     &self,
                     current: $int,
                     new: $int,
@@ -95,23 +96,23 @@ mod wrapped {
                     self.0.compare_exchange_weak(current, new, success, failure)
                 }
                 #[inline]
-                pub(crate) fn fetch_add(&self, v: $int, order: Ordering) -> $int {
+                pub fn fetch_add(&self, v: $int, order: Ordering) -> $int {
                     self.0.fetch_add(v, order)
                 }
                 #[inline]
-                pub(crate) fn fetch_sub(&self, v: $int, order: Ordering) -> $int {
+                pub fn fetch_sub(&self, v: $int, order: Ordering) -> $int {
                     self.0.fetch_sub(v, order)
                 }
                 #[inline]
-                pub(crate) fn fetch_and(&self, v: $int, order: Ordering) -> $int {
+                pub fn fetch_and(&self, v: $int, order: Ordering) -> $int {
                     self.0.fetch_and(v, order)
                 }
                 #[inline]
-                pub(crate) fn fetch_or(&self, v: $int, order: Ordering) -> $int {
+                pub fn fetch_or(&self, v: $int, order: Ordering) -> $int {
                     self.0.fetch_or(v, order)
                 }
                 #[inline]
-                pub(crate) fn fetch_max(&self, v: $int, order: Ordering) -> $int {
+                pub fn fetch_max(&self, v: $int, order: Ordering) -> $int {
                     self.0.fetch_max(v, order)
                 }
             }
@@ -128,27 +129,27 @@ mod wrapped {
 
     #[derive(Debug, Default)]
     #[repr(transparent)]
-    pub(crate) struct AtomicBool(a::AtomicBool);
+    pub struct AtomicBool(a::AtomicBool);
 
     impl AtomicBool {
         #[inline]
-        pub(crate) const fn new(v: bool) -> Self {
+        pub const fn new(v: bool) -> Self {
             Self(a::AtomicBool::new(v))
         }
         #[inline]
-        pub(crate) fn load(&self, order: Ordering) -> bool {
+        pub fn load(&self, order: Ordering) -> bool {
             self.0.load(order)
         }
         #[inline]
-        pub(crate) fn store(&self, v: bool, order: Ordering) {
+        pub fn store(&self, v: bool, order: Ordering) {
             self.0.store(v, order)
         }
         #[inline]
-        pub(crate) fn swap(&self, v: bool, order: Ordering) -> bool {
+        pub fn swap(&self, v: bool, order: Ordering) -> bool {
             self.0.swap(v, order)
         }
         #[inline]
-        pub(crate) fn compare_exchange(
+        pub fn compare_exchange(
             &self,
             current: bool,
             new: bool,
@@ -160,7 +161,7 @@ mod wrapped {
     }
 
     #[repr(transparent)]
-    pub(crate) struct AtomicPtr<T>(a::AtomicPtr<T>);
+    pub struct AtomicPtr<T>(a::AtomicPtr<T>);
 
     // By hand: derives would require `T: Debug` / `T: Default`.
     impl<T> core::fmt::Debug for AtomicPtr<T> {
@@ -177,23 +178,23 @@ mod wrapped {
 
     impl<T> AtomicPtr<T> {
         #[inline]
-        pub(crate) const fn new(p: *mut T) -> Self {
+        pub const fn new(p: *mut T) -> Self {
             Self(a::AtomicPtr::new(p))
         }
         #[inline]
-        pub(crate) fn load(&self, order: Ordering) -> *mut T {
+        pub fn load(&self, order: Ordering) -> *mut T {
             self.0.load(order)
         }
         #[inline]
-        pub(crate) fn store(&self, p: *mut T, order: Ordering) {
+        pub fn store(&self, p: *mut T, order: Ordering) {
             self.0.store(p, order)
         }
         #[inline]
-        pub(crate) fn swap(&self, p: *mut T, order: Ordering) -> *mut T {
+        pub fn swap(&self, p: *mut T, order: Ordering) -> *mut T {
             self.0.swap(p, order)
         }
         #[inline]
-        pub(crate) fn compare_exchange(
+        pub fn compare_exchange(
             &self,
             current: *mut T,
             new: *mut T,
@@ -208,8 +209,8 @@ mod wrapped {
 /// Runs a loom model with at most `preemptions` preemptions per execution (`LOOM_MAX_PREEMPTIONS`
 /// overrides it). Bounded models explore every interleaving with that many forced switches,
 /// which finds the bugs of small protocols in seconds instead of minutes.
-#[cfg(all(test, loom))]
-pub(crate) fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+#[cfg(loom)]
+pub fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound.get_or_insert(preemptions);
     builder.check(f);
@@ -217,7 +218,7 @@ pub(crate) fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
 
 /// A busy-wait hint. Under loom it yields, which loom needs to explore spin loops at all.
 #[inline]
-pub(crate) fn spin_loop() {
+pub fn spin_loop() {
     #[cfg(loom)]
     loom::thread::yield_now();
     #[cfg(not(loom))]
@@ -228,24 +229,24 @@ pub(crate) fn spin_loop() {
 #[cfg(not(loom))]
 #[derive(Debug, Default)]
 #[repr(transparent)]
-pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
+pub struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
 
 #[cfg(not(loom))]
 impl<T> UnsafeCell<T> {
     #[inline]
-    pub(crate) const fn new(value: T) -> Self {
+    pub const fn new(value: T) -> Self {
         Self(core::cell::UnsafeCell::new(value))
     }
 
     /// Calls `f` with a pointer for reading the contents.
     #[inline]
-    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+    pub fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
         f(self.0.get())
     }
 
     /// Calls `f` with a pointer for writing the contents.
     #[inline]
-    pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+    pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
         f(self.0.get())
     }
 }
@@ -254,7 +255,7 @@ impl<T> UnsafeCell<T> {
 /// fetches lines in pairs, and some Arm cores have 128-byte lines.
 #[repr(align(128))]
 #[derive(Debug, Default)]
-pub(crate) struct CachePadded<T>(pub T);
+pub struct CachePadded<T>(pub T);
 
 impl<T> core::ops::Deref for CachePadded<T> {
     type Target = T;
@@ -270,7 +271,7 @@ impl<T> core::ops::Deref for CachePadded<T> {
 /// access of its size, so a kernel reading memory the host writes at the same time is a race
 /// of the emulated program, never a data race of the soft device. Plain (not modelled by loom):
 /// the emulated program's own protocols are not the soft device's.
-pub(crate) mod emulated {
+pub mod emulated {
     use core::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
     /// Loads `size` (1, 2, 4 or 8) bytes at `addr`, zero-extended.
@@ -278,7 +279,7 @@ pub(crate) mod emulated {
     /// # Safety
     /// `addr` is aligned to `size` and valid for reads of `size` bytes.
     #[inline]
-    pub(crate) unsafe fn load(addr: u64, size: u8) -> u64 {
+    pub unsafe fn load(addr: u64, size: u8) -> u64 {
         let p = addr as usize;
         // SAFETY: valid and aligned by the caller's contract; an atomic may alias other accesses.
         unsafe {
@@ -296,7 +297,7 @@ pub(crate) mod emulated {
     /// # Safety
     /// `addr` is aligned to `size` and valid for writes of `size` bytes.
     #[inline]
-    pub(crate) unsafe fn store(addr: u64, size: u8, value: u64) {
+    pub unsafe fn store(addr: u64, size: u8, value: u64) {
         let p = addr as usize;
         // SAFETY: as in `load`.
         unsafe {
@@ -315,7 +316,7 @@ pub(crate) mod emulated {
     /// # Safety
     /// As for `store`, with `size` 4 or 8.
     #[inline]
-    pub(crate) unsafe fn update(addr: u64, size: u8, f: impl Fn(u64) -> u64) -> u64 {
+    pub unsafe fn update(addr: u64, size: u8, f: impl Fn(u64) -> u64) -> u64 {
         let p = addr as usize;
         let o = Ordering::SeqCst;
         // SAFETY: as in `load`.
@@ -336,7 +337,7 @@ pub(crate) mod emulated {
     /// # Safety
     /// As for `rmw`.
     #[inline]
-    pub(crate) unsafe fn compare_exchange(addr: u64, size: u8, expected: u64, new: u64) -> bool {
+    pub unsafe fn compare_exchange(addr: u64, size: u8, expected: u64, new: u64) -> bool {
         let p = addr as usize;
         let o = Ordering::SeqCst;
         // SAFETY: as in `load`.

@@ -1,12 +1,13 @@
 //! The hart: 32 integer registers, the pc, the LR reservation, and the execute loop.
 
 use super::bus::{Access, Bus, FaultReason, MemFault};
-use super::decode::{AluOp, AluWOp, Cond, Inst, decode};
+use super::decode::decode;
+use super::inst::{AluOp, AluWOp, Cond, Inst};
 
 /// ABI names of the integer registers (lp64).
-// The whole ABI register file; the device-call code and the tests use some of the names.
-#[allow(dead_code)]
-pub(crate) mod reg {
+// The whole ABI register file. A group (t0..t2, a2..a6, …) is documented at its first name.
+#[allow(missing_docs)]
+pub mod reg {
     /// Hard-wired zero.
     pub const ZERO: usize = 0;
     /// Return address.
@@ -57,7 +58,7 @@ pub(crate) mod reg {
 
 /// Why [`Hart::run`] stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Stop {
+pub enum Stop {
     /// `ecall` at `hart.pc` (pc still points at it; the caller serves it and calls
     /// [`Hart::resume_after_ecall`], which adds 4). It counts as retired.
     Ecall,
@@ -97,7 +98,7 @@ struct Reservation {
 
 /// One RV64IMAC hart in user mode.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Hart {
+pub struct Hart {
     /// The integer registers. Instructions never change `x[0]`, and [`run`](Self::run) zeroes it
     /// on entry, so kernels always read zero there.
     pub x: [u64; 32],
@@ -154,7 +155,7 @@ fn taken(cond: Cond, a: u64, b: u64) -> bool {
 /// `a op b` on 64-bit values, with the M extension's results for division by zero (quotient
 /// all ones, remainder the dividend) and overflow (`MIN / -1` = `MIN`, remainder 0).
 #[inline(always)]
-pub(crate) fn alu(op: AluOp, a: u64, b: u64) -> u64 {
+pub fn alu(op: AluOp, a: u64, b: u64) -> u64 {
     match op {
         AluOp::Add => a.wrapping_add(b),
         AluOp::Sub => a.wrapping_sub(b),
@@ -182,7 +183,7 @@ pub(crate) fn alu(op: AluOp, a: u64, b: u64) -> u64 {
 
 /// `a op b` on the low 32 bits, sign-extended to 64; division corner cases as in [`alu`].
 #[inline(always)]
-pub(crate) fn alu_w(op: AluWOp, a: u64, b: u64) -> u64 {
+pub fn alu_w(op: AluWOp, a: u64, b: u64) -> u64 {
     let (a, b) = (a as u32, b as u32);
     let r = match op {
         AluWOp::Add => a.wrapping_add(b),

@@ -3,7 +3,7 @@
 //! to x0) decode as the instruction they expand to, which changes nothing; reserved encodings
 //! and the floating-point loads and stores decode as [`Inst::Illegal`].
 
-use super::decode::{AluOp, AluWOp, Cond, Inst, LoadKind, field, sext};
+use super::inst::{AluOp, AluWOp, Cond, Inst, LoadKind, field, sext};
 
 /// rd', rs1', rs2': the 3-bit register fields of RVC name x8..x15.
 #[inline(always)]
@@ -19,7 +19,7 @@ fn ci_imm(v: u32) -> i64 {
 
 /// Decodes a 16-bit (RVC) instruction (low two bits not 11) into its 32-bit equivalent.
 #[inline(always)]
-pub(crate) fn decode16(raw: u16) -> Inst {
+pub fn decode16(raw: u16) -> Inst {
     let v = u32::from(raw);
     let funct3 = field(v, 13, 3);
     // The full 5-bit register fields of the CI/CR/CSS formats.
