@@ -4,7 +4,7 @@
 
 use super::comch::{Endpoint, Flow, check_name};
 use super::connection::{self, ConnObj, ConnState, connection};
-use super::ctx::{Context, CtxCore};
+use super::context::{Context, CtxCore};
 use super::registry::{self, Kind, Object};
 use super::types::*;
 use super::{c_str, call, call_value, out};
@@ -316,6 +316,7 @@ pub unsafe extern "C" fn doca_comch_client_create(
         check_name(name)?;
         let function = d.dev.as_devinfo().get_pci_addr_str();
         let path = wire::server_path(&function, name)?;
+        crate::capi::context::register_view::<ClientObj>(registry::Kind::ComchClient);
         let handle = registry::register(Box::new(ClientObj {
             ep: Endpoint::new("client", dev.cast(), name.to_owned()),
             function,

@@ -2,7 +2,7 @@
 //! send tasks and delivering what arrives on a connection to the program's callbacks.
 
 use super::connection::{ConnObj, ConnState, connection};
-use super::ctx::CtxCore;
+use super::context::CtxCore;
 use super::fast_path::RemoteConsumer;
 use super::out;
 use super::registry::{Kind, Object};
@@ -71,6 +71,12 @@ impl Object for ComchSendTask {
 impl Task for ComchSendTask {
     fn core(&self) -> &TaskCore {
         &self.core
+    }
+    fn submit_task(&self) -> Result<()> {
+        ComchSendTask::submit(self)
+    }
+    fn free_task(&self) -> Result<()> {
+        ComchSendTask::free(self)
     }
 }
 
@@ -229,7 +235,7 @@ impl Endpoint {
                 "register a receive callback before start (doca_comch_{role}_event_msg_recv_register)"
             );
         }
-        let pe = self.core.connected_pe(role)?;
+        let pe = crate::capi::pe::connected(&self.core, role)?;
         let me: *const Endpoint = self;
         self.tasks.ensure(conf.num_tasks, |index| ComchSendTask {
             core: TaskCore::new(index),

@@ -21,6 +21,7 @@ mod comch_api;
 mod connection;
 mod consumer;
 mod consumer_completion;
+mod context;
 mod ctx;
 mod dev;
 mod dev_query;
@@ -65,6 +66,10 @@ pub use server::*;
 pub use soft::*;
 pub use soft_isa::*;
 pub use sync_event::*;
+pub use task::{
+    doca_task_free, doca_task_get_status, doca_task_get_user_data, doca_task_set_user_data,
+    doca_task_submit, doca_task_submit_ex,
+};
 pub use unsupported::*;
 pub use version::*;
 

@@ -1,9 +1,7 @@
 //! `doca_comch_msgq.h`: queues between the CPU and the DPA, and creating their endpoints.
 
-use super::consumer::ConsumerObj;
 use super::dev::{self, DevObj};
 use super::dpa::{self, DpaObj};
-use super::producer::ProducerObj;
 use super::registry::{self, Kind, Object};
 use super::types::*;
 use super::{call, not_idle, out};
@@ -61,7 +59,7 @@ impl MsgqObj {
     }
 
     /// Reserves a fresh id on the lowest free consumer slot.
-    fn reserve_consumer_id(&self) -> Result<u32> {
+    pub(crate) fn reserve_consumer_id(&self) -> Result<u32> {
         let mut ids = self.consumer_ids.borrow_mut();
         let slots = ids.len() as u64;
         let Some(index) = ids.iter().position(|s| !s.0) else {
@@ -87,7 +85,7 @@ impl MsgqObj {
         }
     }
 
-    fn reserve_producer(&self) -> Result<u32> {
+    pub(crate) fn reserve_producer(&self) -> Result<u32> {
         if self.producers.get() >= self.max_num_producers.get() {
             bail!(
                 NoMemory,
@@ -323,40 +321,5 @@ pub unsafe extern "C" fn doca_comch_msgq_stop(msgq: *mut doca_comch_msgq) -> doc
             model.stop()?;
         }
         Ok(())
-    })
-}
-
-/// `doca_comch_msgq_consumer_create`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_msgq_consumer_create(
-    msgq: *mut doca_comch_msgq,
-    consumer: *mut *mut doca_comch_consumer,
-) -> doca_error_t {
-    call("doca_comch_msgq_consumer_create", || {
-        let q = self::msgq(msgq, "msgq")?;
-        super::non_null(consumer, "consumer")?;
-        q.model()?;
-        let id = q.reserve_consumer_id()?;
-        let handle =
-            ConsumerObj::create(msgq.cast(), id).inspect_err(|_| q.release_consumer_id(id))?;
-        // SAFETY: checked non-null; writable by the C contract.
-        unsafe { out(consumer, "consumer", handle.cast()) }
-    })
-}
-
-/// `doca_comch_msgq_producer_create`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_comch_msgq_producer_create(
-    msgq: *mut doca_comch_msgq,
-    producer: *mut *mut doca_comch_producer,
-) -> doca_error_t {
-    call("doca_comch_msgq_producer_create", || {
-        let q = self::msgq(msgq, "msgq")?;
-        super::non_null(producer, "producer")?;
-        q.model()?;
-        let id = q.reserve_producer()?;
-        let handle = ProducerObj::create(msgq.cast(), id).inspect_err(|_| q.release_producer())?;
-        // SAFETY: checked non-null; writable by the C contract.
-        unsafe { out(producer, "producer", handle.cast()) }
     })
 }

@@ -1,11 +1,7 @@
 //! `doca_pe.h`: progress engines and the calls that work on any task.
 
-use super::comch::ComchSendTask;
-use super::consumer::RecvTask;
-use super::ctx::context;
-use super::producer::SendTask;
+use super::context::{CtxCore, context};
 use super::registry::{self, Kind, Object};
-use super::task::{Task, TaskCore};
 use super::types::*;
 use super::{call, call_value, out};
 use crate::ctx::CtxState;
@@ -13,6 +9,7 @@ use crate::error::{Result, bail};
 use crate::pe::Pe;
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
+use std::rc::Rc;
 
 /// A `struct doca_pe`: the model's PE and the C contexts connected to it.
 pub(crate) struct PeObj {
@@ -21,7 +18,7 @@ pub(crate) struct PeObj {
     /// Inside `doca_pe_progress` (callbacks may not progress the same PE again).
     progressing: Cell<bool>,
     /// Connected contexts in STOPPING, which progress must finish.
-    pub stopping: Cell<usize>,
+    pub stopping: Rc<Cell<usize>>,
     /// Connected contexts that asked to be polled at every progress (Comch servers and clients
     /// between start and stop).
     polled: Cell<usize>,
@@ -33,6 +30,17 @@ impl Object for PeObj {
 
 pub(crate) fn pe<'a>(ptr: *const doca_pe, param: &str) -> Result<&'a PeObj> {
     registry::get::<PeObj>(ptr.cast(), param)
+}
+
+/// The PE context `core` is connected to, which a datapath on the CPU needs; BAD_STATE if there
+/// is none. `ctx` names the context in the message.
+pub(crate) fn connected<'a>(core: &CtxCore, ctx: &str) -> Result<&'a PeObj> {
+    pe(core.pe.get().cast(), "pe").map_err(|_| {
+        crate::error::err(
+            crate::error::ErrorCode::BadState,
+            format!("connect the {ctx} to a progress engine first (doca_pe_connect_ctx)"),
+        )
+    })
 }
 
 impl PeObj {
@@ -94,7 +102,7 @@ pub unsafe extern "C" fn doca_pe_create(pe: *mut *mut doca_pe) -> doca_error_t {
             pe: Pe::new()?,
             ctxs: RefCell::new(Vec::new()),
             progressing: Cell::new(false),
-            stopping: Cell::new(0),
+            stopping: Rc::new(Cell::new(0)),
             polled: Cell::new(0),
         }))?;
         // SAFETY: checked non-null; writable by the C contract.
@@ -150,6 +158,7 @@ pub unsafe extern "C" fn doca_pe_connect_ctx(pe: *mut doca_pe, ctx: *mut doca_ct
             );
         }
         c.core().pe.set(pe.cast());
+        *c.core().pe_stopping.borrow_mut() = Some(p.stopping.clone());
         p.ctxs.borrow_mut().push(ctx.cast());
         Ok(())
     })
@@ -222,109 +231,5 @@ pub unsafe extern "C" fn doca_pe_clear_notification(
         }
         p.pe.clear_notification();
         Ok(())
-    })
-}
-
-/// A task of any kind.
-enum AnyTask<'a> {
-    Send(&'a SendTask),
-    Recv(&'a RecvTask),
-    Comch(&'a ComchSendTask),
-}
-
-impl AnyTask<'_> {
-    fn core(&self) -> &TaskCore {
-        match self {
-            AnyTask::Send(t) => t.core(),
-            AnyTask::Recv(t) => t.core(),
-            AnyTask::Comch(t) => t.core(),
-        }
-    }
-
-    fn submit(&self) -> Result<()> {
-        match self {
-            AnyTask::Send(t) => t.submit(),
-            AnyTask::Recv(t) => t.submit(),
-            AnyTask::Comch(t) => t.submit(),
-        }
-    }
-
-    fn free(&self) -> Result<()> {
-        match self {
-            AnyTask::Send(t) => t.free(),
-            AnyTask::Recv(t) => t.free(),
-            AnyTask::Comch(t) => t.free(),
-        }
-    }
-}
-
-fn task<'a>(ptr: *const doca_task) -> Result<AnyTask<'a>> {
-    let (kind, obj) = registry::resolve(
-        ptr.cast(),
-        "task",
-        &[Kind::SendTask, Kind::RecvTask, Kind::ComchSendTask],
-    )?;
-    // SAFETY: registry slots of these kinds point at live objects of these types.
-    Ok(unsafe {
-        match kind {
-            Kind::SendTask => AnyTask::Send(&*obj.cast::<SendTask>()),
-            Kind::RecvTask => AnyTask::Recv(&*obj.cast::<RecvTask>()),
-            _ => AnyTask::Comch(&*obj.cast::<ComchSendTask>()),
-        }
-    })
-}
-
-/// `doca_task_submit`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_task_submit(task: *mut doca_task) -> doca_error_t {
-    call("doca_task_submit", || self::task(task)?.submit())
-}
-
-/// `doca_task_submit_ex`: the flags are DOCA_TASK_SUBMIT_FLAG_*. On the soft device every
-/// submission is seen at once, so FLUSH and OPTIMIZE_REPORTS change nothing observable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_task_submit_ex(task: *mut doca_task, flags: u32) -> doca_error_t {
-    call("doca_task_submit_ex", || {
-        if flags & !0b11 != 0 {
-            bail!(
-                InvalidValue,
-                "submit flags {flags:#x} set bits outside DOCA_TASK_SUBMIT_FLAG_FLUSH and \
-                 DOCA_TASK_SUBMIT_FLAG_OPTIMIZE_REPORTS"
-            );
-        }
-        self::task(task)?.submit()
-    })
-}
-
-/// `doca_task_free`: returns a task the program owns to its pool (a task in flight is refused,
-/// with the reason kept for `dpakit_soft_last_error`).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_task_free(task: *mut doca_task) {
-    call_value("doca_task_free", (), || self::task(task)?.free())
-}
-
-/// `doca_task_get_status`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_task_get_status(task: *const doca_task) -> doca_error_t {
-    match self::task(task) {
-        Ok(t) => t.core().status.get(),
-        Err(e) => call("doca_task_get_status", || Err(e)),
-    }
-}
-
-/// `doca_task_set_user_data`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_task_set_user_data(task: *mut doca_task, user_data: doca_data) {
-    call_value("doca_task_set_user_data", (), || {
-        self::task(task)?.core().user_data.set(user_data);
-        Ok(())
-    })
-}
-
-/// `doca_task_get_user_data`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_task_get_user_data(task: *const doca_task) -> doca_data {
-    call_value("doca_task_get_user_data", doca_data::default(), || {
-        Ok(self::task(task)?.core().user_data.get())
     })
 }

@@ -3,7 +3,7 @@
 
 use super::comch::{Endpoint, Flow, check_name};
 use super::connection::{self, ConnObj, ConnState, connection};
-use super::ctx::{Context, CtxCore};
+use super::context::{Context, CtxCore};
 use super::dev::DevRepObj;
 use super::registry::{self, Kind, Object};
 use super::types::*;
@@ -479,6 +479,7 @@ pub unsafe extern "C" fn doca_comch_server_create(
         })?;
         let poller = Poller::new()?;
         poller.add(listener.fd(), LISTENER)?;
+        crate::capi::context::register_view::<ServerObj>(registry::Kind::ComchServer);
         let handle = registry::register(Box::new(ServerObj {
             ep: Endpoint::new("server", dev.cast(), name.to_owned()),
             rep: repr.cast(),

@@ -1,14 +1,16 @@
 //! Tasks (`struct doca_task`): fixed pools per context, allocated and freed on the datapath
 //! without allocating memory or taking a lock.
 
-use super::ctx::CtxCore;
-use super::registry::{self, Object};
+use super::context::CtxCore;
+use super::registry::{self, Kind, Object};
 use super::types::*;
+use super::{call, call_value};
 use crate::ctx::CtxState;
 use crate::error::{ErrorCode, Result, bail, err};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::sync::OnceLock;
 
 /// Where a task is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +69,66 @@ impl TaskCore {
 /// A task type of a context.
 pub(crate) trait Task: Object {
     fn core(&self) -> &TaskCore;
+    /// `doca_task_submit` of this task.
+    fn submit_task(&self) -> Result<()>;
+    /// `doca_task_free` of this task.
+    fn free_task(&self) -> Result<()>;
+}
+
+/// A task of any kind, as the generic calls see it ([`Task`] itself names its kind, so it cannot
+/// be a trait object).
+pub(crate) trait AnyTask {
+    fn task_core(&self) -> &TaskCore;
+    fn submit_any(&self) -> Result<()>;
+    fn free_any(&self) -> Result<()>;
+}
+
+impl<T: Task> AnyTask for T {
+    fn task_core(&self) -> &TaskCore {
+        self.core()
+    }
+    fn submit_any(&self) -> Result<()> {
+        self.submit_task()
+    }
+    fn free_any(&self) -> Result<()> {
+        self.free_task()
+    }
+}
+
+/// How a registered task of each kind is seen as an [`AnyTask`]: the generic `doca_task_*` calls
+/// dispatch through it, so this module names no task type. A pool registers its type's view
+/// when it is made ([`TaskPool::new`]), before any task of the type exists.
+type TaskView = fn(*const c_void) -> *const dyn AnyTask;
+
+/// The task kinds, in the order of [`TASK_VIEWS`].
+const TASK_KINDS: [Kind; 3] = [Kind::SendTask, Kind::RecvTask, Kind::ComchSendTask];
+
+static TASK_VIEWS: [OnceLock<TaskView>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+
+fn view_of<T: Task + 'static>(obj: *const c_void) -> *const dyn AnyTask {
+    obj.cast::<T>() as *const dyn AnyTask
+}
+
+/// Makes tasks of type `T` reachable by the generic calls.
+fn register_view<T: Task + 'static>() {
+    if let Some(i) = TASK_KINDS.iter().position(|&k| k == T::KIND) {
+        TASK_VIEWS[i].get_or_init(|| view_of::<T>);
+    }
+}
+
+/// The task behind a `struct doca_task *`, whatever its kind.
+fn any_task<'a>(ptr: *const doca_task) -> Result<&'a dyn AnyTask> {
+    let (kind, obj) = registry::resolve(ptr.cast(), "task", &TASK_KINDS)?;
+    let i = TASK_KINDS
+        .iter()
+        .position(|&k| k == kind)
+        .expect("resolved to a task kind");
+    let view = TASK_VIEWS[i]
+        .get()
+        .ok_or_else(|| err(ErrorCode::Driver, "a task kind without its view"))?;
+    // SAFETY: the registry resolved a live object of this kind, and the view of the kind casts
+    // to the type registered under it; the object lives while its pool does.
+    Ok(unsafe { &*view(obj) })
 }
 
 /// A context's pool of tasks, sized by its `*_set_conf` call.
@@ -81,7 +143,11 @@ pub(crate) struct TaskPool<T: Task> {
 
 impl<T: Task> TaskPool<T> {
     /// `n` tasks made by `make`, each registered as a C object.
-    pub(crate) fn new(n: u32, make: impl Fn(u32) -> T) -> Result<Self> {
+    pub(crate) fn new(n: u32, make: impl Fn(u32) -> T) -> Result<Self>
+    where
+        T: 'static,
+    {
+        register_view::<T>();
         let mut tasks: Vec<*const T> = Vec::with_capacity(n as usize);
         for index in 0..n {
             let handle = match registry::register(Box::new(make(index))) {
@@ -406,4 +472,59 @@ impl<T: Task> Drop for Tasks<T> {
             pool.destroy();
         }
     }
+}
+
+/// `doca_task_submit`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_submit(task: *mut doca_task) -> doca_error_t {
+    call("doca_task_submit", || any_task(task)?.submit_any())
+}
+
+/// `doca_task_submit_ex`: the flags are DOCA_TASK_SUBMIT_FLAG_*. On the soft device every
+/// submission is seen at once, so FLUSH and OPTIMIZE_REPORTS change nothing observable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_submit_ex(task: *mut doca_task, flags: u32) -> doca_error_t {
+    call("doca_task_submit_ex", || {
+        if flags & !0b11 != 0 {
+            bail!(
+                InvalidValue,
+                "submit flags {flags:#x} set bits outside DOCA_TASK_SUBMIT_FLAG_FLUSH and \
+                 DOCA_TASK_SUBMIT_FLAG_OPTIMIZE_REPORTS"
+            );
+        }
+        any_task(task)?.submit_any()
+    })
+}
+
+/// `doca_task_free`: returns a task the program owns to its pool (a task in flight is refused,
+/// with the reason kept for `dpakit_soft_last_error`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_free(task: *mut doca_task) {
+    call_value("doca_task_free", (), || any_task(task)?.free_any())
+}
+
+/// `doca_task_get_status`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_get_status(task: *const doca_task) -> doca_error_t {
+    match any_task(task) {
+        Ok(t) => t.task_core().status.get(),
+        Err(e) => call("doca_task_get_status", || Err(e)),
+    }
+}
+
+/// `doca_task_set_user_data`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_set_user_data(task: *mut doca_task, user_data: doca_data) {
+    call_value("doca_task_set_user_data", (), || {
+        any_task(task)?.task_core().user_data.set(user_data);
+        Ok(())
+    })
+}
+
+/// `doca_task_get_user_data`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_task_get_user_data(task: *const doca_task) -> doca_data {
+    call_value("doca_task_get_user_data", doca_data::default(), || {
+        Ok(any_task(task)?.task_core().user_data.get())
+    })
 }

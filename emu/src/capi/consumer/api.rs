@@ -346,3 +346,21 @@ pub unsafe extern "C" fn doca_comch_consumer_create(
         unsafe { out(consumer, "consumer", handle.cast()) }
     })
 }
+
+/// `doca_comch_msgq_consumer_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_msgq_consumer_create(
+    msgq: *mut doca_comch_msgq,
+    consumer: *mut *mut doca_comch_consumer,
+) -> doca_error_t {
+    call("doca_comch_msgq_consumer_create", || {
+        let q = crate::capi::msgq::msgq(msgq, "msgq")?;
+        crate::capi::non_null(consumer, "consumer")?;
+        q.model()?;
+        let id = q.reserve_consumer_id()?;
+        let handle =
+            ConsumerObj::create(msgq.cast(), id).inspect_err(|_| q.release_consumer_id(id))?;
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(consumer, "consumer", handle.cast()) }
+    })
+}

@@ -2,7 +2,7 @@
 //! and consumers on a Comch connection (the fast path, see [`fast_path`](super::fast_path)).
 
 use super::consumer_completion::ConsumerCompletionObj;
-use super::ctx::{Context, CtxCore};
+use super::context::{Context, CtxCore};
 use super::fast_path::{ConnShared, FastConsumer};
 use super::msgq::{self, MsgqObj};
 use super::registry::{self, Kind, Object};
@@ -81,6 +81,12 @@ impl Task for RecvTask {
     fn core(&self) -> &TaskCore {
         &self.core
     }
+    fn submit_task(&self) -> Result<()> {
+        RecvTask::submit(self)
+    }
+    fn free_task(&self) -> Result<()> {
+        RecvTask::free(self)
+    }
 }
 
 pub(crate) fn consumer<'a>(
@@ -104,6 +110,7 @@ impl ConsumerObj {
     }
 
     fn register(msgq: *mut c_void, link: Option<Link>, id: u32) -> Result<*mut c_void> {
+        crate::capi::context::register_view::<ConsumerObj>(registry::Kind::Consumer);
         let handle = registry::register(Box::new(ConsumerObj {
             core: CtxCore::new(),
             msgq,
@@ -145,7 +152,7 @@ impl ConsumerObj {
                 "configure post-receive tasks first (doca_comch_consumer_task_post_recv_set_conf)"
             );
         };
-        let pe = self.core.connected_pe("consumer")?;
+        let pe = crate::capi::pe::connected(&self.core, "consumer")?;
         let me: *const ConsumerObj = self;
         let model = CpuConsumer::builder(&*q.model()?, &pe.pe)
             .num_recv_tasks(conf.num_tasks)
@@ -191,7 +198,7 @@ impl ConsumerObj {
                 "configure post-receive tasks first (doca_comch_consumer_task_post_recv_set_conf)"
             );
         };
-        let pe = self.core.connected_pe("consumer")?;
+        let pe = crate::capi::pe::connected(&self.core, "consumer")?;
         let memory = super::mmap::mmap(link.mmap.cast(), "the consumer's mmap")?.share()?;
         self.make_tasks(conf.num_tasks)?;
         let fast = FastConsumer::start(

@@ -317,3 +317,20 @@ pub unsafe extern "C" fn doca_comch_producer_create(
         unsafe { out(producer, "producer", handle.cast()) }
     })
 }
+
+/// `doca_comch_msgq_producer_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_msgq_producer_create(
+    msgq: *mut doca_comch_msgq,
+    producer: *mut *mut doca_comch_producer,
+) -> doca_error_t {
+    call("doca_comch_msgq_producer_create", || {
+        let q = crate::capi::msgq::msgq(msgq, "msgq")?;
+        crate::capi::non_null(producer, "producer")?;
+        q.model()?;
+        let id = q.reserve_producer()?;
+        let handle = ProducerObj::create(msgq.cast(), id).inspect_err(|_| q.release_producer())?;
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(producer, "producer", handle.cast()) }
+    })
+}

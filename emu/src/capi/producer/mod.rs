@@ -1,7 +1,7 @@
 //! `doca_comch_producer.h`: producers of a MsgQ, on the CPU (send tasks) or the DPA, and
 //! producers on a Comch connection (the fast path, see [`fast_path`](super::fast_path)).
 
-use super::ctx::{Context, CtxCore};
+use super::context::{Context, CtxCore};
 use super::dpa_completion::DpaCompletionObj;
 use super::fast_path::{Attempt, ConnShared, FastProducer};
 use super::msgq::{self, MsgqObj};
@@ -82,6 +82,12 @@ impl Task for SendTask {
     fn core(&self) -> &TaskCore {
         &self.core
     }
+    fn submit_task(&self) -> Result<()> {
+        SendTask::submit(self)
+    }
+    fn free_task(&self) -> Result<()> {
+        SendTask::free(self)
+    }
 }
 
 pub(crate) fn producer<'a>(
@@ -98,6 +104,7 @@ impl ProducerObj {
     }
 
     fn register(msgq: *mut c_void, link: Option<Arc<ConnShared>>, id: u32) -> Result<*mut c_void> {
+        crate::capi::context::register_view::<ProducerObj>(registry::Kind::Producer);
         let handle = registry::register(Box::new(ProducerObj {
             core: CtxCore::new(),
             msgq,
@@ -144,7 +151,7 @@ impl ProducerObj {
                 "configure send tasks first (doca_comch_producer_task_send_set_conf)"
             );
         };
-        let pe = self.core.connected_pe("producer")?;
+        let pe = crate::capi::pe::connected(&self.core, "producer")?;
         let me: *const ProducerObj = self;
         let model = CpuProducer::builder(&*q.model()?, &pe.pe)
             .num_send_tasks(conf.num_tasks)
@@ -185,7 +192,7 @@ impl ProducerObj {
                 "configure send tasks first (doca_comch_producer_task_send_set_conf)"
             );
         };
-        let pe = self.core.connected_pe("producer")?;
+        let pe = crate::capi::pe::connected(&self.core, "producer")?;
         self.make_tasks(conf.num_tasks)?;
         let n = conf.num_tasks as usize;
         let mut waiting = self.waiting.borrow_mut();
