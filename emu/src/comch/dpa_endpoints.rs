@@ -119,7 +119,7 @@ impl<'a> DpaConsumerBuilder<'a> {
             cc.release_consumer(tag);
             bail!(NoMemory, "too many DPA consumers on this DPA");
         };
-        cc.attach_consumer(tag, &shared);
+        cc.attach_consumer(tag, &shared.polled);
         Ok(DpaConsumer {
             user_data: self.user_data,
             handle: dpa.handle(Kind::DpaConsumer, handle_index),

@@ -17,7 +17,7 @@ pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};
 pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCompletion};
 pub use dpa_endpoints::{DpaConsumer, DpaConsumerBuilder, DpaProducer, DpaProducerBuilder};
 
-use crate::dpa::completion::{ConsumerCompletionShared, DpaCompletionShared};
+use crate::dpa::completion::{ConsumerCompletionShared, DpaCompletionShared, PolledCount};
 use crate::pe::PeWaker;
 use crate::ring::CompletionRing;
 use crate::sync::CachePadded;
@@ -137,8 +137,9 @@ pub(crate) struct DpaConsumerShared {
     pub completion: Arc<ConsumerCompletionShared>,
     /// Receives posted by `consumer_ack` (DPA side) and spent by producers (CPU side).
     credits: Credits,
-    /// DPA side: this consumer's messages taken from the completion context.
-    polled: CachePadded<AtomicU64>,
+    /// DPA side: this consumer's messages taken from the completion context (the context
+    /// counts them, through the pointer it keeps).
+    pub(crate) polled: Arc<PolledCount>,
     /// The queue's CPU producers, woken when receives are posted.
     credit_waiters: Arc<CreditWaiters>,
 }
@@ -157,7 +158,7 @@ impl DpaConsumerShared {
             max_recv,
             completion,
             credits: Credits::default(),
-            polled: CachePadded(AtomicU64::new(0)),
+            polled: Arc::new(CachePadded(AtomicU64::new(0))),
             credit_waiters,
         }
     }
@@ -200,12 +201,6 @@ impl DpaConsumerShared {
             .grant_bounded(u64::from(n), u64::from(self.max_recv), &self.polled)?;
         self.credit_waiters.credits_posted();
         Ok(())
-    }
-
-    /// One of this consumer's messages was taken from the completion context.
-    #[inline]
-    pub(crate) fn polled_one(&self) {
-        self.polled.fetch_add(1, Ordering::Relaxed);
     }
 }
 

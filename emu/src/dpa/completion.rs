@@ -8,7 +8,6 @@
 
 use super::thread::{DpaThread, ThreadShared};
 use super::{Dpa, DpaShared, Kind};
-use crate::comch::DpaConsumerShared;
 use crate::error::{Result, bail};
 use crate::limits;
 use crate::ring::CompletionRing;
@@ -197,22 +196,26 @@ mod loom {
     }
 }
 
+/// A DPA consumer's count of messages taken from its completion context, shared by both.
+pub(crate) type PolledCount = crate::sync::CachePadded<crate::sync::AtomicU64>;
+
 /// The shared state of a consumer completion context.
 #[derive(Debug)]
 pub(crate) struct ConsumerCompletionShared {
     pub ring: CompletionRing,
     pub imm_data_len: u32,
     pub max_num_consumers: u32,
-    /// The DPA consumers reporting here, by tag (null: free). They live in the DPA's handle
-    /// table, which outlives every reader of these pointers.
-    consumers: Box<[AtomicPtr<DpaConsumerShared>]>,
+    /// For each DPA consumer reporting here, by tag (null: free), its count of messages taken
+    /// from this context (what bounds the credits it may post). Each consumer lives in the DPA's
+    /// handle table, which outlives every reader of these pointers.
+    consumers: Box<[AtomicPtr<PolledCount>]>,
     pub notifier: Notifier,
 }
 
 impl ConsumerCompletionShared {
     /// Reserves a tag for a new consumer.
     pub(crate) fn reserve_consumer(&self) -> Option<u32> {
-        let reserved = NonNull::<DpaConsumerShared>::dangling().as_ptr();
+        let reserved = NonNull::<PolledCount>::dangling().as_ptr();
         self.consumers
             .iter()
             .position(|slot| {
@@ -227,9 +230,9 @@ impl ConsumerCompletionShared {
             .map(|i| i as u32)
     }
 
-    /// Points a reserved tag at its consumer.
-    pub(crate) fn attach_consumer(&self, tag: u32, consumer: &Arc<DpaConsumerShared>) {
-        self.consumers[tag as usize].store(Arc::as_ptr(consumer).cast_mut(), Ordering::Release);
+    /// Points a reserved tag at its consumer's count of messages taken.
+    pub(crate) fn attach_consumer(&self, tag: u32, polled: &Arc<PolledCount>) {
+        self.consumers[tag as usize].store(Arc::as_ptr(polled).cast_mut(), Ordering::Release);
     }
 
     /// Frees a tag.
@@ -237,14 +240,19 @@ impl ConsumerCompletionShared {
         self.consumers[tag as usize].store(std::ptr::null_mut(), Ordering::Release);
     }
 
-    /// The consumer with `tag`.
+    /// Counts one message of the consumer with `tag` as taken from this context.
     #[inline]
-    pub(crate) fn consumer(&self, tag: u32) -> Option<&DpaConsumerShared> {
-        let ptr = self.consumers.get(tag as usize)?.load(Ordering::Acquire);
-        let reserved = NonNull::<DpaConsumerShared>::dangling().as_ptr();
-        // SAFETY: attached consumers live in the DPA's handle table until the DPA drops, and
-        // this context (an entry of the same DPA) is borrowed for the result's lifetime.
-        (!ptr.is_null() && ptr != reserved).then(|| unsafe { &*ptr })
+    pub(crate) fn count_polled(&self, tag: u32) {
+        let Some(slot) = self.consumers.get(tag as usize) else {
+            return;
+        };
+        let ptr = slot.load(Ordering::Acquire);
+        let reserved = NonNull::<PolledCount>::dangling().as_ptr();
+        if !ptr.is_null() && ptr != reserved {
+            // SAFETY: attached consumers live in the DPA's handle table until the DPA drops,
+            // and this context (an entry of the same DPA) is borrowed for the call.
+            unsafe { (*ptr).fetch_add(1, Ordering::Relaxed) };
+        }
     }
 }
 

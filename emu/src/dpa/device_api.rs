@@ -250,9 +250,7 @@ pub(crate) extern "C" fn doca_dpa_dev_comch_consumer_get_completion(
         // SAFETY: only the attached thread polls (checked above), one activation at a time.
         match unsafe { cc.ring.poll() } {
             Some(polled) => {
-                if let Some(consumer) = cc.consumer(polled.producer_id() >> PRODUCER_ID_BITS) {
-                    consumer.polled_one();
-                }
+                cc.count_polled(polled.producer_id() >> PRODUCER_ID_BITS);
                 let slot = cur.dpa.index_of(consumer_comp, Kind::ConsumerCompletion);
                 let e = element::encode(
                     ElementKind::Consumer,
