@@ -117,13 +117,15 @@ fn register_view<T: Task + 'static>() {
 }
 
 /// The task behind a `struct doca_task *`, whatever its kind.
+#[inline]
 fn any_task<'a>(ptr: *const doca_task) -> Result<&'a dyn AnyTask> {
     let (kind, obj) = registry::resolve(ptr.cast(), "task", &TASK_KINDS)?;
-    let i = TASK_KINDS
-        .iter()
-        .position(|&k| k == kind)
-        .expect("resolved to a task kind");
-    let view = TASK_VIEWS[i]
+    let slot = match kind {
+        Kind::SendTask => &TASK_VIEWS[0],
+        Kind::RecvTask => &TASK_VIEWS[1],
+        _ => &TASK_VIEWS[2],
+    };
+    let view = slot
         .get()
         .ok_or_else(|| err(ErrorCode::Driver, "a task kind without its view"))?;
     // SAFETY: the registry resolved a live object of this kind, and the view of the kind casts
