@@ -13,8 +13,9 @@ use crate::{Result, workspace_root};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The crates looked at by default: every workspace member with a `src/lib.rs`.
+/// The crates looked at by default: every workspace member (`.` is `dpakit` itself).
 const CRATES: &[&str] = &[
+    ".",
     "shared-abi",
     "dpa-dev",
     "dpa-kernels",
@@ -24,7 +25,20 @@ const CRATES: &[&str] = &[
     "sys",
     "host",
     "build",
+    "xtask",
 ];
+
+/// The package name in `dir/Cargo.toml`, else the folder's name.
+fn package_name(dir: &Path) -> String {
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+    manifest
+        .lines()
+        .find_map(|line| {
+            let value = line.trim().strip_prefix("name")?.trim().strip_prefix('=')?;
+            Some(value.trim().trim_matches('"').to_string())
+        })
+        .unwrap_or_else(|| dir.display().to_string())
+}
 
 /// One crate's modules and the dependencies between them.
 #[derive(Debug, Default)]
@@ -44,9 +58,7 @@ pub fn run(dirs: &[String], strict: bool, edges: bool) -> Result {
     for dir in &dirs {
         let graph = Graph::of_crate(&dir.join("src"))?;
         let circles = graph.circles();
-        let name = dir
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let name = package_name(dir);
         println!(
             "{name}: {} modules, {} dependencies, {} circle(s)",
             graph.edges.len(),

@@ -1,7 +1,8 @@
 //! `cargo xtask test`: everything CI checks, in the order that fails fastest.
 
 use crate::{
-    Result, api, build_dpa, fuzz, sdk_checks, setup, soft_sdk, user_projects, workspace_root,
+    Result, api, build_dpa, fuzz, modules, sdk_checks, setup, soft_sdk, user_projects,
+    workspace_root,
 };
 use std::process::Command;
 
@@ -25,6 +26,8 @@ pub fn run() -> Result {
     setup::ensure_debian_libraries(DEBIAN_LIBRARIES)?;
 
     cargo(&["fmt", "--all", "--check"], &[])?;
+    // No module imports another that imports it back, in any crate of the workspace.
+    modules::run(&[], true, false)?;
     cargo(
         &[
             "clippy",

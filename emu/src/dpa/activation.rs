@@ -7,82 +7,19 @@
 //! nanoseconds and allocates nothing, where unwinding would cost microseconds and allocate.
 //! Destructors of the kernel's locals do not run, exactly as on the device.
 //!
-//! Device functions find the running activation through a thread-local pointer.
+//! Device functions find the running activation through [`current`](super::current).
 
 use super::DpaShared;
-use super::thread::ThreadShared;
+use super::current::{self, Current};
+use super::thread_shared::ThreadShared;
 use crate::error::{Error, ErrorCode, Result, err};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::any::Any;
-use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 pub use dpakit_abi::soft::Ending;
-
-/// What device functions need to know about the code calling them.
-pub(crate) struct Current<'a> {
-    pub dpa: &'a DpaShared,
-    /// `None` in an RPC.
-    pub thread: Option<&'a ThreadShared>,
-    /// The kernel's name, for diagnostics.
-    pub kernel: &'static str,
-    yielder: &'a Yielder<(), Ending>,
-}
-
-thread_local! {
-    static CURRENT: Cell<*const Current<'static>> = const { Cell::new(std::ptr::null()) };
-}
-
-/// Calls `f` with the running activation. Outside one — a device function called from plain
-/// host code — there is nothing sensible to do: report it and abort, as the device would fault.
-#[inline]
-pub(crate) fn with_current<R>(function: &str, f: impl FnOnce(&Current<'_>) -> R) -> R {
-    let ptr = CURRENT.with(Cell::get);
-    if ptr.is_null() {
-        eprintln!(
-            "dpakit soft device: {function} called outside a DPA kernel activation; device \
-             functions may only run inside kernels started by a DPA thread or RPC"
-        );
-        std::process::abort();
-    }
-    // SAFETY: the pointer is set only while the activation that owns the Current runs on this
-    // OS thread, and cleared before that Current goes away.
-    f(unsafe { &*ptr })
-}
-
-impl Current<'_> {
-    /// Ends the activation with `ending`; never returns.
-    pub(crate) fn end(&self, ending: Ending) -> ! {
-        self.yielder.suspend(ending);
-        // The coroutine is reset, never resumed, after an ending suspension.
-        unreachable!("an ended activation was resumed")
-    }
-
-    /// Records a fatal error naming the kernel and ends the activation.
-    pub(crate) fn fault(&self, code: ErrorCode, message: String) -> ! {
-        self.dpa
-            .set_fatal(err(code, format!("kernel `{}`: {message}", self.kernel)));
-        self.end(Ending::Fault)
-    }
-}
-
-/// Sets CURRENT for the lifetime of the guard.
-struct CurrentGuard;
-
-impl CurrentGuard {
-    fn set(current: &Current<'_>) -> Self {
-        CURRENT.with(|c| c.set((current as *const Current<'_>).cast()));
-        CurrentGuard
-    }
-}
-
-impl Drop for CurrentGuard {
-    fn drop(&mut self) {
-        CURRENT.with(|c| c.set(std::ptr::null()));
-    }
-}
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {
     payload
@@ -110,22 +47,15 @@ fn run_on_stack<R: 'static>(
     let mut coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Ending>, ()| {
         // SAFETY: see above; the referents live on the caller's frame or in Arcs it holds.
         let (dpa, thread) = unsafe { (&*dpa_ptr, thread_ptr.map(|t| &*t)) };
-        let current = Current {
-            dpa,
-            thread,
-            kernel,
-            yielder,
-        };
-        let _guard = CurrentGuard::set(&current);
+        let current = Current::new(dpa, thread, kernel, yielder);
+        let _guard = current::Guard::set(&current);
         let value = body();
         // SAFETY: `result` outlives the coroutine and nothing else touches it meanwhile.
         unsafe { *result_ptr = Some(value) };
         Ending::Return
     });
-    // An activation that ends by suspending abandons its frames, guard included: restore the
-    // pointer here, so a device function called later from plain host code finds no activation
-    // instead of a dangling one.
-    let outer = CURRENT.with(Cell::get);
+    // Restored afterwards: an activation that ends by suspending abandons its guard.
+    let outer = current::Outer::save();
     let armed = super::trap::ArmGuard::arm(super::trap::Armed {
         handler: coroutine.trap_handler(),
         dpa: dpa_ptr,
@@ -133,7 +63,7 @@ fn run_on_stack<R: 'static>(
     });
     let resumed = catch_unwind(AssertUnwindSafe(|| coroutine.resume(())));
     drop(armed);
-    CURRENT.with(|c| c.set(outer));
+    outer.restore();
     let ending = match resumed {
         Ok(CoroutineResult::Return(ending)) => ending,
         Ok(CoroutineResult::Yield(ending)) => {

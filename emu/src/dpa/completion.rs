@@ -6,13 +6,14 @@
 //! triggers the thread; `request_notification` re-arms it and, if something is already waiting,
 //! triggers at once, so no wake-up is lost between draining and re-arming.
 
-use super::thread::{DpaThread, ThreadShared};
+use super::thread::DpaThread;
+use super::thread_shared::ThreadShared;
+use super::trigger::Trigger;
 use super::{Dpa, DpaShared, Kind};
 use crate::error::{Result, bail};
 use crate::limits;
 use crate::ring::CompletionRing;
-use crate::sync::{AtomicBool, AtomicPtr, AtomicU32, Ordering, fence};
-use crate::wake::Arm;
+use crate::sync::{AtomicPtr, AtomicU32, Ordering, fence};
 use dpakit_abi::handles::{
     CompletionHandle, ConsumerCompletionHandle, NotificationCompletionHandle,
 };
@@ -27,7 +28,7 @@ use std::sync::{Arc, Weak};
 /// would otherwise miss in the sender's cache each time.
 #[repr(align(128))]
 pub(crate) struct Notifier {
-    armed: Arm,
+    trigger: Trigger,
     thread: Option<Arc<ThreadShared>>,
     dpa: Weak<DpaShared>,
     /// The one thread index allowed to read the context (+1; 0 = nobody yet).
@@ -35,14 +36,12 @@ pub(crate) struct Notifier {
     /// Busy-poll workers scan the armed contexts of their threads themselves, so publishing
     /// needs no handshake with them: no fence, no shared flag, no run queue.
     scanned: bool,
-    /// The context was destroyed: it triggers nothing any more.
-    retired: AtomicBool,
 }
 
 impl fmt::Debug for Notifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Notifier")
-            .field("armed", &self.armed)
+            .field("trigger", &self.trigger)
             .finish()
     }
 }
@@ -63,14 +62,12 @@ fn same_dpa(dpa: &Dpa, thread: Option<&DpaThread>, what: &str) -> Result<()> {
 
 impl Notifier {
     fn new(dpa: &Dpa, thread: Option<&DpaThread>) -> Self {
-        // Armed from the start: the first completion triggers the thread.
         Self {
-            armed: Arm::new(true),
+            trigger: Trigger::new(),
             reader: Reader::new(thread.map(|t| t.shared().index)),
             thread: thread.map(|t| t.shared().clone()),
             dpa: Arc::downgrade(&dpa.shared),
             scanned: dpa.shared.sched.mode() == super::SchedMode::BusyPoll,
-            retired: AtomicBool::new(false),
         }
     }
 
@@ -78,28 +75,17 @@ impl Notifier {
     /// context is owned by the DPA's handle table, which keeps it alive for the scan.
     fn attach_scan(&self, ring: Option<&CompletionRing>) -> Result<()> {
         match (&self.thread, ring) {
-            (Some(thread), Some(ring)) => thread.add_source(self, ring),
+            (Some(thread), Some(ring)) => thread.add_source(&self.trigger, ring),
             _ => Ok(()),
-        }
-    }
-
-    /// The worker's scan (busy-poll mode): if armed and `ready`, consume the arming.
-    #[inline]
-    pub(crate) fn take_if(&self, ready: impl FnOnce() -> bool) -> bool {
-        if self.armed.is_armed_local() && !self.retired.load(Ordering::Relaxed) && ready() {
-            self.armed.set_local(false);
-            true
-        } else {
-            false
         }
     }
 
     /// The context is being destroyed: it triggers nothing, and its thread's scan stops
     /// looking at it (the memory itself goes after a grace period).
     fn retire(&self) {
-        self.retired.store(true, Ordering::Release);
+        self.trigger.retire();
         if let Some(thread) = &self.thread {
-            thread.remove_source(self);
+            thread.remove_source(&self.trigger);
         }
     }
 
@@ -116,7 +102,7 @@ impl Notifier {
             return;
         }
         fence(Ordering::SeqCst);
-        if self.armed.take_after_barrier() {
+        if self.trigger.armed.take_after_barrier() {
             self.fire();
         }
     }
@@ -126,10 +112,10 @@ impl Notifier {
     pub(crate) fn request(&self, waiting: impl FnOnce() -> bool) {
         if self.scanned {
             // Only the attached thread's worker reads and writes the flag in this mode.
-            self.armed.set_local(true);
+            self.trigger.armed.set_local(true);
             return;
         }
-        if self.armed.request(|| fence(Ordering::SeqCst), waiting) {
+        if self.trigger.armed.request(|| fence(Ordering::SeqCst), waiting) {
             self.fire();
         }
     }
@@ -138,7 +124,7 @@ impl Notifier {
     #[inline]
     pub(crate) fn fire(&self) {
         if let (Some(thread), Some(dpa)) = (&self.thread, self.dpa.upgrade()) {
-            thread.notify(&dpa.sched);
+            dpa.sched.notify(thread);
         }
     }
 }

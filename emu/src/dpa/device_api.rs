@@ -10,7 +10,8 @@ mod sync_event;
 pub(crate) use abi_check::keep_linked;
 pub(crate) use sync_event::*;
 
-use super::activation::{Current, Ending, with_current};
+use super::activation::Ending;
+use super::current::{Current, with_current};
 use super::completion::encode_completion;
 use super::element::{self, ElementKind};
 use super::memory::with_mmaps;

@@ -11,7 +11,7 @@
 //! A ring never holds more than its capacity, far below 2^36, so the position's low bits name
 //! one held message.
 
-use super::activation::Current;
+use super::current::Current;
 use crate::error::ErrorCode;
 use crate::ring::{CompletionRing, Polled};
 

@@ -9,6 +9,7 @@
 pub(crate) mod activation;
 mod app;
 pub mod completion;
+pub(crate) mod current;
 pub(crate) mod device_api;
 mod element;
 mod fatal;
@@ -19,8 +20,10 @@ pub(crate) mod parking;
 pub(crate) mod sched;
 mod sync_event;
 pub mod thread;
+mod thread_shared;
 pub(crate) mod thread_state;
 mod trap;
+mod trigger;
 
 use crate::ctx::{CtxState, StateMachine};
 use crate::error::{Error, Result, bail};
@@ -35,7 +38,7 @@ use memory::DeviceMemory;
 use sched::{Scheduler, SchedulerConfig};
 use std::fmt;
 use std::sync::Arc;
-use thread::ThreadShared;
+use thread_shared::ThreadShared;
 
 pub use activation::Ending;
 pub use app::{App, AppKernel, KernelKind};

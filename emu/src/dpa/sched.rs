@@ -12,7 +12,8 @@ use super::DpaShared;
 use super::activation::{self, Ending};
 use super::grace::Grace;
 use super::parking::Parking;
-use super::thread::{ThreadShared, flags};
+use super::thread_shared::ThreadShared;
+use super::thread_state::flags;
 use crate::error::{Result, bail};
 use crate::ring::CompletionRing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
@@ -201,6 +202,18 @@ impl Scheduler {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             );
+        }
+    }
+
+    /// A notification for `thread` arrived (a completion on an attached, armed context, or
+    /// `thread_notify`).
+    #[inline]
+    pub(crate) fn notify(&self, thread: &ThreadShared) {
+        if self.mode() == SchedMode::BusyPoll {
+            // The worker's scan sees the flag.
+            thread.state.notify_scanned();
+        } else if thread.state.notify_queued() {
+            self.enqueue(thread);
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::lookup;
 use crate::dpa::Kind;
-use crate::dpa::activation::{Current, with_current};
+use crate::dpa::current::{Current, with_current};
 use crate::sync_event::{SyncEventValue, WaitFor};
 
 fn sync_event<'a>(cur: &Current<'a>, handle: u64) -> &'a SyncEventValue {

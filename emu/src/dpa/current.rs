@@ -1,0 +1,101 @@
+//! The running activation, as device functions see it: a thread-local pointer set while kernel
+//! code runs. A leaf below the activation runner and the ISA interpreter, which both use it.
+
+use super::DpaShared;
+use super::thread_shared::ThreadShared;
+use crate::error::{ErrorCode, err};
+use corosensei::Yielder;
+use dpakit_abi::soft::Ending;
+use std::cell::Cell;
+
+/// What device functions need to know about the code calling them.
+pub(crate) struct Current<'a> {
+    pub dpa: &'a DpaShared,
+    /// `None` in an RPC.
+    pub thread: Option<&'a ThreadShared>,
+    /// The kernel's name, for diagnostics.
+    pub kernel: &'static str,
+    yielder: &'a Yielder<(), Ending>,
+}
+
+thread_local! {
+    static CURRENT: Cell<*const Current<'static>> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Calls `f` with the running activation. Outside one — a device function called from plain
+/// host code — there is nothing sensible to do: report it and abort, as the device would fault.
+#[inline]
+pub(crate) fn with_current<R>(function: &str, f: impl FnOnce(&Current<'_>) -> R) -> R {
+    let ptr = CURRENT.with(Cell::get);
+    if ptr.is_null() {
+        eprintln!(
+            "dpakit soft device: {function} called outside a DPA kernel activation; device \
+             functions may only run inside kernels started by a DPA thread or RPC"
+        );
+        std::process::abort();
+    }
+    // SAFETY: the pointer is set only while the activation that owns the Current runs on this
+    // OS thread, and cleared before that Current goes away.
+    f(unsafe { &*ptr })
+}
+
+impl<'a> Current<'a> {
+    pub(super) fn new(
+        dpa: &'a DpaShared,
+        thread: Option<&'a ThreadShared>,
+        kernel: &'static str,
+        yielder: &'a Yielder<(), Ending>,
+    ) -> Self {
+        Self {
+            dpa,
+            thread,
+            kernel,
+            yielder,
+        }
+    }
+
+    /// Ends the activation with `ending`; never returns.
+    pub(crate) fn end(&self, ending: Ending) -> ! {
+        self.yielder.suspend(ending);
+        // The coroutine is reset, never resumed, after an ending suspension.
+        unreachable!("an ended activation was resumed")
+    }
+
+    /// Records a fatal error naming the kernel and ends the activation.
+    pub(crate) fn fault(&self, code: ErrorCode, message: String) -> ! {
+        self.dpa
+            .set_fatal(err(code, format!("kernel `{}`: {message}", self.kernel)));
+        self.end(Ending::Fault)
+    }
+}
+
+/// Makes `current` the running activation for the lifetime of the guard.
+pub(super) struct Guard;
+
+impl Guard {
+    pub(super) fn set(current: &Current<'_>) -> Self {
+        CURRENT.with(|c| c.set((current as *const Current<'_>).cast()));
+        Guard
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(std::ptr::null()));
+    }
+}
+
+/// The pointer as it was before an activation started. An activation that ends by suspending
+/// abandons its frames, its [`Guard`] included: the runner restores this afterwards, so a device
+/// function called later from plain host code finds no activation instead of a dangling one.
+pub(super) struct Outer(*const Current<'static>);
+
+impl Outer {
+    pub(super) fn save() -> Self {
+        Self(CURRENT.with(Cell::get))
+    }
+
+    pub(super) fn restore(self) {
+        CURRENT.with(|c| c.set(self.0));
+    }
+}
