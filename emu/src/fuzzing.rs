@@ -4,9 +4,9 @@
 //! object registry's count of live handles (how the C API targets see leaks). Not part of the
 //! API: compiled only with feature `fuzzing`, unstable, and nothing but the fuzz targets calls it.
 
-use crate::capi::fast_path::{ConnShared, FastProducer, RemoteConsumer};
 use crate::error::{Result, bail};
-use crate::wire::{SeqPacket, proto};
+use dpakit_wire::fast_path::{ConnShared, FastProducer, RemoteConsumer};
+use dpakit_wire::{SeqPacket, proto};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Decodes one Comch protocol message; a message that decodes re-encodes to the same bytes.
@@ -157,7 +157,7 @@ fn eventfd() -> Result<OwnedFd> {
 /// prints it, `0000:b1:00.0`) listens on, in this process's runtime directory: where a peer
 /// connects.
 pub fn comch_server_path(function: &str, name: &str) -> Result<std::path::PathBuf> {
-    crate::wire::server_path(function, name)
+    dpakit_wire::server_path(function, name)
 }
 
 /// Bytes of the ring region a fast-path consumer of `depth` receives shares, as its
@@ -167,7 +167,7 @@ pub fn comch_server_path(function: &str, name: &str) -> Result<std::path::PathBu
 /// receives of 24 bytes (data offset, capacity, task index), then `depth` completion slots of
 /// 64 bytes (the slot's round, then the completion).
 pub fn ring_bytes(depth: u64) -> Option<usize> {
-    crate::capi::fast_path::ring_bytes(depth)
+    dpakit_wire::fast_path::ring_bytes(depth)
 }
 
 /// How many objects the C API has handed out and not destroyed.

@@ -50,7 +50,6 @@ model_mod!(sync_event);
 mod sync_hint;
 mod table;
 use dpakit_sync::wake;
-mod wire;
 
 pub use error::{Error, ErrorCode, Result};
 

@@ -8,7 +8,7 @@
 
 use crate::error::{Result, bail};
 use crate::wake::Arm;
-use crate::wire::Poller;
+use dpakit_wire::Poller;
 use std::cell::RefCell;
 use std::fmt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

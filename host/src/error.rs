@@ -51,10 +51,4 @@ macro_rules! doca {
 }
 pub(crate) use doca;
 
-/// `Err` with `code` and a formatted message.
-macro_rules! bail {
-    ($code:ident, $($fmt:tt)+) => {
-        return Err($crate::Error::new(::dpakit_abi::ErrorCode::$code, format!($($fmt)+)))
-    };
-}
-pub(crate) use bail;
+pub(crate) use dpakit_abi::bail;

@@ -24,6 +24,17 @@ impl Error {
         }
     }
 
+    /// An error with `code` and a formatted message, built out of line: the checks that fail
+    /// with it keep no formatting code on their fast path. [`bail!`](crate::bail) calls it.
+    #[cold]
+    #[inline(never)]
+    pub fn from_args(code: ErrorCode, message: fmt::Arguments<'_>) -> Self {
+        match message.as_str() {
+            Some(text) => Self::new(code, text),
+            None => Self::new(code, message.to_string()),
+        }
+    }
+
     /// The DOCA error code.
     pub fn code(&self) -> ErrorCode {
         self.code
@@ -47,4 +58,16 @@ impl From<AbiError> for Error {
     fn from(e: AbiError) -> Self {
         Error::new(e.code(), e.to_string())
     }
+}
+
+/// `return Err(Error)` with an [`ErrorCode`] variant and a `format!`-style message naming the
+/// broken rule: `bail!(InvalidValue, "queue size {n} is not a power of two")`.
+#[macro_export]
+macro_rules! bail {
+    ($code:ident, $($fmt:tt)+) => {
+        return ::core::result::Result::Err($crate::Error::from_args(
+            $crate::ErrorCode::$code,
+            ::core::format_args!($($fmt)+),
+        ))
+    };
 }

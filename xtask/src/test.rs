@@ -90,6 +90,8 @@ fn loom() -> Result {
             "dpakit-emu",
             "-p",
             "dpakit-sync",
+            "-p",
+            "dpakit-wire",
             "--release",
             "--lib",
             "loom",
@@ -99,7 +101,7 @@ fn loom() -> Result {
 }
 
 /// The unit tests of every crate miri can run (shared-abi, dpa-dev's host build, the soft
-/// device) under miri, which needs a nightly toolchain with the miri component. Tests that
+/// device, its interpreter and transport) under miri, which needs a nightly toolchain with the miri component. Tests that
 /// need what miri cannot do (system calls it does not model, C code, stack switching) are
 /// ignored one by one with the reason; docs/design.md lists them. Where miri cannot be
 /// installed, say so and go on: the rest of the suite still ran.
@@ -124,6 +126,8 @@ fn miri() {
             "dpakit-emu",
             "-p",
             "dpakit-rv",
+            "-p",
+            "dpakit-wire",
             "--lib",
         ],
         &[

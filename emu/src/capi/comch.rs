@@ -3,7 +3,6 @@
 
 use super::connection::{ConnObj, ConnState, connection};
 use super::context::CtxCore;
-use super::fast_path::RemoteConsumer;
 use super::out;
 use super::registry::{Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
@@ -13,8 +12,9 @@ use crate::limits::{
     COMCH_DEFAULT_RECV_QUEUE_SIZE, COMCH_MAX_MSG_SIZE, COMCH_MAX_NAME_LEN,
     COMCH_MAX_RECV_QUEUE_SIZE, COMCH_MAX_SEND_TASKS,
 };
-use crate::wire::Recv;
-use crate::wire::proto::{self, Message};
+use dpakit_wire::Recv;
+use dpakit_wire::fast_path::RemoteConsumer;
+use dpakit_wire::proto::{self, Message};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;

@@ -1,13 +1,13 @@
 //! `struct doca_comch_connection`: one client ↔ server connection, its socket, user data,
 //! statistics, and the sends waiting for room in the socket.
 
-use super::fast_path::ConnShared;
 use super::registry::{self, Kind, Object};
 use super::types::*;
 use super::{call, call_value, out};
 use crate::error::{ErrorCode, Result, bail};
-use crate::wire::SeqPacket;
-use crate::wire::proto::TAG_DATA;
+use dpakit_wire::SeqPacket;
+use dpakit_wire::fast_path::ConnShared;
+use dpakit_wire::proto::TAG_DATA;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;

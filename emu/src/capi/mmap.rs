@@ -2,7 +2,6 @@
 
 use super::dev::{self, DevObj};
 use super::dpa;
-use super::fast_path::{SharedMemory, share_mmap};
 use super::registry::{self, Kind, Object};
 use super::types::*;
 use super::{call, out};
@@ -10,6 +9,7 @@ use crate::dpa::memory::{register_mmap, unregister_mmap};
 use crate::error::{Result, bail};
 use crate::mmap::{AccessFlags, Mmap};
 use dpakit_abi::handles::MmapHandle;
+use dpakit_wire::fast_path::{SharedMemory, share_mmap};
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::Arc;

@@ -29,7 +29,6 @@ mod dpa;
 mod dpa_completion;
 mod dpa_thread;
 mod error;
-pub(crate) mod fast_path;
 mod mmap;
 mod msgq;
 mod pe;

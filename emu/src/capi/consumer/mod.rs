@@ -1,9 +1,8 @@
 //! `doca_comch_consumer.h`: consumers of a MsgQ, on the CPU (post-receive tasks) or the DPA,
-//! and consumers on a Comch connection (the fast path, see [`fast_path`](super::fast_path)).
+//! and consumers on a Comch connection (the fast path, see [`dpakit_wire::fast_path`]).
 
 use super::consumer_completion::ConsumerCompletionObj;
 use super::context::{Context, CtxCore};
-use super::fast_path::{ConnShared, FastConsumer};
 use super::msgq::{self, MsgqObj};
 use super::registry::{self, Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
@@ -13,6 +12,7 @@ use crate::ctx::CtxState;
 use crate::error::{ErrorCode, Result, bail};
 use crate::limits::MAX_IMM_DATA_LEN;
 use crate::msgq::Direction;
+use dpakit_wire::fast_path::{ConnShared, FastConsumer};
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::sync::Arc;

@@ -1,9 +1,8 @@
 //! `doca_comch_producer.h`: producers of a MsgQ, on the CPU (send tasks) or the DPA, and
-//! producers on a Comch connection (the fast path, see [`fast_path`](super::fast_path)).
+//! producers on a Comch connection (the fast path, see [`dpakit_wire::fast_path`]).
 
 use super::context::{Context, CtxCore};
 use super::dpa_completion::DpaCompletionObj;
-use super::fast_path::{Attempt, ConnShared, FastProducer};
 use super::msgq::{self, MsgqObj};
 use super::registry::{self, Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
@@ -13,6 +12,7 @@ use crate::ctx::CtxState;
 use crate::error::{ErrorCode, Result, bail};
 use crate::limits::MAX_IMM_DATA_LEN;
 use crate::msgq::Direction;
+use dpakit_wire::fast_path::{Attempt, ConnShared, FastProducer};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
@@ -228,7 +228,12 @@ impl ProducerObj {
                     return;
                 }
                 Ok(Attempt::Sent) => 0,
-                Err(e) => e.code().raw() as doca_error_t,
+                Err(e) => {
+                    if e.code() == ErrorCode::ConnectionAborted {
+                        super::report("comch fast path: dropping the connection", &e);
+                    }
+                    e.code().raw() as doca_error_t
+                }
             };
             waiting.pop_front();
             self.done.borrow_mut().push_back((index, status));
@@ -244,14 +249,14 @@ impl ProducerObj {
         let mut retry = self.retry.borrow_mut();
         match (waiting, retry.as_ref()) {
             (true, None) => {
-                if let Ok(t) = crate::wire::periodic_timer(RETRY) {
+                if let Ok(t) = dpakit_wire::periodic_timer(RETRY) {
                     if pe.pe.watch_fd(t.as_raw_fd()).is_ok() {
                         *retry = Some(t);
                     }
                 }
             }
             (true, Some(t)) => {
-                crate::wire::drain_timer(t.as_raw_fd());
+                dpakit_wire::drain_timer(t.as_raw_fd());
             }
             (false, Some(t)) => {
                 pe.pe.unwatch_fd(t.as_raw_fd());

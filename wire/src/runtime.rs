@@ -1,6 +1,4 @@
-//! How Comch reaches another process: one Unix `SOCK_SEQPACKET` socket per server in a private
-//! runtime directory, a small message protocol over it ([`proto`]), and shared memory passed
-//! as file descriptors for the fast path.
+//! Where Comch servers listen, and the timers connections' owners poll.
 //!
 //! The runtime directory is `$DPAKIT_SOFT_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/dpakit-soft`,
 //! else `/tmp/dpakit-soft-<uid>`; it must be a directory of this user, closed to everyone else
@@ -8,12 +6,8 @@
 //! representor stands for and a hash of its name, so a client finds the servers of its own
 //! function only: that is Comch's isolation by representor.
 
-pub(crate) mod proto;
-mod socket;
-
-pub(crate) use socket::{Connect, Listener, Poller, Recv, SeqPacket, remove_stale};
-
-use crate::error::{Result, bail};
+use crate::Result;
+use dpakit_abi::bail;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::PathBuf;
 
@@ -22,7 +16,7 @@ const MAX_SOCKET_PATH: usize = 107;
 
 /// The runtime directory, created (0700) if missing; `NOT_PERMITTED` if it exists and is not
 /// this user's private directory.
-pub(crate) fn runtime_dir() -> Result<PathBuf> {
+pub fn runtime_dir() -> Result<PathBuf> {
     // SAFETY: getuid cannot fail and touches no memory.
     let uid = unsafe { libc::getuid() };
     let dir = match std::env::var_os("DPAKIT_SOFT_RUNTIME_DIR") {
@@ -48,8 +42,8 @@ fn private_dir(dir: PathBuf, uid: u32) -> Result<PathBuf> {
         ),
     }
     let meta = std::fs::symlink_metadata(&dir).map_err(|e| {
-        crate::error::err_fmt(
-            crate::error::ErrorCode::OperatingSystem,
+        dpakit_abi::Error::from_args(
+            dpakit_abi::ErrorCode::OperatingSystem,
             format_args!("cannot inspect {}: {e}", dir.display()),
         )
     })?;
@@ -74,7 +68,7 @@ fn private_dir(dir: PathBuf, uid: u32) -> Result<PathBuf> {
 
 /// Where the server `name` of the host function `function` (a PCI address as DOCA prints it)
 /// listens.
-pub(crate) fn server_path(function: &str, name: &str) -> Result<PathBuf> {
+pub fn server_path(function: &str, name: &str) -> Result<PathBuf> {
     let path = runtime_dir()?.join(format!("comch-{function}-{:016x}", fnv1a(name.as_bytes())));
     if path.as_os_str().len() > MAX_SOCKET_PATH {
         bail!(
@@ -89,7 +83,7 @@ pub(crate) fn server_path(function: &str, name: &str) -> Result<PathBuf> {
 
 /// A non-blocking timer descriptor that turns readable every `period`: what wakes a sleeping
 /// PE for work that has no other signal (a client retrying, a producer waiting for a receive).
-pub(crate) fn periodic_timer(period: std::time::Duration) -> Result<std::os::fd::OwnedFd> {
+pub fn periodic_timer(period: std::time::Duration) -> Result<std::os::fd::OwnedFd> {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     // SAFETY: no pointers; the result is checked.
     let fd = unsafe {
@@ -127,7 +121,7 @@ pub(crate) fn periodic_timer(period: std::time::Duration) -> Result<std::os::fd:
 }
 
 /// Consumes a timer's expirations (it stays readable until read); whether it had any.
-pub(crate) fn drain_timer(fd: std::os::fd::RawFd) -> bool {
+pub fn drain_timer(fd: std::os::fd::RawFd) -> bool {
     let mut ticks = 0u64;
     // SAFETY: reads 8 bytes into a live u64; EAGAIN means no tick.
     let n = unsafe { libc::read(fd, (&mut ticks as *mut u64).cast(), 8) };
@@ -136,7 +130,7 @@ pub(crate) fn drain_timer(fd: std::os::fd::RawFd) -> bool {
 
 /// Whether peers of another user may connect (`DPAKIT_SOFT_COMCH_ANY_UID=1`); by default a
 /// server accepts clients of its own user only.
-pub(crate) fn any_uid() -> bool {
+pub fn any_uid() -> bool {
     std::env::var("DPAKIT_SOFT_COMCH_ANY_UID").is_ok_and(|v| v == "1")
 }
 
@@ -167,9 +161,9 @@ mod tests {
         std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
         let e = private_dir(open, uid).unwrap_err();
-        assert_eq!(e.code(), crate::error::ErrorCode::NotPermitted, "{e}");
+        assert_eq!(e.code(), dpakit_abi::ErrorCode::NotPermitted, "{e}");
         let e = private_dir(private, uid.wrapping_add(1)).unwrap_err();
-        assert_eq!(e.code(), crate::error::ErrorCode::NotPermitted, "{e}");
+        assert_eq!(e.code(), dpakit_abi::ErrorCode::NotPermitted, "{e}");
         std::fs::remove_dir_all(&base).unwrap();
     }
 

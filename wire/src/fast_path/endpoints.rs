@@ -5,18 +5,18 @@
 //! both succeed: the count and a sealed bit share one word, and each side changes it with one
 //! compare-exchange (the loom model below).
 
-use crate::sync::{AtomicU64, Ordering};
+use dpakit_sync::{AtomicU64, Ordering};
 
 /// Set while the connection is being (or has been) taken down: no new endpoint.
 const SEALED: u64 = 1 << 63;
 
 /// The endpoint count of one connection and its sealed bit.
 #[derive(Debug, Default)]
-pub(crate) struct Endpoints(AtomicU64);
+pub struct Endpoints(AtomicU64);
 
 impl Endpoints {
     /// Counts a new endpoint in; false once sealed.
-    pub(crate) fn hold(&self) -> bool {
+    pub fn hold(&self) -> bool {
         let mut s = self.0.load(Ordering::Acquire);
         loop {
             if s & SEALED != 0 {
@@ -33,18 +33,18 @@ impl Endpoints {
     }
 
     /// An endpoint is gone.
-    pub(crate) fn release(&self) {
+    pub fn release(&self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Endpoints alive.
     #[cfg(all(test, loom))]
-    pub(crate) fn count(&self) -> u64 {
+    pub fn count(&self) -> u64 {
         self.0.load(Ordering::Acquire) & !SEALED
     }
 
     /// Seals the connection if no endpoint exists; else how many do.
-    pub(crate) fn seal_if_unused(&self) -> Result<(), u64> {
+    pub fn seal_if_unused(&self) -> Result<(), u64> {
         let mut s = self.0.load(Ordering::Acquire);
         loop {
             let n = s & !SEALED;
@@ -62,12 +62,12 @@ impl Endpoints {
     }
 
     /// Undoes a seal whose takedown did not happen after all.
-    pub(crate) fn unseal(&self) {
+    pub fn unseal(&self) {
         self.0.fetch_and(!SEALED, Ordering::AcqRel);
     }
 
     /// Seals for good (the connection is closed whatever exists on it).
-    pub(crate) fn seal(&self) {
+    pub fn seal(&self) {
         self.0.fetch_or(SEALED, Ordering::AcqRel);
     }
 }
@@ -80,7 +80,7 @@ mod loom {
 
     #[test]
     fn an_endpoint_is_never_added_to_a_sealed_connection() {
-        crate::sync::model(3, || {
+        dpakit_sync::model(3, || {
             let e = Arc::new(Endpoints::default());
             let creator = {
                 let e = e.clone();

@@ -3,9 +3,10 @@
 
 use super::ring::{Claim, Done, Post, Ring, Stall};
 use super::{ConnShared, Mapping, SharedMemory, check_shared_file, memfd};
-use crate::error::{ErrorCode, Result, bail, err};
-use crate::limits::MAX_IMM_DATA_LEN;
-use crate::sync::{AtomicBool, Ordering};
+use crate::Result;
+use dpakit_abi::soft::limits::MAX_IMM_DATA_LEN;
+use dpakit_abi::{Error, ErrorCode, bail};
+use dpakit_sync::{AtomicBool, Ordering};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
@@ -14,7 +15,8 @@ use std::sync::Arc;
 // ---------------------------------------------------------------------------------------------
 
 /// What a received completion says.
-pub(crate) struct Received {
+#[derive(Debug)]
+pub struct Received {
     pub task: u32,
     pub len: usize,
     pub producer: u32,
@@ -23,7 +25,7 @@ pub(crate) struct Received {
 }
 
 /// A running consumer on a connection.
-pub(crate) struct FastConsumer {
+pub struct FastConsumer {
     pub id: u32,
     ring: Ring,
     ring_fd: OwnedFd,
@@ -39,6 +41,16 @@ pub(crate) struct FastConsumer {
     announced: std::cell::Cell<bool>,
     /// Completions consumed so far.
     head: std::cell::Cell<u64>,
+}
+
+impl std::fmt::Debug for FastConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FastConsumer")
+            .field("id", &self.id)
+            .field("depth", &self.depth)
+            .field("imm_len", &self.imm_len)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A connected pair of non-blocking Unix stream sockets: the consumer's wake-up. A producer
@@ -69,7 +81,7 @@ fn wake_pair() -> Result<(OwnedFd, OwnedFd)> {
 impl FastConsumer {
     /// Makes the ring for `num_tasks` receives; [`announce`](Self::announce) tells the peer.
     /// `FULL` past the consumers a connection may have.
-    pub(crate) fn start(
+    pub fn start(
         shared: Arc<ConnShared>,
         id: u32,
         num_tasks: u32,
@@ -100,8 +112,8 @@ impl FastConsumer {
     /// Tells the peer of the consumer (`CONSUMER_NEW` with the ring, the memory and the
     /// wake-up): `Ok(false)` while the connection's queue is full (try again at the next
     /// progress), `Ok(true)` once sent.
-    pub(crate) fn announce(&self) -> Result<bool> {
-        let msg = crate::wire::proto::consumer_new(
+    pub fn announce(&self) -> Result<bool> {
+        let msg = crate::proto::consumer_new(
             self.id,
             self.depth,
             self.imm_len,
@@ -121,13 +133,13 @@ impl FastConsumer {
     }
 
     /// The descriptor the consumer's PE watches.
-    pub(crate) fn wake_fd(&self) -> RawFd {
+    pub fn wake_fd(&self) -> RawFd {
         self.wake.as_raw_fd()
     }
 
     /// Posts task `task`'s buffer: data lands at `data` (the buffer's tail), at most
     /// `capacity` bytes. The buffer lies in the shared memory (checked by the caller).
-    pub(crate) fn post(&self, task: u32, data: usize, capacity: usize) {
+    pub fn post(&self, task: u32, data: usize, capacity: usize) {
         self.ring.post(Post {
             offset: (data - self.memory.base) as u64,
             capacity: capacity as u64,
@@ -137,7 +149,7 @@ impl FastConsumer {
     }
 
     /// The next completion, if one is ready.
-    pub(crate) fn next(&self) -> Option<Received> {
+    pub fn next(&self) -> Option<Received> {
         let head = self.head.get();
         let d = self.ring.next(head)?;
         self.head.set(head + 1);
@@ -151,17 +163,17 @@ impl FastConsumer {
     }
 
     /// Makes a producer's `len` bytes at `addr` (a posted buffer's tail) visible there.
-    pub(crate) fn settle(&self, addr: usize, len: usize) {
+    pub fn settle(&self, addr: usize, len: usize) {
         self.memory.settle(addr, len);
     }
 
     /// Whether a completion is ready.
-    pub(crate) fn ready(&self) -> bool {
+    pub fn ready(&self) -> bool {
         self.ring.ready(self.head.get())
     }
 
     /// Consumes the wake-up signals (the PE's handle stays readable until they are read).
-    pub(crate) fn clear_wake(&self) {
+    pub fn clear_wake(&self) {
         let mut buf = [0u8; 256];
         loop {
             // SAFETY: reads into a live buffer of that size; EAGAIN means nothing left.
@@ -181,7 +193,7 @@ impl FastConsumer {
 
     /// Stops: producers see the consumer gone, the peer is told (by the connection's owner at
     /// its next progress if the queue is full now).
-    pub(crate) fn stop(&self) {
+    pub fn stop(&self) {
         self.ring.stop();
         if !self.announced.replace(false) {
             return;
@@ -201,7 +213,7 @@ impl Drop for FastConsumer {
 // ---------------------------------------------------------------------------------------------
 
 /// A consumer of the peer, as a producer sees it.
-pub(crate) struct RemoteConsumer {
+pub struct RemoteConsumer {
     pub id: u32,
     imm_len: u32,
     ring: Ring,
@@ -210,6 +222,15 @@ pub(crate) struct RemoteConsumer {
     wake: OwnedFd,
     /// Set when the consumer is gone or the connection closed.
     pub(super) dead: AtomicBool,
+}
+
+impl std::fmt::Debug for RemoteConsumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteConsumer")
+            .field("id", &self.id)
+            .field("imm_len", &self.imm_len)
+            .finish_non_exhaustive()
+    }
 }
 
 /// `INVALID_VALUE` unless `fd` is a stream socket: the only kind of wake-up a producer writes
@@ -247,7 +268,7 @@ impl RemoteConsumer {
     /// Maps what a `CONSUMER_NEW` message carried: descriptors ring, data, wake-up. Everything
     /// is checked: the sizes against the ring depth and the limits, the memory files sealed
     /// and large enough, the wake-up a stream socket. Only the wake-up descriptor is kept.
-    pub(crate) fn attach(
+    pub fn attach(
         id: u32,
         depth: u64,
         imm_len: u32,
@@ -257,13 +278,13 @@ impl RemoteConsumer {
     ) -> Result<Arc<RemoteConsumer>> {
         if fds.len() != 3
             || !depth.is_power_of_two()
-            || depth > crate::limits::CPU_MAX_NUM_TASKS.next_power_of_two() as u64
+            || depth > dpakit_abi::soft::limits::CPU_MAX_NUM_TASKS.next_power_of_two() as u64
             || Ring::checked_bytes(depth) != usize::try_from(ring_len).ok()
         {
             bail!(InvalidValue, "a malformed consumer announcement");
         }
         // An mmap registers at most MMAP_MAX_LEN bytes; its pages span at most two more.
-        let max_data = (crate::limits::MMAP_MAX_LEN + 2 * super::page_size()) as u64;
+        let max_data = (dpakit_abi::soft::limits::MMAP_MAX_LEN + 2 * super::page_size()) as u64;
         if data_len > max_data {
             bail!(
                 InvalidValue,
@@ -289,7 +310,7 @@ impl RemoteConsumer {
     }
 
     /// Memory the consumer shares with us: its ring and its data.
-    pub(crate) fn shared_bytes(&self) -> u64 {
+    pub fn shared_bytes(&self) -> u64 {
         (self.ring.len() + self.data.len) as u64
     }
 
@@ -310,7 +331,8 @@ impl RemoteConsumer {
 }
 
 /// What one attempt to send found.
-pub(crate) enum Attempt {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attempt {
     /// Written and published.
     Sent,
     /// No receive posted yet: try again later.
@@ -318,15 +340,23 @@ pub(crate) enum Attempt {
 }
 
 /// A running producer on a connection.
-pub(crate) struct FastProducer {
+pub struct FastProducer {
     pub id: u32,
     shared: Arc<ConnShared>,
     /// Consumers looked up before, so the datapath takes no lock.
     known: std::cell::RefCell<Vec<Arc<RemoteConsumer>>>,
 }
 
+impl std::fmt::Debug for FastProducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FastProducer")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
 impl FastProducer {
-    pub(crate) fn new(shared: Arc<ConnShared>, id: u32) -> FastProducer {
+    pub fn new(shared: Arc<ConnShared>, id: u32) -> FastProducer {
         FastProducer {
             id,
             shared,
@@ -352,7 +382,7 @@ impl FastProducer {
     /// Sends `data` and `imm` to consumer `id`: `Wait` while it has no receive posted,
     /// `INVALID_VALUE` if the posted buffer or its immediate room is too small, `NOT_FOUND`
     /// once it is gone.
-    pub(crate) fn try_send(&self, id: u32, data: &[u8], imm: &[u8]) -> Result<Attempt> {
+    pub fn try_send(&self, id: u32, data: &[u8], imm: &[u8]) -> Result<Attempt> {
         let c = self.consumer(id)?;
         if c.dead.load(Ordering::Acquire) || !c.ring.alive() {
             self.known.borrow_mut().retain(|k| k.id != id);
@@ -379,7 +409,7 @@ impl FastProducer {
         };
         let end = (post.offset as usize).checked_add(data.len());
         if end.is_none_or(|end| end > c.data.len) {
-            return Err(err(
+            return Err(Error::new(
                 ErrorCode::InvalidValue,
                 "the consumer posted a buffer outside its memory",
             ));
@@ -406,7 +436,7 @@ impl FastProducer {
             Ok(()) => {}
             Err(Stall::Gone) => bail!(NotFound, "consumer {id} is gone"),
             Err(Stall::Stuck) => {
-                let e = err(
+                let e = Error::new(
                     ErrorCode::ConnectionAborted,
                     format!(
                         "consumer {id} does not return its completion slots (a broken or hostile \
@@ -415,7 +445,7 @@ impl FastProducer {
                 );
                 self.known.borrow_mut().retain(|k| k.id != id);
                 c.dead.store(true, Ordering::Release);
-                self.shared.abort(&e);
+                self.shared.abort();
                 return Err(e);
             }
         }

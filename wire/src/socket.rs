@@ -1,7 +1,8 @@
 //! Non-blocking Unix `SOCK_SEQPACKET` sockets (message boundaries kept, connection-oriented, a
 //! dead peer seen at once), descriptor passing, and an epoll set to wait on many of them.
 
-use crate::error::{Error, ErrorCode, Result, bail};
+use crate::Result;
+use dpakit_abi::{Error, ErrorCode, bail};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -57,7 +58,7 @@ fn inode(path: &Path) -> u64 {
 
 /// A listening socket published at a path, removed from there when dropped.
 #[derive(Debug)]
-pub(crate) struct Listener {
+pub struct Listener {
     fd: OwnedFd,
     path: PathBuf,
     /// The inode of our socket file: what we remove on drop, and nothing a successor created.
@@ -78,11 +79,11 @@ impl Listener {
     /// it listens, so the path never names a socket that refuses connections while its owner
     /// lives: a refused connection always means a dead owner, whose file may be removed.
     /// `ALREADY_EXIST` if a live listener holds the path.
-    pub(crate) fn bind(path: &Path) -> Result<Listener> {
+    pub fn bind(path: &Path) -> Result<Listener> {
         let fd = new_socket()?;
         // Unique per listener: servers of one process may start at the same time.
-        static NEXT: crate::sync::plain::AtomicU64 = crate::sync::plain::AtomicU64::new(0);
-        let n = NEXT.fetch_add(1, crate::sync::Ordering::Relaxed);
+        static NEXT: dpakit_sync::plain::AtomicU64 = dpakit_sync::plain::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, dpakit_sync::Ordering::Relaxed);
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(format!(".{}.{n}.tmp", std::process::id()));
         let tmp = PathBuf::from(tmp);
@@ -144,7 +145,7 @@ impl Listener {
     }
 
     /// A pending connection, if any.
-    pub(crate) fn accept(&self) -> Result<Option<SeqPacket>> {
+    pub fn accept(&self) -> Result<Option<SeqPacket>> {
         // SAFETY: NULL address arguments are allowed; the result is checked.
         let fd = unsafe {
             libc::accept4(
@@ -169,7 +170,7 @@ impl Listener {
         Ok(Some(SeqPacket { fd }))
     }
 
-    pub(crate) fn fd(&self) -> RawFd {
+    pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
@@ -204,7 +205,7 @@ impl Drop for Listener {
 }
 
 /// Removes the socket file of a dead server, unless someone replaced it meanwhile.
-pub(crate) fn remove_stale(path: &Path) {
+pub fn remove_stale(path: &Path) {
     let before = inode(path);
     if before != 0
         && matches!(SeqPacket::connect(path), Ok(Connect::Stale))
@@ -216,7 +217,7 @@ pub(crate) fn remove_stale(path: &Path) {
 
 /// What a connection attempt found.
 #[derive(Debug)]
-pub(crate) enum Connect {
+pub enum Connect {
     Connected(SeqPacket),
     /// No socket at the path: no server of that name (yet).
     Absent,
@@ -228,7 +229,7 @@ pub(crate) enum Connect {
 
 /// What a receive found.
 #[derive(Debug)]
-pub(crate) enum Recv {
+pub enum Recv {
     /// A message of this many bytes (and any descriptors it carried, appended to the vector).
     Message(usize),
     /// Nothing to read now.
@@ -239,7 +240,7 @@ pub(crate) enum Recv {
 
 /// One end of a connected `SOCK_SEQPACKET` socket.
 #[derive(Debug)]
-pub(crate) struct SeqPacket {
+pub struct SeqPacket {
     fd: OwnedFd,
 }
 
@@ -248,7 +249,7 @@ const MAX_FDS: usize = 4;
 
 impl SeqPacket {
     /// Connects to the listener at `path`.
-    pub(crate) fn connect(path: &Path) -> Result<Connect> {
+    pub fn connect(path: &Path) -> Result<Connect> {
         let fd = new_socket()?;
         let (addr, len) = sockaddr(path)?;
         // SAFETY: a valid sockaddr_un of `len` bytes.
@@ -272,7 +273,7 @@ impl SeqPacket {
 
     /// A connected pair, both ends in this process.
     #[cfg(any(test, feature = "fuzzing"))]
-    pub(crate) fn pair() -> Result<(SeqPacket, SeqPacket)> {
+    pub fn pair() -> Result<(SeqPacket, SeqPacket)> {
         let mut fds = [0; 2];
         // SAFETY: `fds` has room for the two descriptors.
         let rc = unsafe {
@@ -299,12 +300,12 @@ impl SeqPacket {
         }
     }
 
-    pub(crate) fn fd(&self) -> RawFd {
+    pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
     /// A second handle of the same connection (`dup`), for use from another thread.
-    pub(crate) fn try_clone(&self) -> Result<SeqPacket> {
+    pub fn try_clone(&self) -> Result<SeqPacket> {
         let fd = self
             .fd
             .try_clone()
@@ -314,13 +315,13 @@ impl SeqPacket {
 
     /// Ends the connection both ways now (the peer reads end-of-file), even while descriptors
     /// of it live on.
-    pub(crate) fn shutdown(&self) {
+    pub fn shutdown(&self) {
         // SAFETY: no pointers; failure (already shut) is harmless.
         unsafe { libc::shutdown(self.fd.as_raw_fd(), libc::SHUT_RDWR) };
     }
 
     /// The peer's user id, from the kernel (`SO_PEERCRED`): what the peer cannot forge.
-    pub(crate) fn peer_uid(&self) -> Result<u32> {
+    pub fn peer_uid(&self) -> Result<u32> {
         // SAFETY: ucred is plain data.
         let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
         let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
@@ -342,7 +343,7 @@ impl SeqPacket {
 
     /// Sends one message made of `parts`, with `fds` attached. `Ok(false)`: the socket is full,
     /// try again later. `NOT_CONNECTED` if the peer is gone.
-    pub(crate) fn send(&self, parts: &[&[u8]], fds: &[RawFd]) -> Result<bool> {
+    pub fn send(&self, parts: &[&[u8]], fds: &[RawFd]) -> Result<bool> {
         let mut iov = [libc::iovec {
             iov_base: std::ptr::null_mut(),
             iov_len: 0,
@@ -381,7 +382,7 @@ impl SeqPacket {
 
     /// Receives one message into `buf`, appending the descriptors it carried to `fds`.
     /// `INVALID_VALUE` for a message larger than `buf` (the peer broke the protocol).
-    pub(crate) fn recv(&self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> Result<Recv> {
+    pub fn recv(&self, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> Result<Recv> {
         let mut iov = libc::iovec {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
@@ -474,12 +475,12 @@ impl Control {
 
 /// An epoll set: which of many descriptors are readable, in one system call.
 #[derive(Debug)]
-pub(crate) struct Poller {
+pub struct Poller {
     fd: OwnedFd,
 }
 
 impl Poller {
-    pub(crate) fn new() -> Result<Poller> {
+    pub fn new() -> Result<Poller> {
         // SAFETY: no pointers; the result is checked.
         let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if fd < 0 {
@@ -491,7 +492,7 @@ impl Poller {
     }
 
     /// Watches `fd` for input; `token` comes back with its events.
-    pub(crate) fn add(&self, fd: RawFd, token: u64) -> Result<()> {
+    pub fn add(&self, fd: RawFd, token: u64) -> Result<()> {
         let mut ev = libc::epoll_event {
             events: libc::EPOLLIN as u32,
             u64: token,
@@ -504,7 +505,7 @@ impl Poller {
     }
 
     /// Stops watching `fd` (closing it does too).
-    pub(crate) fn remove(&self, fd: RawFd) {
+    pub fn remove(&self, fd: RawFd) {
         // SAFETY: DEL ignores the event argument; a NULL one is allowed since Linux 2.6.9.
         unsafe {
             libc::epoll_ctl(
@@ -517,7 +518,7 @@ impl Poller {
     }
 
     /// The tokens of the descriptors readable now, without waiting; returns how many it wrote.
-    pub(crate) fn ready(&self, tokens: &mut [u64]) -> usize {
+    pub fn ready(&self, tokens: &mut [u64]) -> usize {
         const MAX: usize = 64;
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; MAX];
         let room = tokens.len().min(MAX) as i32;
@@ -530,7 +531,7 @@ impl Poller {
         n
     }
 
-    pub(crate) fn fd(&self) -> RawFd {
+    pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 }

@@ -10,17 +10,20 @@
 //! engine, on any thread: they share only atomics in the ring and the connection's table of
 //! the peer's consumers.
 
-use crate::error::{Result, bail};
-use crate::limits::{COMCH_MAX_CONSUMERS_PER_CONNECTION, COMCH_MAX_SHARED_BYTES_PER_CONNECTION};
-use crate::sync::{AtomicBool, AtomicU32, Ordering};
-use crate::wire::SeqPacket;
-pub(crate) use endpoints::Endpoints;
+use crate::Result;
+use crate::SeqPacket;
+use dpakit_abi::bail;
+use dpakit_abi::soft::limits::{
+    COMCH_MAX_CONSUMERS_PER_CONNECTION, COMCH_MAX_SHARED_BYTES_PER_CONNECTION,
+};
+use dpakit_sync::{AtomicBool, AtomicU32, Ordering};
+pub use endpoints::Endpoints;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 
 /// What a connection shares with the producers and consumers created on it, which may run on
 /// other threads than the connection's server or client.
-pub(crate) struct ConnShared {
+pub struct ConnShared {
     /// The connection's socket (a duplicate), for consumers to announce themselves.
     sock: SeqPacket,
     next_consumer_id: AtomicU32,
@@ -38,8 +41,17 @@ pub(crate) struct ConnShared {
     unsent: AtomicBool,
 }
 
+impl std::fmt::Debug for ConnShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnShared")
+            .field("next_consumer_id", &self.next_consumer_id)
+            .field("endpoints", &self.endpoints)
+            .finish_non_exhaustive()
+    }
+}
+
 impl ConnShared {
-    pub(crate) fn new(sock: &SeqPacket) -> Result<Arc<ConnShared>> {
+    pub fn new(sock: &SeqPacket) -> Result<Arc<ConnShared>> {
         Ok(Arc::new(ConnShared {
             sock: sock.try_clone()?,
             next_consumer_id: AtomicU32::new(1),
@@ -54,11 +66,11 @@ impl ConnShared {
 
     /// A consumer id never used on this connection before (ids are not reused, so a late send
     /// cannot reach a newer consumer).
-    pub(crate) fn consumer_id(&self) -> u32 {
+    pub fn consumer_id(&self) -> u32 {
         self.next_consumer_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub(crate) fn producer_id(&self) -> u32 {
+    pub fn producer_id(&self) -> u32 {
         self.next_producer_id.fetch_add(1, Ordering::Relaxed)
     }
 
@@ -82,7 +94,7 @@ impl ConnShared {
 
     /// The peer announced a consumer: `INVALID_VALUE` (a protocol violation) for an id it
     /// announced already, or past the per-connection limits on consumers and shared memory.
-    pub(crate) fn add_remote(&self, c: Arc<RemoteConsumer>) -> Result<()> {
+    pub fn add_remote(&self, c: Arc<RemoteConsumer>) -> Result<()> {
         let mut remote = self.remote.lock().unwrap_or_else(|p| p.into_inner());
         if remote.iter().any(|r| r.id == c.id) {
             bail!(InvalidValue, "the peer announced consumer {} twice", c.id);
@@ -106,7 +118,7 @@ impl ConnShared {
 
     /// The peer's consumer `id` is gone: sends waiting for it fail. `INVALID_VALUE` (a protocol
     /// violation) if the peer never announced it.
-    pub(crate) fn remove_remote(&self, id: u32) -> Result<()> {
+    pub fn remove_remote(&self, id: u32) -> Result<()> {
         let mut remote = self.remote.lock().unwrap_or_else(|p| p.into_inner());
         let Some(at) = remote.iter().position(|c| c.id == id) else {
             bail!(
@@ -120,7 +132,7 @@ impl ConnShared {
     }
 
     /// The connection closed: every consumer of the peer is gone.
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         self.endpoints.seal();
         let mut remote = self.remote.lock().unwrap_or_else(|p| p.into_inner());
         for c in remote.drain(..) {
@@ -130,9 +142,9 @@ impl ConnShared {
 
     /// The peer broke the fast-path protocol: the connection ends now, from whichever thread
     /// saw it. Its owner sees the socket closed at its next progress and disconnects (the
-    /// program's disconnect callback runs, waiting sends fail); the peer sees it too.
-    pub(crate) fn abort(&self, why: &crate::error::Error) {
-        super::report("comch fast path: dropping the connection", why);
+    /// program's disconnect callback runs, waiting sends fail); the peer sees it too. The
+    /// caller hands the error on (`CONNECTION_ABORTED`), for the C API to report.
+    pub fn abort(&self) {
         self.sock.shutdown();
     }
 
@@ -151,13 +163,13 @@ impl ConnShared {
 
     /// One `CONSUMER_GONE`: `Ok(false)` while the peer's queue is full.
     fn send_gone(&self, id: u32) -> Result<bool> {
-        let msg = crate::wire::proto::with_id(crate::wire::proto::TAG_CONSUMER_GONE, id);
+        let msg = crate::proto::with_id(crate::proto::TAG_CONSUMER_GONE, id);
         self.sock.send(&[&msg], &[])
     }
 
     /// Sends what stopping consumers could not (called by the connection's owner at each
     /// progress). A peer that leaves its queue full keeps them waiting, no more.
-    pub(crate) fn flush_unsent(&self) {
+    pub fn flush_unsent(&self) {
         if !self.unsent.load(Ordering::Acquire) {
             return;
         }
@@ -185,12 +197,22 @@ impl ConnShared {
 }
 
 /// A memory mapping of a shared file, unmapped on drop.
-pub(crate) struct Mapping {
+pub struct Mapping {
     pub(super) ptr: *mut u8,
     pub(super) len: usize,
     /// Heap memory standing in for a mapping (the ring's loom model), freed instead of
     /// unmapped.
     heap: bool,
+}
+
+impl std::fmt::Debug for Mapping {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mapping")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .field("heap", &self.heap)
+            .finish_non_exhaustive()
+    }
 }
 
 // SAFETY: the mapping is plain shared memory; every access through it is either to atomics or
@@ -324,7 +346,7 @@ fn page_size() -> usize {
 /// range covers whole are the same memory as the program's (moved in place), and the partial
 /// first and last pages, which other objects of the program may share, are copied from the
 /// file when a producer's data lands there ([`settle`](Self::settle)).
-pub(crate) struct SharedMemory {
+pub struct SharedMemory {
     pub fd: OwnedFd,
     /// Page-aligned start of the file's pages in the program's address space, and their length.
     pub base: usize,
@@ -335,10 +357,20 @@ pub(crate) struct SharedMemory {
     edges: [(usize, usize); 2],
 }
 
+impl std::fmt::Debug for SharedMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedMemory")
+            .field("fd", &self.fd)
+            .field("base", &self.base)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
 impl SharedMemory {
     /// Makes `len` bytes a producer wrote at `addr` visible at `addr`: bytes on the partial
     /// pages are copied from the file (those on whole pages are there already).
-    pub(crate) fn settle(&self, addr: usize, len: usize) {
+    pub fn settle(&self, addr: usize, len: usize) {
         let end = addr.saturating_add(len);
         for &(lo, hi) in &self.edges {
             let (s, e) = (addr.max(lo), end.min(hi));
@@ -364,7 +396,7 @@ impl SharedMemory {
 /// registered memory. The partial first and last pages stay the program's own (other objects
 /// may live there and be written by other threads meanwhile); the file's copy of them is
 /// brought over by [`SharedMemory::settle`].
-pub(crate) fn share_mmap(addr: *mut u8, len: usize) -> Result<SharedMemory> {
+pub fn share_mmap(addr: *mut u8, len: usize) -> Result<SharedMemory> {
     let page = page_size();
     let start = addr as usize;
     let end = start + len;
@@ -415,14 +447,14 @@ pub(crate) fn share_mmap(addr: *mut u8, len: usize) -> Result<SharedMemory> {
 
 /// Bytes of a ring of `depth` receives as a peer announces it (`None` where it overflows).
 #[cfg(feature = "fuzzing")]
-pub(crate) fn ring_bytes(depth: u64) -> Option<usize> {
+pub fn ring_bytes(depth: u64) -> Option<usize> {
     ring::Ring::checked_bytes(depth)
 }
 
 mod endpoints;
 mod ring;
 mod sides;
-pub(crate) use sides::{Attempt, FastConsumer, FastProducer, RemoteConsumer};
+pub use sides::{Attempt, FastConsumer, FastProducer, RemoteConsumer};
 
 #[cfg(test)]
 mod tests {
@@ -512,10 +544,9 @@ mod tests {
             memfd(c"data", 4096).unwrap(),
             memfd(c"wake", 0).unwrap(),
         ];
-        let e = RemoteConsumer::attach(1, depth, 0, wrapped as u64, 4096, fds)
-            .err()
-            .expect("refused");
-        assert_eq!(e.code(), crate::error::ErrorCode::InvalidValue, "{e}");
+        let e =
+            RemoteConsumer::attach(1, depth, 0, wrapped as u64, 4096, fds).expect_err("refused");
+        assert_eq!(e.code(), dpakit_abi::ErrorCode::InvalidValue, "{e}");
         assert_eq!(ring::Ring::checked_bytes(4), Some(ring::Ring::bytes(4)));
     }
 

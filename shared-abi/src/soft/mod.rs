@@ -1,7 +1,9 @@
 //! The soft device's controls and reports as data, one definition for the soft device
 //! (dpakit-emu) and the host API (`dpakit::soft`): how a DPA context schedules and runs its
 //! kernels, and what its deterministic trace and counters hold. `dpakit_soft.h` carries them
-//! across the C API.
+//! across the C API. Its documented [`limits`] live here too.
+
+pub mod limits;
 
 /// How the soft device runs activations of a DPA context's threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,28 +1,29 @@
 //! The messages Comch peers exchange: a tag byte, then little-endian fields. One socket message
 //! is one protocol message (the socket keeps boundaries), so nothing needs framing.
 
-use crate::error::{Result, bail};
+use crate::Result;
+use dpakit_abi::bail;
 
 /// Protocol version, checked in the handshake.
-pub(crate) const VERSION: u32 = 1;
+pub const VERSION: u32 = 1;
 
 /// Room a receive buffer needs beyond the largest control message (tag and handshake fields).
-pub(crate) const OVERHEAD: usize = 512;
+pub const OVERHEAD: usize = 512;
 
 /// Longest refusal reason sent.
 const MAX_REASON: usize = 400;
 
-pub(crate) const TAG_HELLO: u8 = 1;
-pub(crate) const TAG_WELCOME: u8 = 2;
-pub(crate) const TAG_REFUSE: u8 = 3;
-pub(crate) const TAG_DATA: u8 = 4;
-pub(crate) const TAG_BYE: u8 = 5;
-pub(crate) const TAG_CONSUMER_NEW: u8 = 6;
-pub(crate) const TAG_CONSUMER_GONE: u8 = 7;
+pub const TAG_HELLO: u8 = 1;
+pub const TAG_WELCOME: u8 = 2;
+pub const TAG_REFUSE: u8 = 3;
+pub const TAG_DATA: u8 = 4;
+pub const TAG_BYE: u8 = 5;
+pub const TAG_CONSUMER_NEW: u8 = 6;
+pub const TAG_CONSUMER_GONE: u8 = 7;
 
 /// A decoded message; borrowed fields point into the receive buffer.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Message<'a> {
+pub enum Message<'a> {
     /// Client → server, first message: who is asking, for which server, with which limits.
     Hello {
         version: u32,
@@ -52,7 +53,7 @@ pub(crate) enum Message<'a> {
 }
 
 /// `HELLO`.
-pub(crate) fn hello(max_msg_size: u32, function: &str, name: &str) -> Vec<u8> {
+pub fn hello(max_msg_size: u32, function: &str, name: &str) -> Vec<u8> {
     let mut m = vec![TAG_HELLO];
     m.extend_from_slice(&VERSION.to_le_bytes());
     m.extend_from_slice(&max_msg_size.to_le_bytes());
@@ -62,7 +63,7 @@ pub(crate) fn hello(max_msg_size: u32, function: &str, name: &str) -> Vec<u8> {
 }
 
 /// `REFUSE`.
-pub(crate) fn refuse(code: i32, reason: &str) -> Vec<u8> {
+pub fn refuse(code: i32, reason: &str) -> Vec<u8> {
     let mut cut = reason.len().min(MAX_REASON);
     while !reason.is_char_boundary(cut) {
         cut -= 1;
@@ -74,13 +75,7 @@ pub(crate) fn refuse(code: i32, reason: &str) -> Vec<u8> {
 }
 
 /// `CONSUMER_NEW`.
-pub(crate) fn consumer_new(
-    id: u32,
-    depth: u64,
-    imm_len: u32,
-    ring_len: u64,
-    data_len: u64,
-) -> Vec<u8> {
+pub fn consumer_new(id: u32, depth: u64, imm_len: u32, ring_len: u64, data_len: u64) -> Vec<u8> {
     let mut m = vec![TAG_CONSUMER_NEW];
     m.extend_from_slice(&id.to_le_bytes());
     m.extend_from_slice(&depth.to_le_bytes());
@@ -91,7 +86,7 @@ pub(crate) fn consumer_new(
 }
 
 /// A message carrying only an id (`CONSUMER_GONE`).
-pub(crate) fn with_id(tag: u8, id: u32) -> [u8; 5] {
+pub fn with_id(tag: u8, id: u32) -> [u8; 5] {
     let b = id.to_le_bytes();
     [tag, b[0], b[1], b[2], b[3]]
 }
@@ -128,7 +123,7 @@ impl<'a> Reader<'a> {
         let b = self.take(2)?;
         let len = usize::from(u16::from_le_bytes([b[0], b[1]]));
         std::str::from_utf8(self.take(len)?)
-            .map_err(|_| crate::error::err(crate::error::ErrorCode::InvalidValue, "not UTF-8"))
+            .map_err(|_| dpakit_abi::Error::new(dpakit_abi::ErrorCode::InvalidValue, "not UTF-8"))
     }
 
     fn end(self) -> Result<()> {
@@ -140,7 +135,7 @@ impl<'a> Reader<'a> {
 }
 
 /// Decodes one message; `INVALID_VALUE` for anything this version does not know.
-pub(crate) fn decode(buf: &[u8]) -> Result<Message<'_>> {
+pub fn decode(buf: &[u8]) -> Result<Message<'_>> {
     let Some((&tag, body)) = buf.split_first() else {
         bail!(InvalidValue, "an empty Comch protocol message");
     };

@@ -5,8 +5,8 @@
 //! Only atomics are shared, through the concurrency facade, so loom checks the protocol.
 
 use super::Mapping;
-use crate::limits::MAX_IMM_DATA_LEN;
-use crate::sync::{AtomicU64, Ordering};
+use dpakit_abi::soft::limits::MAX_IMM_DATA_LEN;
+use dpakit_sync::{AtomicU64, Ordering};
 
 /// A posted receive: where the data goes and how much fits.
 #[repr(C)]

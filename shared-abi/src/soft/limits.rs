@@ -1,0 +1,123 @@
+//! The soft device's documented limits, one definition for the soft device and its transport
+//! (docs/comch.md lists the per-peer ones).
+//!
+//! Capability queries (`cap_*`) answer with these values and every configuration call checks
+//! against them, so a program that fits the soft device fits the numbers it was told. They are
+//! `usize` so they index and size tables directly; queries that DOCA types as `uint32_t` convert.
+
+/// Largest immediate a MsgQ producer sends or a consumer receives, in bytes
+/// (`doca_comch_consumer_cap_get_max_imm_data_len`). One immediate travels in one cache line.
+pub const MAX_IMM_DATA_LEN: usize = crate::MAX_IMM_DATA_LEN;
+
+/// Most consumers one MsgQ may create (`doca_comch_msgq_set_max_num_consumers` upper bound).
+pub const MSGQ_MAX_NUM_CONSUMERS: usize = 64;
+
+/// Most producers one MsgQ may create (`doca_comch_msgq_set_max_num_producers` upper bound).
+pub const MSGQ_MAX_NUM_PRODUCERS: usize = 64;
+
+/// Most receives a DPA consumer may have posted (`doca_comch_consumer_set_dev_num_recv`), and
+/// most receives across the consumers of one consumer completion context
+/// (`doca_comch_consumer_completion_set_max_num_recv`). Sizes the receive ring.
+pub const CONSUMER_MAX_NUM_RECV: usize = 8192;
+
+/// Most sends a DPA producer may have outstanding (`doca_comch_producer_set_dev_num_send`).
+pub const PRODUCER_MAX_NUM_SEND: usize = 8192;
+
+/// Largest task pool of a CPU producer or consumer (`*_task_send_set_conf`,
+/// `*_task_post_recv_set_conf`); answered by `doca_comch_{producer,consumer}_cap_get_max_num_tasks`.
+pub const CPU_MAX_NUM_TASKS: usize = 65536;
+
+/// DPA cores of the soft BlueField-3 (`doca_dpa_get_core_num`).
+pub const DPA_NUM_CORES: usize = 16;
+
+/// Execution units (hardware threads) per DPA core (`doca_dpa_get_num_eus_per_core`).
+pub const DPA_THREADS_PER_CORE: usize = 16;
+
+/// Most DPA threads one DPA context may create; one per EU (cores × EUs per core).
+pub const DPA_MAX_THREADS: usize = 256;
+/// Sync events one DPA context may hold handles of (`doca_sync_event_get_dpa_handle`).
+pub const DPA_MAX_SYNC_EVENTS: usize = 4096;
+
+/// Completion contexts (consumer completions and DPA completions) one DPA thread can have
+/// attached at once, in every scheduling mode (`dpakit_soft_dpa_get_max_completions_per_thread`).
+pub const DPA_THREAD_MAX_COMPLETIONS: usize = 8;
+
+/// Largest DPA completion queue (`doca_dpa_completion_create` queue size).
+pub const DPA_COMPLETION_MAX_QUEUE_SIZE: usize = 65536;
+
+/// Device memory the soft DPA allocates in total across `doca_dpa_mem_alloc` calls, in bytes
+/// (256 MiB). Past it, allocation fails with `NO_MEMORY` as on a full device heap.
+pub const DPA_MAX_MEMORY: usize = 256 << 20;
+
+/// Largest memory range one mmap may register (`doca_mmap_set_memrange`), in bytes (1 GiB).
+pub const MMAP_MAX_LEN: usize = 1 << 30;
+
+/// Most elements one buffer inventory may hold (`doca_buf_inventory_create`). Elements are
+/// preallocated, so this also bounds the inventory's memory.
+pub const BUF_INVENTORY_MAX_ELEMENTS: usize = 1 << 20;
+
+/// Longest Comch server name, in bytes including the terminating NUL
+/// (`doca_comch_cap_get_max_name_len`); a name has at least one character.
+pub const COMCH_MAX_NAME_LEN: usize = 120;
+
+/// Largest control-path message, in bytes (`doca_comch_cap_get_max_msg_size`); also the
+/// default a server and a client use, so both agree unless one is configured otherwise.
+pub const COMCH_MAX_MSG_SIZE: usize = 4080;
+
+/// Deepest control-path receive queue (`doca_comch_cap_get_max_recv_queue_size`): the most
+/// messages one connection delivers per progress.
+pub const COMCH_MAX_RECV_QUEUE_SIZE: usize = 8192;
+
+/// Receive queue depth of a server or client that sets none.
+pub const COMCH_DEFAULT_RECV_QUEUE_SIZE: usize = 128;
+
+/// Most clients connected to one server at a time (`doca_comch_cap_get_max_clients`).
+pub const COMCH_MAX_CLIENTS: usize = 512;
+
+/// Largest send-task pool of a server or client (`doca_comch_cap_get_max_send_tasks`). At
+/// least what programs written for BlueField hardware ask for (pools of 10,240 are seen);
+/// tasks are preallocated, so this bounds their memory too.
+pub const COMCH_MAX_SEND_TASKS: usize = 65536;
+
+/// Most connections a server holds in their handshake (accepted, no valid HELLO yet). Past it
+/// the oldest is dropped: silent connections cannot crowd out clients that speak at once.
+pub const COMCH_MAX_PENDING_HANDSHAKES: usize = 64;
+
+/// How long an accepted connection may take to send its HELLO, in milliseconds.
+pub const COMCH_HANDSHAKE_TIMEOUT_MS: u64 = 1000;
+
+/// Most consumers one side of a connection may announce to the other (fast path). Each costs
+/// the peer two mappings and a descriptor, so a server's worst case stays within the
+/// process's limits.
+pub const COMCH_MAX_CONSUMERS_PER_CONNECTION: usize = 32;
+
+/// Most memory the consumers one side of a connection announces may share with the peer, in
+/// bytes (4 GiB); each consumer shares its mmap (at most [`MMAP_MAX_LEN`]) plus its ring.
+pub const COMCH_MAX_SHARED_BYTES_PER_CONNECTION: u64 = 4 << 30;
+
+/// How long a fast-path consumer may take to announce itself to its peer (its connection's
+/// socket full all along) before its start fails, in milliseconds.
+pub const COMCH_ANNOUNCE_TIMEOUT_MS: u64 = 1000;
+
+/// Smallest maximal message size of a legacy Comm Channel endpoint, in bytes; smaller requests
+/// are raised to it.
+pub const COMM_CHANNEL_MIN_MSG_SIZE: usize = 256;
+
+/// Largest maximal message size of a legacy Comm Channel endpoint, in bytes.
+pub const COMM_CHANNEL_MAX_MSG_SIZE: usize = 4080;
+
+/// Smallest queue size of a legacy Comm Channel endpoint, in messages; smaller requests are
+/// raised to it.
+pub const COMM_CHANNEL_MIN_QUEUE_SIZE: usize = 16;
+
+/// Largest queue size of a legacy Comm Channel endpoint, in messages.
+pub const COMM_CHANNEL_MAX_QUEUE_SIZE: usize = 8191;
+
+/// Longest legacy Comm Channel service name, in bytes including the terminating NUL
+/// (`doca_comm_channel_get_max_service_name_len`); a name has at least one character.
+pub const COMM_CHANNEL_MAX_SERVICE_NAME_LEN: usize = 120;
+
+// Relations the numbers must keep.
+const _: () = assert!(DPA_NUM_CORES * DPA_THREADS_PER_CORE == DPA_MAX_THREADS);
+const _: () = assert!(COMM_CHANNEL_MIN_MSG_SIZE < COMM_CHANNEL_MAX_MSG_SIZE);
+const _: () = assert!(COMM_CHANNEL_MIN_QUEUE_SIZE < COMM_CHANNEL_MAX_QUEUE_SIZE);

@@ -1,0 +1,26 @@
+//! The soft device's transport between processes (dpakit-wire): how a Comch connection
+//! reaches the other side.
+//!
+//! * [`runtime`]: the private runtime directory, where a server's socket is and why a client
+//!   finds the servers of its own PCI function only (Comch's isolation by representor);
+//! * [`socket`]: `SOCK_SEQPACKET` sockets and the poller a progress engine waits on;
+//! * [`proto`]: the handshake and control messages, decoded without trusting the peer;
+//! * [`fast_path`]: the shared-memory rings of the Comch fast path and their announcement,
+//!   with every byte and descriptor a peer hands over checked.
+//!
+//! A layer of the soft device (docs/design.md): it knows DOCA's error codes and the documented
+//! limits ([`dpakit_abi::soft::limits`]), nothing of the model or the C API above it. Its API is
+//! the soft device's own, unstable, and not for programs.
+
+pub mod fast_path;
+pub mod proto;
+pub mod runtime;
+pub mod socket;
+
+pub use runtime::{any_uid, drain_timer, periodic_timer, runtime_dir, server_path};
+pub use socket::{Connect, Listener, Poller, Recv, SeqPacket, remove_stale};
+
+use dpakit_abi::Error;
+
+/// The result of a transport call: DOCA's code and the rule that was broken.
+pub type Result<T, E = Error> = core::result::Result<T, E>;
