@@ -5,6 +5,7 @@ use crate::{
     workspace_root,
 };
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 /// Debian packages the test suite needs, as (command, package): clang for the C header checks
 /// and C kernels, pkg-config for building C programs against the soft SDK, meson and ninja for
@@ -20,10 +21,12 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
 const DEBIAN_LIBRARIES: &[&str] = &["libclang-dev"];
 
 pub fn run() -> Result {
+    let mut clock = Clock::default();
     setup::ensure_dpa_target()?;
     setup::ensure_components(&["rustfmt", "clippy"])?;
     setup::ensure_debian_packages(DEBIAN_PACKAGES)?;
     setup::ensure_debian_libraries(DEBIAN_LIBRARIES)?;
+    clock.lap("setup");
 
     cargo(&["fmt", "--all", "--check"], &[])?;
     // No module imports another that imports it back, in any crate of the workspace.
@@ -39,6 +42,7 @@ pub fn run() -> Result {
         ],
         &[],
     )?;
+    clock.lap("fmt, modules, clippy");
     // With the cost model: the kit's kernels run from their image in ISA mode.
     let report = build_dpa::with_isa_profile(build_dpa::kit_kernels(true)).build()?;
     print!("{}", report.table());
@@ -49,31 +53,77 @@ pub fn run() -> Result {
         &["build", "-p", "dpakit-sys"],
         &[("DPAKIT_SYS_CHECK_FALLBACK", "1")],
     )?;
+    clock.lap("DPA builds, bindings");
     cargo(&["test", "--workspace"], &[])?;
+    clock.lap("workspace tests");
     cargo(
         &["doc", "--no-deps", "--workspace"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
+    clock.lap("docs");
     let prefix = soft_sdk::run(&soft_sdk::default_prefix())?;
     eprintln!("soft DOCA SDK in {}", prefix.display());
     sdk_checks::c_programs(&prefix)?;
     sdk_checks::c_pairs(&prefix)?;
+    clock.lap("soft SDK, C programs");
     sdk_checks::doca_feature(&prefix, cargo)?;
     sdk_checks::comch_pairs(&prefix, cargo)?;
+    clock.lap("the kit over the soft SDK (feature doca)");
     // Projects of the user's own, outside the repository: a DOCA C project with its own DPA
     // kernel (the soft SDK's dpacc, by hand and with meson), a project from `cargo xtask new`.
     user_projects::c_dpacc_project(&prefix)?;
     user_projects::rust_template()?;
+    clock.lap("user projects");
     // The public API is what api/<crate>.txt says (a change is blessed on purpose).
     match setup::ensure_nightly_component("rustc") {
         Ok(()) => api::run(false)?,
         Err(why) => eprintln!("note: the API check skipped: {why}"),
     }
+    clock.lap("public API");
     loom()?;
+    clock.lap("loom");
     miri();
+    clock.lap("miri");
     // Each fuzz target for 30 s: regression inputs first, then new ones.
     fuzz::in_test();
+    clock.lap("fuzz");
+    clock.report();
     Ok(())
+}
+
+/// Wall time per stage, printed at the end: where a slow run spent its minutes.
+#[derive(Debug)]
+struct Clock {
+    start: Instant,
+    last: Instant,
+    laps: Vec<(&'static str, Duration)>,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        let now = Instant::now();
+        Self {
+            start: now,
+            last: now,
+            laps: Vec::new(),
+        }
+    }
+}
+
+impl Clock {
+    fn lap(&mut self, stage: &'static str) {
+        let now = Instant::now();
+        self.laps.push((stage, now - self.last));
+        self.last = now;
+    }
+
+    fn report(&self) {
+        eprintln!("cargo xtask test: every stage passed");
+        for (stage, took) in &self.laps {
+            eprintln!("  {:>6.1} s  {stage}", took.as_secs_f64());
+        }
+        eprintln!("  {:>6.1} s  in all", self.start.elapsed().as_secs_f64());
+    }
 }
 
 /// Every loom model of the soft device (tests in modules named `loom_tests`, or `loom`, under
