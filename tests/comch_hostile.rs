@@ -6,6 +6,10 @@
 //! messages and, when a peer announces a consumer, sends it one 64-byte buffer from a producer
 //! of its own — the write into the peer's ring and the wake-up are what a hostile peer attacks.
 //! The attacker (raw protocol) and a well-behaved client (the safe API) run in the test.
+//!
+//! Why one long file: the attacks share the server role, the well-behaved client and the
+//! measurements, and each class of attack is one test; apart, they would need a shared module
+//! as long as the file and a server binary each.
 
 #[path = "support/procs.rs"]
 mod procs;

@@ -1,4 +1,8 @@
 //! One test per documented rule of MsgQ and the DPA, each asserting DOCA's error code.
+//!
+//! Why one long file: every rule is a short test over the same fixtures (`common`), and each
+//! integration-test file is a binary of its own to link; split by subject it would read no
+//! better and cost the suite a link per part.
 
 mod common;
 

@@ -15,6 +15,9 @@
  *   cc examples/c/comch_data_client.c $(pkg-config --cflags --libs doca-comch doca-argp doca-common) \
  *      -o comch_data_client
  *   ./comch_data_client [-p PCI_ADDR] [-s SERVER_NAME] [-c COUNT] [-b SIZE]
+ *
+ * One file on purpose, as a DOCA sample is: a user copies it into a project and builds it
+ * with one compiler call; the server is its mirror image.
  */
 #define DOCA_ALLOW_EXPERIMENTAL_API
 

@@ -14,6 +14,9 @@
  *   cc examples/c/comch_data_server.c $(pkg-config --cflags --libs doca-comch doca-argp doca-common) \
  *      -o comch_data_server
  *   ./comch_data_server [-p PCI_ADDR] [-r REP_PCI_ADDR] [-s SERVER_NAME] [-c COUNT] [-b SIZE]
+ *
+ * One file on purpose, as a DOCA sample is: a user copies it into a project and builds it
+ * with one compiler call; the client is its mirror image.
  */
 #define DOCA_ALLOW_EXPERIMENTAL_API
 

@@ -7,6 +7,9 @@
  * and checks each run's exit status, stdout and stderr: parsed values, -h, -v, every kind of
  * command-line error, -l and --sdk-log-level, and where log lines go. Exits non-zero, naming
  * each failed check, if anything differs.
+ *
+ * One file on purpose: it is one program that runs itself with the command lines under
+ * test, built against the soft SDK with one compiler call.
  */
 #define DOCA_ALLOW_EXPERIMENTAL_API
 

@@ -1,0 +1,200 @@
+//! The `doca_comch_server_*` functions of the C API.
+
+use super::*;
+
+/// `doca_comch_server_create`: `ALREADY_EXIST` if a server of that name lives on the
+/// representor's function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_create(
+    dev: *mut doca_dev,
+    repr: *mut doca_dev_rep,
+    name: *const c_char,
+    comch_server: *mut *mut doca_comch_server,
+) -> doca_error_t {
+    call("doca_comch_server_create", || {
+        let d = crate::capi::dev::dev(dev, "dev")?;
+        let r = registry::get::<DevRepObj>(repr.cast(), "repr")?;
+        // SAFETY: a NUL-terminated string by the C contract (checked non-null).
+        let name = unsafe { c_str(name, "name") }?;
+        crate::capi::non_null(comch_server, "comch_server")?;
+        d.dev.as_devinfo().comch_cap_server_is_supported()?;
+        let rep_dev = r.rep.as_devinfo().dev();
+        if rep_dev.pci_addr() != d.dev.as_devinfo().pci_addr()
+            || rep_dev.side() != d.dev.as_devinfo().side()
+        {
+            bail!(
+                InvalidValue,
+                "the representor belongs to device {}, not to {}",
+                rep_dev.pci_addr(),
+                d.dev.as_devinfo().pci_addr()
+            );
+        }
+        check_name(name)?;
+        let function = r.rep.as_devinfo().get_pci_addr_str();
+        let path = wire::server_path(&function, name)?;
+        let listener = Listener::bind(&path).map_err(|e| match e.code() {
+            ErrorCode::AlreadyExist => err(
+                ErrorCode::AlreadyExist,
+                format!(
+                    "a Comch server named `{name}` already runs on the representor of {function}: \
+                     names are unique per device and representor"
+                ),
+            ),
+            _ => e,
+        })?;
+        let poller = Poller::new()?;
+        poller.add(listener.fd(), LISTENER)?;
+        crate::capi::context::register_view::<ServerObj>(registry::Kind::ComchServer);
+        let handle = registry::register(Box::new(ServerObj {
+            ep: Endpoint::new("server", dev.cast(), name.to_owned()),
+            rep: repr.cast(),
+            function,
+            listener,
+            poller,
+            conn_cbs: Cell::new(ConnCbs::default()),
+            conns: RefCell::new(Vec::new()),
+            handshakes: RefCell::new(VecDeque::new()),
+            closing: RefCell::new(Vec::new()),
+        }))?;
+        server(handle.cast(), "server")?.ep.core.handle.set(handle);
+        d.users.hold();
+        r.users.hold();
+        // SAFETY: checked non-null; writable by the C contract.
+        unsafe { out(comch_server, "comch_server", handle.cast()) }
+    })
+}
+
+/// `doca_comch_server_destroy`: the context must be IDLE.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_destroy(
+    comch_server: *mut doca_comch_server,
+) -> doca_error_t {
+    call("doca_comch_server_destroy", || {
+        let s = server(comch_server, "comch_server")?;
+        s.ep.core.require_idle("destroy the server")?;
+        if let Some(pe) = s.pe() {
+            pe.disconnect(s.ep.core.handle.get());
+        }
+        if let Ok(d) = crate::capi::dev::dev(s.ep.dev.cast(), "dev") {
+            d.users.release();
+        }
+        if let Ok(r) = registry::get::<DevRepObj>(s.rep, "repr") {
+            r.users.release();
+        }
+        drop(registry::unregister::<ServerObj>(comch_server.cast()));
+        Ok(())
+    })
+}
+
+/// `doca_comch_server_as_ctx`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_as_ctx(
+    comch_server: *mut doca_comch_server,
+) -> *mut doca_ctx {
+    call_value("doca_comch_server_as_ctx", std::ptr::null_mut(), || {
+        server(comch_server, "comch_server")?;
+        Ok(comch_server.cast())
+    })
+}
+
+/// `doca_comch_server_get_device_rep`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_get_device_rep(
+    comch_server: *const doca_comch_server,
+    rep: *mut *mut doca_dev_rep,
+) -> doca_error_t {
+    call("doca_comch_server_get_device_rep", || {
+        let r = server(comch_server, "comch_server")?.rep;
+        // SAFETY: writable by the C contract (checked non-null).
+        unsafe { out(rep, "rep", r.cast()) }
+    })
+}
+
+/// `doca_comch_server_event_connection_status_changed_register`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_event_connection_status_changed_register(
+    comch_server: *mut doca_comch_server,
+    connect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+    disconnect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+) -> doca_error_t {
+    call(
+        "doca_comch_server_event_connection_status_changed_register",
+        || {
+            let s = server(comch_server, "comch_server")?;
+            s.ep.core.require_idle("register connection callbacks")?;
+            if connect_event_cb.is_none() || disconnect_event_cb.is_none() {
+                bail!(
+                    InvalidValue,
+                    "both connection callbacks are needed (connect and disconnect)"
+                );
+            }
+            s.conn_cbs.set(ConnCbs {
+                connected: connect_event_cb,
+                disconnected: disconnect_event_cb,
+            });
+            Ok(())
+        },
+    )
+}
+
+/// `doca_comch_server_disconnect`: `IN_USE` while producers or consumers exist on the
+/// connection; the disconnect callback runs at the next progress and the peer is told.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_disconnect(
+    comch_server: *mut doca_comch_server,
+    connection: *mut doca_comch_connection,
+) -> doca_error_t {
+    call("doca_comch_server_disconnect", || {
+        let s = server(comch_server, "comch_server")?;
+        if s.ep.core.state() != CtxState::Running {
+            bail!(
+                BadState,
+                "the server is {}: it disconnects while running",
+                s.ep.core.state()
+            );
+        }
+        s.disconnect(connection.cast())
+    })
+}
+
+/// `doca_comch_server_event_connection_register`: the DOCA 2.7 name of
+/// [`doca_comch_server_event_connection_status_changed_register`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_event_connection_register(
+    comch_server: *mut doca_comch_server,
+    connect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+    disconnect_event_cb: doca_comch_event_connection_status_changed_cb_t,
+) -> doca_error_t {
+    // SAFETY: the same contract as the function it names.
+    unsafe {
+        doca_comch_server_event_connection_status_changed_register(
+            comch_server,
+            connect_event_cb,
+            disconnect_event_cb,
+        )
+    }
+}
+
+/// `doca_comch_server_get_device_repr`: the DOCA 2.7 name of
+/// [`doca_comch_server_get_device_rep`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_comch_server_get_device_repr(
+    comch_server: *const doca_comch_server,
+    repr: *mut *mut doca_dev_rep,
+) -> doca_error_t {
+    // SAFETY: the same contract as the function it names.
+    unsafe { doca_comch_server_get_device_rep(comch_server, repr) }
+}
+
+crate::capi::comch_api::endpoint_functions! {
+    object: doca_comch_server, param: comch_server, get: server,
+    set_max_msg_size: doca_comch_server_set_max_msg_size,
+    set_recv_queue_size: doca_comch_server_set_recv_queue_size,
+    get_max_msg_size: doca_comch_server_get_max_msg_size,
+    get_recv_queue_size: doca_comch_server_get_recv_queue_size,
+    get_device: doca_comch_server_get_device,
+    task_send_set_conf: doca_comch_server_task_send_set_conf,
+    task_send_alloc_init: doca_comch_server_task_send_alloc_init,
+    event_msg_recv_register: doca_comch_server_event_msg_recv_register,
+    event_consumer_register: doca_comch_server_event_consumer_register,
+}
