@@ -211,6 +211,10 @@ fn server(dir: &Path, env: &[(&str, String)]) -> Proc {
 }
 
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "a volume test: cargo xtask test runs it in release (the feature-doca stage)"
+)]
 fn a_million_messages_each_way_arrive_once_and_in_order() {
     let dir = runtime_dir("million");
     let n = "1000000".to_string();

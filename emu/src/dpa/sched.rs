@@ -28,6 +28,10 @@ const QUIESCENT_EVERY: u32 = 256;
 /// How long destroying a DPA context waits for a worker to leave a kernel activation.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
+/// The same wait once a thread of the context is known to be stuck in an activation (its stop
+/// already timed out): its worker will not leave, the others leave within microseconds.
+const SHUTDOWN_WAIT_STUCK: Duration = Duration::from_millis(100);
+
 pub use dpakit_abi::soft::{SchedMode, SchedStats, TraceEvent};
 
 #[derive(Debug, Clone)]
@@ -75,6 +79,8 @@ pub(crate) struct Scheduler {
     workers: Box<[Worker]>,
     det: Option<Mutex<DeterministicState>>,
     shutdown: AtomicBool,
+    /// A thread's stop timed out: one worker is stuck in a kernel.
+    stuck: AtomicBool,
     joins: Mutex<Vec<JoinHandle<()>>>,
     /// When objects removed from the DPA's tables may be freed: the workers report their
     /// quiescent points here.
@@ -129,6 +135,7 @@ impl Scheduler {
             workers,
             det,
             shutdown: AtomicBool::new(false),
+            stuck: AtomicBool::new(false),
             joins: Mutex::new(Vec::new()),
             grace: Grace::new(n),
             registering: Mutex::new(()),
@@ -335,6 +342,12 @@ impl Scheduler {
         }
     }
 
+    /// A thread's stop timed out: its kernel holds a worker, which destroying the context
+    /// will not wait for again.
+    pub(crate) fn mark_stuck(&self) {
+        self.stuck.store(true, Ordering::Release);
+    }
+
     /// Stops the workers; joins every worker but the calling one.
     pub(crate) fn shutdown(&self) {
         self.shutdown.store(true, Ordering::Release);
@@ -347,7 +360,12 @@ impl Scheduler {
         let joins = std::mem::take(&mut *self.joins.lock().unwrap_or_else(|p| p.into_inner()));
         // A worker inside a kernel that never ends (an endless loop) cannot be stopped, as a
         // hung DPA cannot: after a bound, leave it running detached rather than hang here.
-        let deadline = std::time::Instant::now() + SHUTDOWN_WAIT;
+        let wait = if self.stuck.load(Ordering::Acquire) {
+            SHUTDOWN_WAIT_STUCK
+        } else {
+            SHUTDOWN_WAIT
+        };
+        let deadline = std::time::Instant::now() + wait;
         for j in joins {
             if j.thread().id() == me {
                 continue;
@@ -366,10 +384,9 @@ impl Scheduler {
                 let _ = j.join();
             } else {
                 eprintln!(
-                    "dpakit soft device: DPA worker `{}` is still inside a kernel activation {} s \
-                     after its context was destroyed; left running",
+                    "dpakit soft device: DPA worker `{}` is still inside a kernel activation \
+                     {wait:?} after its context was destroyed; left running",
                     j.thread().name().unwrap_or("?"),
-                    SHUTDOWN_WAIT.as_secs()
                 );
             }
         }

@@ -187,6 +187,7 @@ impl DpaThread {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while self.shared.state.is_active() {
             if std::time::Instant::now() > deadline {
+                self.dpa.shared.sched.mark_stuck();
                 bail!(
                     TimeOut,
                     "DPA thread `{}` did not end its activation within 10 s",
