@@ -1,13 +1,12 @@
-//! Compiles the C half of the soft device (the variadic functions stable Rust cannot define:
-//! `doca_dpa_dev_log`, `doca_dpa_rpc`; and DOCA's logging and argument parser, `doca_log*` and
-//! `doca_argp_*`) and publishes where its DOCA headers are, for `dpakit-sys`
-//! (`DEP_DPAKIT_SOFT_INCLUDE`).
+//! Compiles the C half of the soft device's C API (the variadic function stable Rust cannot
+//! define, `doca_dpa_rpc`; DOCA's logging and argument parser, `doca_log*` and `doca_argp_*`;
+//! the device's `doca_dpa_dev_log` is the model's) and publishes where its DOCA headers are,
+//! for `dpakit-sys` (`DEP_DPAKIT_SOFT_INCLUDE`).
 fn main() {
     let include = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
     println!("cargo::rerun-if-changed=csrc");
     println!("cargo::rerun-if-changed=include");
     cc::Build::new()
-        .file("csrc/dev_log.c")
         .file("csrc/rpc.c")
         .file("csrc/log.c")
         .file("csrc/argp.c")

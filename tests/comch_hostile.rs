@@ -123,7 +123,7 @@ fn shared_runtime_dir() -> PathBuf {
 }
 
 /// Where server `name` listens: the runtime directory, the function and a 64-bit FNV-1a hash
-/// of the name (emu/src/wire/mod.rs).
+/// of the name (wire/src/runtime.rs).
 fn server_socket(dir: &Path, name: &str) -> PathBuf {
     let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
@@ -238,7 +238,7 @@ impl Raw {
     }
 }
 
-/// Ring layout a consumer shares (emu/src/capi/fast_path/ring.rs): a 256-byte header of four
+/// Ring layout a consumer shares (wire/src/fast_path/ring.rs): a 256-byte header of four
 /// counters on their own lines, `depth` posts of 24 bytes, `depth` completion slots of 64.
 fn ring_bytes(depth: u64) -> usize {
     256 + depth as usize * 88

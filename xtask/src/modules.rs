@@ -7,8 +7,7 @@
 //! its ancestors or descendants do not count (a parent declares and re-exports its children,
 //! children use their parent's items); test modules (`tests`, `*_tests`) are left out. The
 //! graph's strongly connected components of more than one module are the circles: two modules
-//! that need each other, directly or around a loop, which no layering can order. [`LAYERS`]
-//! adds the layers inside a crate that Cargo cannot see (dpakit-emu's model below its C API).
+//! that need each other, directly or around a loop, which no layering can order.
 
 use crate::{Result, workspace_root};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,53 +22,13 @@ const CRATES: &[&str] = &[
     "rv",
     "sync",
     "wire",
+    "model",
     "emu",
     "sys",
     "host",
     "build",
     "xtask",
 ];
-
-/// Layers inside one crate, beyond what Cargo enforces between crates: in `krate`, only the
-/// modules under `top` (or `also`) may name `top`.
-struct Layer {
-    krate: &'static str,
-    top: &'static str,
-    also: &'static [&'static str],
-    why: &'static str,
-}
-
-const LAYERS: &[Layer] = &[Layer {
-    krate: "dpakit-emu",
-    top: "crate::capi",
-    // The crate root declares the layers; the fuzz doors sit above everything.
-    also: &["crate", "crate::fuzzing"],
-    why: "the model never names the C API above it",
-}];
-
-/// Whether `module` is `prefix` or inside it.
-fn within(module: &str, prefix: &str) -> bool {
-    module == prefix
-        || module
-            .strip_prefix(prefix)
-            .is_some_and(|rest| rest.starts_with("::"))
-}
-
-/// The edges of `graph` that break a layer of crate `name`, as (from, to, why).
-fn layer_breaches(name: &str, graph: &Graph) -> Vec<(String, String, &'static str)> {
-    let mut found = Vec::new();
-    for layer in LAYERS.iter().filter(|l| l.krate == name) {
-        for (from, deps) in &graph.edges {
-            let allowed = within(from, layer.top) || layer.also.contains(&from.as_str());
-            for to in deps.iter().filter(|t| within(t, layer.top)) {
-                if !allowed {
-                    found.push((from.clone(), to.clone(), layer.why));
-                }
-            }
-        }
-    }
-    found
-}
 
 /// The package name in `dir/Cargo.toml`, else the folder's name.
 fn package_name(dir: &Path) -> String {
@@ -90,14 +49,14 @@ pub struct Graph {
     pub edges: BTreeMap<String, BTreeSet<String>>,
 }
 
-/// Prints each crate's circles and broken layers; fails if there is one (with `strict`).
+/// Prints each crate's circles; fails if there is one (with `strict`).
 pub fn run(dirs: &[String], strict: bool, edges: bool) -> Result {
     let dirs: Vec<PathBuf> = if dirs.is_empty() {
         CRATES.iter().map(|c| workspace_root().join(c)).collect()
     } else {
         dirs.iter().map(PathBuf::from).collect()
     };
-    let (mut total, mut breaches) = (0, 0);
+    let mut total = 0;
     for dir in &dirs {
         let graph = Graph::of_crate(&dir.join("src"))?;
         let circles = graph.circles();
@@ -126,15 +85,9 @@ pub fn run(dirs: &[String], strict: bool, edges: bool) -> Result {
             }
         }
         total += circles.len();
-        for (from, to, why) in layer_breaches(&name, &graph) {
-            println!("  layer broken: {from} → {to} ({why})");
-            breaches += 1;
-        }
     }
-    if strict && total + breaches > 0 {
-        return Err(format!(
-            "{total} module circle(s), {breaches} broken layer(s): see above"
-        ));
+    if strict && total > 0 {
+        return Err(format!("{total} module circle(s): see above"));
     }
     Ok(())
 }
@@ -521,22 +474,6 @@ mod tests {
             module_path(Path::new("s"), Path::new("s/lib.rs")).as_deref(),
             Some("crate")
         );
-    }
-
-    #[test]
-    fn only_the_c_api_and_the_doors_name_the_c_api() {
-        let graph = |from: &str, to: &str| Graph {
-            edges: BTreeMap::from([(from.to_string(), BTreeSet::from([to.to_string()]))]),
-        };
-        let up = graph("crate::dpa::thread", "crate::capi::dpa");
-        assert_eq!(layer_breaches("dpakit-emu", &up).len(), 1);
-        assert!(layer_breaches("dpakit-host", &up).is_empty());
-        for from in ["crate::capi::pe", "crate::fuzzing"] {
-            assert!(layer_breaches("dpakit-emu", &graph(from, "crate::capi::task")).is_empty());
-        }
-        let down = graph("crate::capi::pe", "crate::pe");
-        assert!(layer_breaches("dpakit-emu", &down).is_empty());
-        assert!(!within("crate::capitals", "crate::capi"));
     }
 
     #[test]

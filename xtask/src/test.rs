@@ -137,7 +137,7 @@ fn loom() -> Result {
         &[
             "test",
             "-p",
-            "dpakit-emu",
+            "dpakit-model",
             "-p",
             "dpakit-sync",
             "-p",
@@ -172,6 +172,8 @@ fn miri() {
             "dpakit-abi",
             "-p",
             "dpakit-dev",
+            "-p",
+            "dpakit-model",
             "-p",
             "dpakit-emu",
             "-p",

@@ -15,7 +15,7 @@ mod element;
 mod fatal;
 pub(crate) mod grace;
 pub(crate) mod isa_mode;
-pub(crate) mod memory;
+pub mod memory;
 pub(crate) mod parking;
 pub(crate) mod sched;
 mod sync_event;

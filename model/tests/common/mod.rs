@@ -6,12 +6,14 @@ use dpakit_abi::SubmitFlags;
 use dpakit_abi::args::MsgqPathArgs;
 use dpakit_dev::ThreadKernel;
 use dpakit_dev::runtime::CONSUMER_ACK;
-use dpakit_emu::comch::{CpuConsumer, CpuProducer, DpaConsumer, DpaProducer, RecvCompletion};
-use dpakit_emu::dev::{Dev, Side, Topology};
-use dpakit_emu::dpa::{App, ConsumerCompletion, DevPtr, Dpa, DpaCompletion, DpaThread, SchedMode};
-use dpakit_emu::msgq::Msgq;
-use dpakit_emu::pe::Pe;
 use dpakit_kernels::ECHO;
+use dpakit_model::comch::{CpuConsumer, CpuProducer, DpaConsumer, DpaProducer, RecvCompletion};
+use dpakit_model::dev::{Dev, Side, Topology};
+use dpakit_model::dpa::{
+    App, ConsumerCompletion, DevPtr, Dpa, DpaCompletion, DpaThread, SchedMode,
+};
+use dpakit_model::msgq::Msgq;
+use dpakit_model::pe::Pe;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -217,7 +219,7 @@ impl Path {
     }
 
     /// Progresses until the DPA reports a fatal error; panics after 10 s.
-    pub fn wait_fault(&self) -> dpakit_emu::Error {
+    pub fn wait_fault(&self) -> dpakit_model::Error {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
             self.pe.progress();

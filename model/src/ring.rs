@@ -35,7 +35,7 @@ use dpakit_abi::MAX_IMM_DATA_LEN;
 ///
 /// If `imm` is longer than 32 bytes.
 #[inline]
-pub(crate) fn padded_imm(imm: &[u8]) -> [u8; MAX_IMM_DATA_LEN] {
+pub fn padded_imm(imm: &[u8]) -> [u8; MAX_IMM_DATA_LEN] {
     if let Ok(full) = <[u8; MAX_IMM_DATA_LEN]>::try_from(imm) {
         return full;
     }

@@ -13,13 +13,13 @@ use dpakit_abi::{Echo, ErrorCode, ImmMessage, bytes_of};
 use dpakit_dev::comch::{Consumer, ConsumerCompletion, DmaCopy, Producer};
 use dpakit_dev::runtime::CONSUMER_ACK;
 use dpakit_dev::{thread, thread_kernel};
-use dpakit_emu::comch::{CpuConsumer, CpuProducer, DpaConsumer};
-use dpakit_emu::ctx::CtxState;
-use dpakit_emu::dpa::{self, App, Dpa, DpaThread, SchedMode};
-use dpakit_emu::mmap::{AccessFlags, Mmap};
-use dpakit_emu::msgq::Msgq;
-use dpakit_emu::pe::Pe;
 use dpakit_kernels::ECHO;
+use dpakit_model::comch::{CpuConsumer, CpuProducer, DpaConsumer};
+use dpakit_model::ctx::CtxState;
+use dpakit_model::dpa::{self, App, Dpa, DpaThread, SchedMode};
+use dpakit_model::mmap::{AccessFlags, Mmap};
+use dpakit_model::msgq::Msgq;
+use dpakit_model::pe::Pe;
 use std::time::Duration;
 
 fn echo_msg(i: u64) -> ImmMessage {
@@ -248,7 +248,7 @@ fn hold_path(mode: SchedMode, depth: u32, credits: u32) -> (Dpa, Path) {
 
 /// Runs the DPA's ready activations and the PE until a pass changes nothing (deterministic mode:
 /// nothing runs unless asked, so what has not arrived then never will).
-fn settle(dpa: &dpakit_emu::dpa::Dpa, path: &Path) {
+fn settle(dpa: &dpakit_model::dpa::Dpa, path: &Path) {
     let mut seen = usize::MAX;
     for _ in 0..1_000 {
         let ran = dpa.run_until_idle();

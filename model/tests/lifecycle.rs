@@ -8,8 +8,8 @@ use dpakit_abi::handles::NotificationCompletionHandle;
 use dpakit_abi::{Echo, ErrorCode, ImmMessage, bytes_of};
 use dpakit_dev::runtime::CONSUMER_ACK;
 use dpakit_dev::{thread, thread_kernel};
-use dpakit_emu::dpa::{self, App, Dpa, DpaThread, SchedMode};
 use dpakit_kernels::ECHO;
+use dpakit_model::dpa::{self, App, Dpa, DpaThread, SchedMode};
 use std::sync::mpsc;
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{Path, echo_app, start_dpa};
-use dpakit_emu::dpa::SchedMode;
+use dpakit_model::dpa::SchedMode;
 
 /// The process's mapped memory (`VmSize`), in KiB.
 fn vm_size_kib() -> u64 {

@@ -4,7 +4,7 @@ mod common;
 
 use common::{Path, default_dev, echo_app};
 use dpakit_abi::{Echo, ImmMessage};
-use dpakit_emu::dpa::{Dpa, ExecMode, SchedMode};
+use dpakit_model::dpa::{Dpa, ExecMode, SchedMode};
 
 /// The kit's DPA image.
 fn image() -> std::path::PathBuf {

@@ -207,7 +207,7 @@ fn handles() -> &'static Table<MmapView> {
 }
 
 /// Registers a started `mmap` for the DPAs of `dev`; returns the handle kernels use.
-pub(crate) fn register_mmap(dev: &Dev, mmap: &Mmap) -> Result<MmapHandle> {
+pub fn register_mmap(dev: &Dev, mmap: &Mmap) -> Result<MmapHandle> {
     if !mmap.is_started() {
         bail!(
             NotPermitted,
@@ -242,7 +242,7 @@ fn readers() -> &'static Grace {
 /// Retires a handle (its mmap is being destroyed): kernels using it afterwards fault. The
 /// view, and the registration of the mmap's memory it holds, go once no device function can
 /// be using it.
-pub(crate) fn unregister_mmap(handle: MmapHandle) {
+pub fn unregister_mmap(handle: MmapHandle) {
     if let Some(index) = (handle.raw() as usize).checked_sub(1) {
         handles().retire(index, readers());
     }

@@ -9,7 +9,7 @@ use dpakit_abi::{ErrorCode, bytes_of};
 use dpakit_dev::comch::ConsumerCompletion;
 use dpakit_dev::runtime::CONSUMER_ACK;
 use dpakit_dev::{sys, thread, thread_kernel};
-use dpakit_emu::dpa::{App, SchedMode};
+use dpakit_model::dpa::{App, SchedMode};
 
 thread_kernel! {
     /// Reads a message after acking it through a second view of the same context (safe code).
@@ -52,7 +52,7 @@ thread_kernel! {
     }
 }
 
-fn fault_of(kernel: &dpakit_dev::ThreadKernel, mode: SchedMode) -> dpakit_emu::Error {
+fn fault_of(kernel: &dpakit_dev::ThreadKernel, mode: SchedMode) -> dpakit_model::Error {
     let app = App::new("elements")
         .thread_kernel(&READ_AFTER_ACK)
         .thread_kernel(&WRONG_KIND)

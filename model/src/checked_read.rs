@@ -116,7 +116,7 @@ pub(crate) fn read_c_string(addr: *const std::ffi::c_char, what: &str) -> Result
 }
 
 /// Reads the NUL-terminated string at `addr` (at most `max` bytes, valid UTF-8).
-pub(crate) fn read_c_string_limited(
+pub fn read_c_string_limited(
     addr: *const std::ffi::c_char,
     max: usize,
     what: &str,

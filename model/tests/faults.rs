@@ -6,9 +6,9 @@ use common::{Path, PathOptions, echo_app, start_dpa};
 use dpakit_abi::{Echo, ErrorCode, ImmMessage, bytes_of};
 use dpakit_dev::runtime::CONSUMER_ACK;
 use dpakit_dev::{rpc_kernel, thread, thread_kernel};
-use dpakit_emu::ctx::CtxState;
-use dpakit_emu::dpa::{App, Dpa, DpaThread, SchedMode};
 use dpakit_kernels::ECHO;
+use dpakit_model::ctx::CtxState;
+use dpakit_model::dpa::{App, Dpa, DpaThread, SchedMode};
 
 /// The address the wild kernels touch: the first page, never mapped.
 const WILD: u64 = 0x18;
@@ -52,7 +52,7 @@ fn app() -> App {
 }
 
 /// Runs `kernel` once with `arg` on a fresh DPA in `mode`; returns the fatal error.
-fn fault_of(mode: SchedMode, kernel: &dpakit_dev::ThreadKernel, arg: u64) -> dpakit_emu::Error {
+fn fault_of(mode: SchedMode, kernel: &dpakit_dev::ThreadKernel, arg: u64) -> dpakit_model::Error {
     let dpa = start_dpa(app(), mode);
     let thread = DpaThread::builder(&dpa, kernel, arg).start().unwrap();
     thread.run().unwrap();

@@ -4,7 +4,7 @@ mod common;
 
 use common::{DEPTH, Path, echo_app, start_dpa};
 use dpakit_abi::{Echo, ImmMessage};
-use dpakit_emu::dpa::SchedMode;
+use dpakit_model::dpa::SchedMode;
 
 fn run_echo(mode: SchedMode, total: u64) {
     let dpa = start_dpa(echo_app(), mode);

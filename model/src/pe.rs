@@ -123,18 +123,18 @@ impl Pe {
 
     /// Makes the notification handle readable whenever `fd` is (a context's socket or epoll
     /// set).
-    pub(crate) fn watch_fd(&self, fd: RawFd) -> Result<()> {
+    pub fn watch_fd(&self, fd: RawFd) -> Result<()> {
         self.inner.poller.add(fd, fd as u64)
     }
 
     /// Undoes [`watch_fd`](Self::watch_fd).
-    pub(crate) fn unwatch_fd(&self, fd: RawFd) {
+    pub fn unwatch_fd(&self, fd: RawFd) {
         self.inner.poller.remove(fd);
     }
 
     /// Signals the notification handle now if it is armed: for work the PE's clients do not
     /// report through [`PeClient::has_pending`].
-    pub(crate) fn signal_if_armed(&self) {
+    pub fn signal_if_armed(&self) {
         if self.inner.waker.armed.take() {
             self.inner.waker.signal();
         }

@@ -10,7 +10,7 @@ mod common;
 use common::start_dpa;
 use dpakit_dev::runtime::CONSUMER_ACK;
 use dpakit_dev::{thread, thread_kernel};
-use dpakit_emu::dpa::{App, DpaThread, SchedMode};
+use dpakit_model::dpa::{App, DpaThread, SchedMode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 

@@ -10,8 +10,8 @@ pub use dpakit_abi::Error;
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 /// An error with `code` and a message.
-pub(crate) fn err(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Error {
+pub fn err(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Error {
     Error::new(code, message)
 }
 
-pub(crate) use dpakit_abi::bail;
+pub use dpakit_abi::bail;

@@ -7,10 +7,10 @@
 mod common;
 
 use common::default_dev;
-use dpakit_emu::ctx::CtxState;
-use dpakit_emu::dpa::{App, Dpa, DpaThread, ExecMode, SchedMode};
-use dpakit_emu::error::ErrorCode;
 use dpakit_fixture_faulty_kernels as faulty;
+use dpakit_model::ctx::CtxState;
+use dpakit_model::dpa::{App, Dpa, DpaThread, ExecMode, SchedMode};
+use dpakit_model::error::ErrorCode;
 use std::time::{Duration, Instant};
 
 fn image() -> std::path::PathBuf {
@@ -49,7 +49,7 @@ const MODES: [SchedMode; 3] = [
 ];
 
 /// Runs `kernel` once with `arg`; returns the fatal error.
-fn fault_of(mode: SchedMode, kernel: &dpakit_dev::ThreadKernel, arg: u64) -> dpakit_emu::Error {
+fn fault_of(mode: SchedMode, kernel: &dpakit_dev::ThreadKernel, arg: u64) -> dpakit_model::Error {
     let dpa = start(mode, 1_000_000);
     let arg = if arg == 0 {
         dpa.mem_alloc(64).unwrap().raw()
@@ -72,7 +72,7 @@ fn fault_of(mode: SchedMode, kernel: &dpakit_dev::ThreadKernel, arg: u64) -> dpa
     }
 }
 
-fn assert_names(e: &dpakit_emu::Error, kernel: &str, parts: &[&str]) {
+fn assert_names(e: &dpakit_model::Error, kernel: &str, parts: &[&str]) {
     let text = e.message();
     assert!(text.contains(&format!("kernel `{kernel}`")), "{text}");
     assert!(
