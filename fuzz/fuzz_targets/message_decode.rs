@@ -123,12 +123,12 @@ fn app_descriptor(input: &[u8]) {
         _ => b.u32(),
     };
     // Version 2's image path: none, or a pointer like the names.
-    let image = if b.u8() % 2 == 0 {
+    let image = if b.u8().is_multiple_of(2) {
         std::ptr::null()
     } else {
         pointer(&mut b) as *const _
     };
-    let straddle = b.u8() % 8 == 0;
+    let straddle = b.u8().is_multiple_of(8);
     let at = base + ((usize::from(b.u16()) % (len - size_of::<SoftApp>())) & !7);
     let kernels: Vec<SoftKernel> = (0..num_kernels.min(16))
         .map(|_| SoftKernel {

@@ -1,7 +1,8 @@
-//! The Comch control path's C API at the boundary (`doca_comch_server_*`, `doca_comch_client_*`,
-//! `doca_comch_connection_*`, `doca_comch_cap_*`), called the way C calls it: NULL, destroyed
-//! and wrong-kind handles, names and sizes out of range, the wrong side of the BlueField, calls
-//! in the wrong state and connections of another context are DOCA errors, never a crash.
+//! The Comch control path's behaviour at the C boundary (`doca_comch_server_*`,
+//! `doca_comch_client_*`, `doca_comch_connection_*`, `doca_comch_cap_*`), called the way C calls
+//! it: names and sizes out of range, the wrong side of the BlueField, calls in the wrong state
+//! and connections of another context are DOCA errors, never a crash; getters, counters and
+//! user data answer what was set. (NULL, destroyed and wrong-kind handles: `comch_null_args.rs`.)
 //!
 //! These run against the soft device (the default configuration of `dpakit-sys`). Servers of
 //! this binary listen in a runtime directory of its own, each test under its own name, so
@@ -13,7 +14,6 @@
 mod support;
 
 use dpakit_sys::*;
-use std::cell::RefCell;
 use std::ffi::{CStr, CString};
 use std::ptr::{null, null_mut};
 use support::*;
@@ -29,244 +29,19 @@ fn devinfo(dev: *mut doca_dev) -> *mut doca_devinfo {
     unsafe { doca_dev_as_devinfo(dev) }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Callbacks
-// ---------------------------------------------------------------------------------------------
-
-thread_local! {
-    /// The connections the servers of this thread's test accepted.
-    static ACCEPTED: RefCell<Vec<*mut doca_comch_connection>> = const { RefCell::new(Vec::new()) };
-}
-
-unsafe extern "C" fn sent(task: *mut doca_comch_task_send, _: doca_data, _: doca_data) {
-    // SAFETY: a completed task, freed once.
-    unsafe { doca_task_free(doca_comch_task_send_as_task(task)) };
-}
-
-unsafe extern "C" fn received(
-    _: *mut doca_comch_event_msg_recv,
-    _: *mut u8,
-    _: u32,
-    _: *mut doca_comch_connection,
-) {
-}
-
-unsafe extern "C" fn connected(
-    _: *mut doca_comch_event_connection_status_changed,
-    conn: *mut doca_comch_connection,
-    ok: u8,
-) {
-    if ok != 0 {
-        ACCEPTED.with(|a| a.borrow_mut().push(conn));
-    }
-}
-
-unsafe extern "C" fn disconnected(
-    _: *mut doca_comch_event_connection_status_changed,
-    conn: *mut doca_comch_connection,
-    _: u8,
-) {
-    ACCEPTED.with(|a| a.borrow_mut().retain(|&c| c != conn));
-}
-
-unsafe extern "C" fn consumer(
-    _: *mut doca_comch_event_consumer,
-    _: *mut doca_comch_connection,
-    _: u32,
-) {
-}
-
-/// A server with everything a start needs but a PE.
-fn configured_server(
-    arm: *mut doca_dev,
-    rep: *mut doca_dev_rep,
-    name: &CStr,
-) -> *mut doca_comch_server {
-    let mut server = null_mut();
-    expect!(
-        doca_comch_server_create(arm, rep, name.as_ptr(), &mut server),
-        DOCA_SUCCESS
-    );
-    expect!(
-        doca_comch_server_task_send_set_conf(server, Some(sent), Some(sent), 8),
-        DOCA_SUCCESS
-    );
-    expect!(
-        doca_comch_server_event_msg_recv_register(server, Some(received)),
-        DOCA_SUCCESS
-    );
-    expect!(
-        doca_comch_server_event_connection_status_changed_register(
-            server,
-            Some(connected),
-            Some(disconnected)
-        ),
-        DOCA_SUCCESS
-    );
-    server
-}
-
-/// A client with everything a start needs but a PE.
-fn configured_client(host: *mut doca_dev, name: &CStr) -> *mut doca_comch_client {
-    let mut client = null_mut();
-    expect!(
-        doca_comch_client_create(host, name.as_ptr(), &mut client),
-        DOCA_SUCCESS
-    );
-    expect!(
-        doca_comch_client_task_send_set_conf(client, Some(sent), Some(sent), 8),
-        DOCA_SUCCESS
-    );
-    expect!(
-        doca_comch_client_event_msg_recv_register(client, Some(received)),
-        DOCA_SUCCESS
-    );
-    client
-}
-
-fn started_server(
-    arm: *mut doca_dev,
-    rep: *mut doca_dev_rep,
-    name: &CStr,
-    pe: *mut doca_pe,
-) -> *mut doca_comch_server {
-    let server = configured_server(arm, rep, name);
-    expect!(doca_pe_connect_ctx(pe, server_ctx(server)), DOCA_SUCCESS);
-    expect!(doca_ctx_start(server_ctx(server)), DOCA_SUCCESS);
-    server
-}
-
-fn stop_and_destroy_server(server: *mut doca_comch_server, pe: *mut doca_pe) {
-    let ctx = server_ctx(server);
-    // SAFETY: a live server.
-    let rc = unsafe { doca_ctx_stop(ctx) };
-    assert!(rc == DOCA_SUCCESS || rc == DOCA_ERROR_IN_PROGRESS, "{rc}");
-    progress_until(&[pe], || state(ctx) == DOCA_CTX_STATE_IDLE);
-    expect!(doca_comch_server_destroy(server), DOCA_SUCCESS);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Tests
-// ---------------------------------------------------------------------------------------------
-
 #[test]
-fn null_pointers_are_invalid_value() {
+fn the_getters_answer_what_a_server_or_client_was_created_on() {
     setup();
-    let v = DOCA_ERROR_INVALID_VALUE;
     let arm = open_dev(ARM);
     let rep = open_rep(arm);
     let host = open_dev(HOST);
-    let info = devinfo(arm);
-    let name = c"capi-null".as_ptr();
-    let mut n = 0u32;
-    let mut dev = null_mut();
-    let mut rep_out = null_mut();
-    let mut conn = null_mut();
-    let mut value = 0u64;
+    let (mut dev, mut rep_out) = (null_mut(), null_mut());
 
-    // Capabilities.
-    expect!(doca_comch_cap_server_is_supported(null()), v);
-    expect!(doca_comch_cap_client_is_supported(null()), v);
-    expect!(doca_comch_cap_get_max_name_len(null(), &mut n), v);
-    expect!(doca_comch_cap_get_max_name_len(info, null_mut()), v);
-    expect!(doca_comch_cap_get_max_msg_size(null(), &mut n), v);
-    expect!(doca_comch_cap_get_max_msg_size(info, null_mut()), v);
-    expect!(doca_comch_cap_get_max_recv_queue_size(null(), &mut n), v);
-    expect!(doca_comch_cap_get_max_recv_queue_size(info, null_mut()), v);
-    expect!(doca_comch_cap_get_max_clients(null(), &mut n), v);
-    expect!(doca_comch_cap_get_max_clients(info, null_mut()), v);
-    expect!(doca_comch_cap_get_max_send_tasks(null(), &mut n), v);
-    expect!(doca_comch_cap_get_max_send_tasks(info, null_mut()), v);
-
-    // Server: NULL handles, then NULL arguments of a live server.
     let mut server = null_mut();
     expect!(
-        doca_comch_server_create(null_mut(), rep, name, &mut server),
-        v
-    );
-    expect!(
-        doca_comch_server_create(arm, null_mut(), name, &mut server),
-        v
-    );
-    expect!(doca_comch_server_create(arm, rep, null(), &mut server), v);
-    expect!(doca_comch_server_create(arm, rep, name, null_mut()), v);
-    expect!(doca_comch_server_destroy(null_mut()), v);
-    expect!(doca_comch_server_as_ctx(null_mut()), null_mut());
-    expect!(doca_comch_server_set_max_msg_size(null_mut(), 64), v);
-    expect!(doca_comch_server_get_max_msg_size(null(), &mut n), v);
-    expect!(doca_comch_server_set_recv_queue_size(null_mut(), 64), v);
-    expect!(doca_comch_server_get_recv_queue_size(null(), &mut n), v);
-    expect!(doca_comch_server_get_device(null(), &mut dev), v);
-    expect!(doca_comch_server_get_device_rep(null(), &mut rep_out), v);
-    expect!(
-        doca_comch_server_task_send_set_conf(null_mut(), Some(sent), Some(sent), 8),
-        v
-    );
-    expect!(
-        doca_comch_server_task_send_alloc_init(null_mut(), null_mut(), null(), 0, null_mut()),
-        v
-    );
-    expect!(
-        doca_comch_server_event_msg_recv_register(null_mut(), Some(received)),
-        v
-    );
-    expect!(
-        doca_comch_server_event_connection_status_changed_register(
-            null_mut(),
-            Some(connected),
-            Some(disconnected)
-        ),
-        v
-    );
-    expect!(
-        doca_comch_server_event_consumer_register(null_mut(), Some(consumer), Some(consumer)),
-        v
-    );
-    expect!(doca_comch_server_disconnect(null_mut(), null_mut()), v);
-
-    expect!(
-        doca_comch_server_create(arm, rep, name, &mut server),
+        doca_comch_server_create(arm, rep, c"capi-getters".as_ptr(), &mut server),
         DOCA_SUCCESS
     );
-    expect!(doca_comch_server_get_max_msg_size(server, null_mut()), v);
-    expect!(doca_comch_server_get_recv_queue_size(server, null_mut()), v);
-    expect!(doca_comch_server_get_device(server, null_mut()), v);
-    expect!(doca_comch_server_get_device_rep(server, null_mut()), v);
-    expect!(
-        doca_comch_server_task_send_set_conf(server, None, Some(sent), 8),
-        v
-    );
-    expect!(
-        doca_comch_server_task_send_set_conf(server, Some(sent), None, 8),
-        v
-    );
-    expect!(
-        doca_comch_server_task_send_alloc_init(server, null_mut(), null(), 0, null_mut()),
-        v
-    );
-    explained("peer is NULL");
-    expect!(doca_comch_server_event_msg_recv_register(server, None), v);
-    expect!(
-        doca_comch_server_event_connection_status_changed_register(
-            server,
-            None,
-            Some(disconnected)
-        ),
-        v
-    );
-    expect!(
-        doca_comch_server_event_connection_status_changed_register(server, Some(connected), None),
-        v
-    );
-    expect!(
-        doca_comch_server_event_consumer_register(server, None, Some(consumer)),
-        v
-    );
-    expect!(
-        doca_comch_server_event_consumer_register(server, Some(consumer), None),
-        v
-    );
-    // The getters answer what the server was created on.
     expect!(doca_comch_server_get_device(server, &mut dev), DOCA_SUCCESS);
     assert_eq!(dev, arm);
     expect!(
@@ -276,164 +51,15 @@ fn null_pointers_are_invalid_value() {
     assert_eq!(rep_out, rep);
     expect!(doca_comch_server_destroy(server), DOCA_SUCCESS);
 
-    // Client.
     let mut client = null_mut();
-    expect!(doca_comch_client_create(null_mut(), name, &mut client), v);
-    expect!(doca_comch_client_create(host, null(), &mut client), v);
-    expect!(doca_comch_client_create(host, name, null_mut()), v);
-    expect!(doca_comch_client_destroy(null_mut()), v);
-    expect!(doca_comch_client_as_ctx(null_mut()), null_mut());
-    expect!(doca_comch_client_set_max_msg_size(null_mut(), 64), v);
-    expect!(doca_comch_client_get_max_msg_size(null(), &mut n), v);
-    expect!(doca_comch_client_set_recv_queue_size(null_mut(), 64), v);
-    expect!(doca_comch_client_get_recv_queue_size(null(), &mut n), v);
-    expect!(doca_comch_client_get_device(null(), &mut dev), v);
-    expect!(doca_comch_client_get_connection(null(), &mut conn), v);
     expect!(
-        doca_comch_client_task_send_set_conf(null_mut(), Some(sent), Some(sent), 8),
-        v
-    );
-    expect!(
-        doca_comch_client_task_send_alloc_init(null_mut(), null_mut(), null(), 0, null_mut()),
-        v
-    );
-    expect!(
-        doca_comch_client_event_msg_recv_register(null_mut(), Some(received)),
-        v
-    );
-    expect!(
-        doca_comch_client_event_consumer_register(null_mut(), Some(consumer), Some(consumer)),
-        v
-    );
-
-    expect!(
-        doca_comch_client_create(host, name, &mut client),
+        doca_comch_client_create(host, c"capi-getters".as_ptr(), &mut client),
         DOCA_SUCCESS
-    );
-    expect!(doca_comch_client_get_max_msg_size(client, null_mut()), v);
-    expect!(doca_comch_client_get_recv_queue_size(client, null_mut()), v);
-    expect!(doca_comch_client_get_device(client, null_mut()), v);
-    expect!(
-        doca_comch_client_task_send_set_conf(client, None, Some(sent), 8),
-        v
-    );
-    expect!(
-        doca_comch_client_task_send_set_conf(client, Some(sent), None, 8),
-        v
-    );
-    expect!(
-        doca_comch_client_task_send_alloc_init(client, null_mut(), null(), 0, null_mut()),
-        v
-    );
-    expect!(doca_comch_client_event_msg_recv_register(client, None), v);
-    expect!(
-        doca_comch_client_event_consumer_register(client, None, Some(consumer)),
-        v
-    );
-    expect!(
-        doca_comch_client_event_consumer_register(client, Some(consumer), None),
-        v
     );
     expect!(doca_comch_client_get_device(client, &mut dev), DOCA_SUCCESS);
     assert_eq!(dev, host);
     expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
 
-    // Send tasks and connections.
-    expect!(doca_comch_task_send_as_task(null_mut()), null_mut());
-    expect!(
-        doca_comch_connection_set_user_data(null_mut(), doca_data { u64_: 1 }),
-        v
-    );
-    // SAFETY: as in `expect!`.
-    let data = unsafe { doca_comch_connection_get_user_data(null()) };
-    // SAFETY: the soft device answers a zeroed doca_data.
-    assert_eq!(unsafe { data.u64_ }, 0);
-    explained("connection is NULL");
-    expect!(doca_comch_server_get_server_ctx(null()), null_mut());
-    expect!(doca_comch_client_get_client_ctx(null()), null_mut());
-    expect!(doca_comch_connection_update_info(null_mut()), v);
-    expect!(
-        doca_comch_connection_get_counter(null(), DOCA_COMCH_COUNTER_SENT_MESSAGES, &mut value),
-        v
-    );
-
-    expect!(doca_dev_close(host), DOCA_SUCCESS);
-    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
-    expect!(doca_dev_close(arm), DOCA_SUCCESS);
-}
-
-#[test]
-fn destroyed_servers_and_clients_are_refused() {
-    setup();
-    let v = DOCA_ERROR_INVALID_VALUE;
-    let arm = open_dev(ARM);
-    let rep = open_rep(arm);
-    let host = open_dev(HOST);
-    let mut n = 0u32;
-
-    let server = configured_server(arm, rep, c"capi-destroyed");
-    expect!(doca_comch_server_destroy(server), DOCA_SUCCESS);
-    expect!(doca_comch_server_set_max_msg_size(server, 64), v);
-    explained("was destroyed");
-    expect!(doca_comch_server_get_max_msg_size(server, &mut n), v);
-    expect!(doca_comch_server_as_ctx(server), null_mut());
-    expect!(doca_ctx_start(server.cast()), v);
-    expect!(doca_comch_server_destroy(server), v);
-    explained("was destroyed");
-
-    let client = configured_client(host, c"capi-destroyed");
-    expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
-    expect!(doca_comch_client_set_recv_queue_size(client, 64), v);
-    explained("was destroyed");
-    expect!(doca_comch_client_get_connection(client, &mut null_mut()), v);
-    expect!(doca_comch_client_as_ctx(client), null_mut());
-    expect!(doca_comch_client_destroy(client), v);
-    explained("was destroyed");
-
-    // The devices were released by the destroys: they close.
-    expect!(doca_dev_close(host), DOCA_SUCCESS);
-    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
-    expect!(doca_dev_close(arm), DOCA_SUCCESS);
-}
-
-#[test]
-fn handles_of_another_kind_are_refused() {
-    setup();
-    let v = DOCA_ERROR_INVALID_VALUE;
-    let arm = open_dev(ARM);
-    let rep = open_rep(arm);
-    let host = open_dev(HOST);
-    let server = configured_server(arm, rep, c"capi-kinds");
-    let client = configured_client(host, c"capi-kinds");
-    let mut n = 0u32;
-
-    // A device where a server belongs.
-    expect!(doca_comch_server_destroy(arm.cast()), v);
-    explained("is a struct doca_dev, not a struct doca_comch_server");
-    expect!(doca_comch_server_as_ctx(arm.cast()), null_mut());
-    expect!(doca_comch_server_set_max_msg_size(arm.cast(), 64), v);
-    // A server and a client swapped, and each where a connection belongs.
-    expect!(doca_comch_client_get_max_msg_size(server.cast(), &mut n), v);
-    explained("is a struct doca_comch_server, not a struct doca_comch_client");
-    expect!(doca_comch_server_get_max_msg_size(client.cast(), &mut n), v);
-    expect!(doca_comch_client_destroy(server_ctx(server).cast()), v);
-    expect!(doca_comch_connection_update_info(server.cast()), v);
-    expect!(doca_comch_server_get_server_ctx(client.cast()), null_mut());
-    // A representor where the device belongs, a device where the representor belongs.
-    let mut other = null_mut();
-    expect!(
-        doca_comch_server_create(rep.cast(), rep, c"capi-kinds-2".as_ptr(), &mut other),
-        v
-    );
-    expect!(
-        doca_comch_server_create(arm, host.cast(), c"capi-kinds-2".as_ptr(), &mut other),
-        v
-    );
-    // A devinfo that is a device.
-    expect!(doca_comch_cap_server_is_supported(arm.cast()), v);
-
-    expect!(doca_comch_client_destroy(client), DOCA_SUCCESS);
-    expect!(doca_comch_server_destroy(server), DOCA_SUCCESS);
     expect!(doca_dev_close(host), DOCA_SUCCESS);
     expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
     expect!(doca_dev_close(arm), DOCA_SUCCESS);
@@ -716,7 +342,11 @@ fn a_running_server_takes_no_configuration_and_no_destroy() {
         bad
     );
     expect!(
-        doca_comch_server_event_consumer_register(server, Some(consumer), Some(consumer)),
+        doca_comch_server_event_consumer_register(
+            server,
+            Some(consumer_event),
+            Some(consumer_event)
+        ),
         bad
     );
     expect!(doca_ctx_start(server_ctx(server)), bad);

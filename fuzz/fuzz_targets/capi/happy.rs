@@ -179,7 +179,7 @@ pub unsafe fn echo_path(
         let mut bytes: Vec<u8> = h.iter().flat_map(|v| v.to_le_bytes()).collect();
         bytes.extend_from_slice(&cpu_id.to_le_bytes());
         bytes.extend_from_slice(&dpakit_abi::SubmitFlags::FLUSH.bits().to_le_bytes());
-        if b.u8() % 4 == 0 {
+        if b.u8().is_multiple_of(4) {
             let at = usize::from(b.u8()) % bytes.len();
             bytes[at] = b.u8();
         }
