@@ -167,7 +167,7 @@ fn app_descriptor(input: &[u8]) {
         unsafe { (at as *mut SoftApp).write(desc) };
         at
     };
-    if let Ok(app) = dpakit_emu::dpa::App::from_symbol(at as *const _) {
+    if let Ok(app) = dpakit_model::dpa::App::from_symbol(at as *const _) {
         assert!(app.kernels().len() == num_kernels as usize);
     }
 }

@@ -133,7 +133,7 @@ impl Pe {
     }
 
     /// Signals the notification handle now if it is armed: for work the PE's clients do not
-    /// report through [`PeClient::has_pending`].
+    /// report as pending (`PeClient::has_pending`).
     pub fn signal_if_armed(&self) {
         if self.inner.waker.armed.take() {
             self.inner.waker.signal();
