@@ -409,3 +409,6 @@ fn svg_to_png(svg: &Path, png: &Path) -> Result {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod svg_tests;
