@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The DOCA headers the kit binds (Core, Comch MsgQ, DPA host API, sync events, the version,
-/// and the RDMA and DMA declarations programs' helper files use).
+/// the RDMA and DMA declarations programs' helper files use, the legacy Comm Channel).
 const HEADERS: &[&str] = &[
     "doca_error.h",
     "doca_types.h",
@@ -34,6 +34,7 @@ const HEADERS: &[&str] = &[
     "doca_version.h",
     "doca_rdma.h",
     "doca_dma.h",
+    "doca_comm_channel.h",
 ];
 
 /// The soft device's own controls, bound in the default configuration only.

@@ -2122,6 +2122,283 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn doca_dma_task_memcpy_as_task(task: *mut doca_dma_task_memcpy) -> *mut doca_task;
 }
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_comm_channel_ep_t {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_comm_channel_addr_t {
+    _unused: [u8; 0],
+}
+pub type doca_event_channel_t = doca_event_handle_t;
+pub const DOCA_CC_MSG_FLAG_NONE: doca_comm_channel_msg_flags = 0;
+pub const DOCA_CC_MSG_FLAG_DONTWAIT: doca_comm_channel_msg_flags = 1;
+pub type doca_comm_channel_msg_flags = ::core::ffi::c_uint;
+pub const DOCA_CC_INIT_FLAG_NONBLOCK: doca_comm_channel_init_flags = 1;
+pub type doca_comm_channel_init_flags = ::core::ffi::c_uint;
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct doca_comm_channel_init_attr {
+    pub cookie: u32,
+    pub flags: u32,
+    pub maxmsgs: u32,
+    pub msgsize: u32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of doca_comm_channel_init_attr"]
+        [::core::mem::size_of::<doca_comm_channel_init_attr>() - 16usize];
+    ["Alignment of doca_comm_channel_init_attr"]
+        [::core::mem::align_of::<doca_comm_channel_init_attr>() - 4usize];
+    ["Offset of field: doca_comm_channel_init_attr::cookie"]
+        [::core::mem::offset_of!(doca_comm_channel_init_attr, cookie) - 0usize];
+    ["Offset of field: doca_comm_channel_init_attr::flags"]
+        [::core::mem::offset_of!(doca_comm_channel_init_attr, flags) - 4usize];
+    ["Offset of field: doca_comm_channel_init_attr::maxmsgs"]
+        [::core::mem::offset_of!(doca_comm_channel_init_attr, maxmsgs) - 8usize];
+    ["Offset of field: doca_comm_channel_init_attr::msgsize"]
+        [::core::mem::offset_of!(doca_comm_channel_init_attr, msgsize) - 12usize];
+};
+unsafe extern "C" {
+    pub fn doca_comm_channel_get_max_service_name_len(
+        max_service_name_len: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_get_max_message_size(
+        devinfo: *mut doca_devinfo,
+        max_message_size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_get_max_send_queue_size(
+        devinfo: *mut doca_devinfo,
+        max_send_queue_size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_get_max_recv_queue_size(
+        devinfo: *mut doca_devinfo,
+        max_recv_queue_size: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_get_service_max_num_connections(
+        devinfo: *mut doca_devinfo,
+        max_num_connections: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_create(ep: *mut *mut doca_comm_channel_ep_t) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn dpakit_soft_comm_channel_ep_create_attr(
+        attr: *mut doca_comm_channel_init_attr,
+        ep: *mut *mut doca_comm_channel_ep_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_destroy(local_ep: *mut doca_comm_channel_ep_t) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_set_device(
+        ep: *mut doca_comm_channel_ep_t,
+        device: *mut doca_dev,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_set_device_rep(
+        ep: *mut doca_comm_channel_ep_t,
+        device_rep: *mut doca_dev_rep,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_set_max_msg_size(
+        ep: *mut doca_comm_channel_ep_t,
+        max_msg_size: u16,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_set_send_queue_size(
+        ep: *mut doca_comm_channel_ep_t,
+        send_queue_size: u16,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_set_recv_queue_size(
+        ep: *mut doca_comm_channel_ep_t,
+        recv_queue_size: u16,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_get_device(
+        ep: *mut doca_comm_channel_ep_t,
+        device: *mut *mut doca_dev,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_get_device_rep(
+        ep: *mut doca_comm_channel_ep_t,
+        device_rep: *mut *mut doca_dev_rep,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_get_max_msg_size(
+        ep: *mut doca_comm_channel_ep_t,
+        max_msg_size: *mut u16,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_get_send_queue_size(
+        ep: *mut doca_comm_channel_ep_t,
+        send_queue_size: *mut u16,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_get_recv_queue_size(
+        ep: *mut doca_comm_channel_ep_t,
+        recv_queue_size: *mut u16,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_listen(
+        local_ep: *mut doca_comm_channel_ep_t,
+        name: *const ::core::ffi::c_char,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_connect(
+        local_ep: *mut doca_comm_channel_ep_t,
+        name: *const ::core::ffi::c_char,
+        peer_addr: *mut *mut doca_comm_channel_addr_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_sendto(
+        local_ep: *mut doca_comm_channel_ep_t,
+        msg: *const ::core::ffi::c_void,
+        len: usize,
+        flags: ::core::ffi::c_int,
+        peer_addr: *mut doca_comm_channel_addr_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_recvfrom(
+        local_ep: *mut doca_comm_channel_ep_t,
+        msg: *mut ::core::ffi::c_void,
+        len: *mut usize,
+        flags: ::core::ffi::c_int,
+        peer_addr: *mut *mut doca_comm_channel_addr_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_disconnect(
+        local_ep: *mut doca_comm_channel_ep_t,
+        peer_addr: *mut doca_comm_channel_addr_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_update_service_state_info(
+        local_ep: *mut doca_comm_channel_ep_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_get_peer_addr_list(
+        local_ep: *const doca_comm_channel_ep_t,
+        peer_addr_array: *mut *mut *mut doca_comm_channel_addr_t,
+        peer_addr_array_len: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_get_pending_connections(
+        local_ep: *const doca_comm_channel_ep_t,
+        pending_connections: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_get_event_channel(
+        local_ep: *mut doca_comm_channel_ep_t,
+        send_event_channel: *mut doca_event_channel_t,
+        recv_event_channel: *mut doca_event_channel_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_get_service_event_channel(
+        local_ep: *mut doca_comm_channel_ep_t,
+        service_event_channel: *mut doca_event_channel_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_event_handle_arm_send(
+        local_ep: *mut doca_comm_channel_ep_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_ep_event_handle_arm_recv(
+        local_ep: *mut doca_comm_channel_ep_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_peer_addr_update_info(
+        peer_addr: *mut doca_comm_channel_addr_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_peer_addr_set_user_data(
+        peer_addr: *mut doca_comm_channel_addr_t,
+        user_context: u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_peer_addr_get_user_data(
+        peer_addr: *mut doca_comm_channel_addr_t,
+        user_data: *mut u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_peer_addr_get_send_messages(
+        peer_addr: *const doca_comm_channel_addr_t,
+        send_messages: *mut u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_peer_addr_get_send_bytes(
+        peer_addr: *const doca_comm_channel_addr_t,
+        send_bytes: *mut u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_peer_addr_get_recv_messages(
+        peer_addr: *const doca_comm_channel_addr_t,
+        recv_messages: *mut u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_peer_addr_get_recv_bytes(
+        peer_addr: *const doca_comm_channel_addr_t,
+        recv_bytes: *mut u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_peer_addr_get_send_in_flight_messages(
+        peer_addr: *const doca_comm_channel_addr_t,
+        send_in_flight_messages: *mut u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_peer_addr_user_data_set(
+        peer_addr: *mut doca_comm_channel_addr_t,
+        user_context: u64,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_comm_channel_peer_addr_user_data_get(
+        peer_addr: *mut doca_comm_channel_addr_t,
+        user_data: *mut u64,
+    ) -> doca_error_t;
+}
 pub const DPAKIT_SOFT_SCHED_BUSY_POLL: dpakit_soft_sched_mode = 0;
 pub const DPAKIT_SOFT_SCHED_SLEEP: dpakit_soft_sched_mode = 1;
 pub const DPAKIT_SOFT_SCHED_DETERMINISTIC: dpakit_soft_sched_mode = 2;

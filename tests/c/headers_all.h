@@ -12,6 +12,7 @@
 #include <doca_comch_consumer.h>
 #include <doca_comch_msgq.h>
 #include <doca_comch_producer.h>
+#include <doca_comm_channel.h>
 #include <doca_compat.h>
 #include <doca_ctx.h>
 #include <doca_dev.h>
@@ -121,6 +122,11 @@ static headers_all_fn headers_all_functions[] = {
 	HEADERS_ALL_FN(doca_dma_task_memcpy_set_conf),
 	HEADERS_ALL_FN(doca_dma_task_memcpy_alloc_init),
 	HEADERS_ALL_FN(doca_dma_task_memcpy_as_task),
+	/* doca_comm_channel.h: both forms of ep_create, by address */
+	HEADERS_ALL_FN(doca_comm_channel_ep_create),
+	HEADERS_ALL_FN(dpakit_soft_comm_channel_ep_create_attr),
+	HEADERS_ALL_FN(doca_comm_channel_ep_sendto),
+	HEADERS_ALL_FN(doca_comm_channel_ep_recvfrom),
 };
 
 /* Uses the table, the version macros and strlen (declared by the headers alone). */

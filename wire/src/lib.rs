@@ -17,7 +17,7 @@ pub mod proto;
 pub mod runtime;
 pub mod socket;
 
-pub use runtime::{any_uid, drain_timer, periodic_timer, runtime_dir, server_path};
+pub use runtime::{any_uid, drain_timer, periodic_timer, runtime_dir, server_path, service_path};
 pub use socket::{Connect, Listener, Poller, Recv, SeqPacket, remove_stale};
 
 use dpakit_abi::Error;

@@ -20,6 +20,9 @@ pub const TAG_DATA: u8 = 4;
 pub const TAG_BYE: u8 = 5;
 pub const TAG_CONSUMER_NEW: u8 = 6;
 pub const TAG_CONSUMER_GONE: u8 = 7;
+pub const TAG_CC_HELLO: u8 = 8;
+pub const TAG_CC_WELCOME: u8 = 9;
+pub const TAG_CC_ACK: u8 = 10;
 
 /// A decoded message; borrowed fields point into the receive buffer.
 #[derive(Debug, PartialEq, Eq)]
@@ -50,6 +53,20 @@ pub enum Message<'a> {
     },
     /// The peer's consumer with this id is gone.
     ConsumerGone { id: u32 },
+    /// Legacy Comm Channel, client → service, first message: who is asking, for which service,
+    /// the largest message the client takes and how many it queues (the service's credit).
+    CcHello {
+        version: u32,
+        max_msg_size: u32,
+        recv_queue: u32,
+        function: &'a str,
+        name: &'a str,
+    },
+    /// Legacy Comm Channel, service → client: connected; the service's largest message and
+    /// receive queue (the client's credit).
+    CcWelcome { max_msg_size: u32, recv_queue: u32 },
+    /// Legacy Comm Channel: the receiver's program took this many more messages (credits back).
+    CcAck { count: u32 },
 }
 
 /// `HELLO`.
@@ -85,7 +102,26 @@ pub fn consumer_new(id: u32, depth: u64, imm_len: u32, ring_len: u64, data_len: 
     m
 }
 
-/// A message carrying only an id (`CONSUMER_GONE`).
+/// `CC_HELLO`.
+pub fn cc_hello(max_msg_size: u32, recv_queue: u32, function: &str, name: &str) -> Vec<u8> {
+    let mut m = vec![TAG_CC_HELLO];
+    m.extend_from_slice(&VERSION.to_le_bytes());
+    m.extend_from_slice(&max_msg_size.to_le_bytes());
+    m.extend_from_slice(&recv_queue.to_le_bytes());
+    put_str(&mut m, function);
+    put_str(&mut m, name);
+    m
+}
+
+/// `CC_WELCOME`.
+pub fn cc_welcome(max_msg_size: u32, recv_queue: u32) -> [u8; 9] {
+    let mut m = [TAG_CC_WELCOME; 9];
+    m[1..5].copy_from_slice(&max_msg_size.to_le_bytes());
+    m[5..9].copy_from_slice(&recv_queue.to_le_bytes());
+    m
+}
+
+/// A message carrying only an id or a count (`CONSUMER_GONE`, `CC_ACK`).
 pub fn with_id(tag: u8, id: u32) -> [u8; 5] {
     let b = id.to_le_bytes();
     [tag, b[0], b[1], b[2], b[3]]
@@ -162,6 +198,18 @@ pub fn decode(buf: &[u8]) -> Result<Message<'_>> {
             data_len: r.u64()?,
         },
         TAG_CONSUMER_GONE => Message::ConsumerGone { id: r.u32()? },
+        TAG_CC_HELLO => Message::CcHello {
+            version: r.u32()?,
+            max_msg_size: r.u32()?,
+            recv_queue: r.u32()?,
+            function: r.str()?,
+            name: r.str()?,
+        },
+        TAG_CC_WELCOME => Message::CcWelcome {
+            max_msg_size: r.u32()?,
+            recv_queue: r.u32()?,
+        },
+        TAG_CC_ACK => Message::CcAck { count: r.u32()? },
         other => bail!(InvalidValue, "unknown Comch protocol message tag {other}"),
     };
     r.end()?;
@@ -171,6 +219,34 @@ pub fn decode(buf: &[u8]) -> Result<Message<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comm_channel_messages_round_trip() {
+        let h = cc_hello(300, 64, "0000:b1:00.0", "svc");
+        assert_eq!(
+            decode(&h).unwrap(),
+            Message::CcHello {
+                version: VERSION,
+                max_msg_size: 300,
+                recv_queue: 64,
+                function: "0000:b1:00.0",
+                name: "svc"
+            }
+        );
+        assert_eq!(
+            decode(&cc_welcome(4080, 16)).unwrap(),
+            Message::CcWelcome {
+                max_msg_size: 4080,
+                recv_queue: 16
+            }
+        );
+        assert_eq!(
+            decode(&with_id(TAG_CC_ACK, 7)).unwrap(),
+            Message::CcAck { count: 7 }
+        );
+        assert!(decode(&h[..h.len() - 1]).is_err(), "truncated");
+        assert!(decode(&cc_welcome(1, 2)[..8]).is_err(), "truncated");
+    }
 
     #[test]
     fn messages_round_trip() {

@@ -69,7 +69,17 @@ fn private_dir(dir: PathBuf, uid: u32) -> Result<PathBuf> {
 /// Where the server `name` of the host function `function` (a PCI address as DOCA prints it)
 /// listens.
 pub fn server_path(function: &str, name: &str) -> Result<PathBuf> {
-    let path = runtime_dir()?.join(format!("comch-{function}-{:016x}", fnv1a(name.as_bytes())));
+    socket_path("comch", function, name)
+}
+
+/// Where the legacy Comm Channel service `name` of the host function `function` listens: a
+/// namespace of its own, so a Comch server and a Comm Channel service may share a name.
+pub fn service_path(function: &str, name: &str) -> Result<PathBuf> {
+    socket_path("cc", function, name)
+}
+
+fn socket_path(kind: &str, function: &str, name: &str) -> Result<PathBuf> {
+    let path = runtime_dir()?.join(format!("{kind}-{function}-{:016x}", fnv1a(name.as_bytes())));
     if path.as_os_str().len() > MAX_SOCKET_PATH {
         bail!(
             InvalidValue,

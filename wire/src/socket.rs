@@ -504,6 +504,28 @@ impl Poller {
         Ok(())
     }
 
+    /// Watches `fd` for new input, edge-triggered: `token` comes back once per arrival, not
+    /// while input waits unread.
+    pub fn add_edge(&self, fd: RawFd, token: u64) -> Result<()> {
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: token,
+        };
+        // SAFETY: a valid event for the duration of the call.
+        if unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+            return Err(os_error("epoll_ctl(ADD)"));
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout_ms` (-1: for ever) for any watched descriptor; whether one is ready.
+    /// A signal ends the wait early, as a spurious wake-up.
+    pub fn wait(&self, timeout_ms: i32) -> bool {
+        let mut event = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: room for one event.
+        unsafe { libc::epoll_wait(self.fd.as_raw_fd(), &mut event, 1, timeout_ms) > 0 }
+    }
+
     /// Stops watching `fd` (closing it does too).
     pub fn remove(&self, fd: RawFd) {
         // SAFETY: DEL ignores the event argument; a NULL one is allowed since Linux 2.6.9.

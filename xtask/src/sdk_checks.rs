@@ -62,14 +62,25 @@ struct CPair {
 /// The fast-path pair written the way DOCA's fast-path samples are (consumer start answering
 /// IN_PROGRESS, receives posted from the state callback and reposted in their completion, the
 /// next send submitted from the send completion, 10,240 send tasks, posted receives freed before
-/// the consumer stops), run five times: a race in any of those paths shows as a failed run.
-const C_PAIRS: &[CPair] = &[CPair {
-    name: "fast",
-    server: "tests/c/comch_fast_server.c",
-    client: "tests/c/comch_fast_client.c",
-    args: &["-c", "2000", "-b", "4096"],
-    repeat: 5,
-}];
+/// the consumer stops), and the legacy Comm Channel samples (an epoll-driven service, a client
+/// polling its event channels, statistics checked), each run five times: a race in any of those
+/// paths shows as a failed run.
+const C_PAIRS: &[CPair] = &[
+    CPair {
+        name: "fast",
+        server: "tests/c/comch_fast_server.c",
+        client: "tests/c/comch_fast_client.c",
+        args: &["-c", "2000", "-b", "4096"],
+        repeat: 5,
+    },
+    CPair {
+        name: "comm-channel",
+        server: "examples/c/comm_channel_server.c",
+        client: "examples/c/comm_channel_client.c",
+        args: &["-c", "1000"],
+        repeat: 5,
+    },
+];
 
 /// How long a pair's server may take to exit after its client did before it is killed.
 const SERVER_GRACE: Duration = Duration::from_secs(10);

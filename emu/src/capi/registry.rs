@@ -47,10 +47,12 @@ pub(crate) enum Kind {
     ComchConnection,
     ComchSendTask,
     SyncEvent,
+    CommChannelEp,
+    CommChannelAddr,
 }
 
 impl Kind {
-    const ALL: [Kind; 24] = [
+    const ALL: [Kind; 26] = [
         Kind::Devinfo,
         Kind::DevinfoRep,
         Kind::Dev,
@@ -75,6 +77,8 @@ impl Kind {
         Kind::ComchConnection,
         Kind::ComchSendTask,
         Kind::SyncEvent,
+        Kind::CommChannelEp,
+        Kind::CommChannelAddr,
     ];
 
     fn from_tag(tag: u64) -> Option<Kind> {
@@ -110,6 +114,8 @@ impl Kind {
             Kind::ComchConnection => "struct doca_comch_connection",
             Kind::ComchSendTask => "struct doca_comch_task_send",
             Kind::SyncEvent => "struct doca_sync_event",
+            Kind::CommChannelEp => "struct doca_comm_channel_ep_t",
+            Kind::CommChannelAddr => "struct doca_comm_channel_addr_t",
         }
     }
 }

@@ -16,9 +16,12 @@ pub type doca_dpa_dev_log_level_t = doca_dpa_dev_log_level;
 pub type dpakit_soft_sched_mode = c_uint;
 pub type dpakit_soft_exec_mode = c_uint;
 pub type dpakit_soft_ending = c_uint;
+pub type doca_comm_channel_msg_flags = c_uint;
+pub type doca_comm_channel_init_flags = c_uint;
 
 pub type doca_event_handle_t = c_int;
 pub type doca_notification_handle_t = doca_event_handle_t;
+pub type doca_event_channel_t = doca_event_handle_t;
 
 pub type doca_dpa_dev_t = u64;
 pub type doca_dpa_dev_uintptr_t = u64;
@@ -121,6 +124,8 @@ opaque!(
     doca_rdma_srq,
     doca_dma,
     doca_dma_task_memcpy,
+    doca_comm_channel_ep_t,
+    doca_comm_channel_addr_t,
 );
 
 /// A task completion callback of `$task` (every DOCA task type has one of this shape).
@@ -242,3 +247,13 @@ pub const DOCA_CTX_STATE_IDLE: doca_ctx_states = 0;
 pub const DOCA_CTX_STATE_STARTING: doca_ctx_states = 1;
 pub const DOCA_CTX_STATE_RUNNING: doca_ctx_states = 2;
 pub const DOCA_CTX_STATE_STOPPING: doca_ctx_states = 3;
+
+/// `struct doca_comm_channel_init_attr` (DOCA 1.2/1.3).
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct doca_comm_channel_init_attr {
+    pub cookie: u32,
+    pub flags: u32,
+    pub maxmsgs: u32,
+    pub msgsize: u32,
+}

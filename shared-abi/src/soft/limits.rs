@@ -117,6 +117,10 @@ pub const COMM_CHANNEL_MAX_QUEUE_SIZE: usize = 8191;
 /// (`doca_comm_channel_get_max_service_name_len`); a name has at least one character.
 pub const COMM_CHANNEL_MAX_SERVICE_NAME_LEN: usize = 120;
 
+/// Most connections one legacy Comm Channel service serves at once
+/// (`doca_comm_channel_get_service_max_num_connections`); more clients are refused.
+pub const COMM_CHANNEL_SERVICE_MAX_CONNECTIONS: usize = 512;
+
 // Relations the numbers must keep.
 const _: () = assert!(DPA_NUM_CORES * DPA_THREADS_PER_CORE == DPA_MAX_THREADS);
 const _: () = assert!(COMM_CHANNEL_MIN_MSG_SIZE < COMM_CHANNEL_MAX_MSG_SIZE);

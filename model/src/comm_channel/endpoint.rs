@@ -1,0 +1,679 @@
+//! `doca_comm_channel_ep_t`: a service listening under a name (Arm side, one connection per
+//! client) or a client connected to one service (host side), and the calls that move messages.
+//!
+//! Nothing runs in the background: every call makes progress (accepts, handshakes, reads what
+//! the sockets hold into the connections' queues, returns credits) before doing its job, and a
+//! blocking call waits on the endpoint's own epoll set between attempts.
+
+use super::peer::{Peer, PeerId, PeerState, PeerStats, Sent};
+use super::props::{Mode, Props};
+use crate::error::{Error, ErrorCode, Result, err};
+use crate::limits::{
+    COMCH_HANDSHAKE_TIMEOUT_MS, COMCH_MAX_PENDING_HANDSHAKES, COMM_CHANNEL_MAX_MSG_SIZE,
+    COMM_CHANNEL_MAX_SERVICE_NAME_LEN, COMM_CHANNEL_SERVICE_MAX_CONNECTIONS,
+};
+use dpakit_abi::bail;
+use dpakit_wire::proto::{self, Message};
+use dpakit_wire::{self as wire, Connect, Listener, Poller, Recv, SeqPacket};
+use std::collections::VecDeque;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// Poller token of a service's listening socket.
+const LISTENER: u64 = u64::MAX;
+/// Poller tokens of accepted sockets still in their handshake: this bit and the descriptor.
+const HANDSHAKE: u64 = 1 << 62;
+/// Poller token of the "something waits" event descriptors.
+const READY: u64 = (1 << 62) - 1;
+/// Connections accepted per progress pass at most.
+const ACCEPTS_PER_PASS: usize = 64;
+/// Longest a blocking call sleeps before it looks at the clock again (handshake deadlines).
+const WAIT_SLICE_MS: i32 = 100;
+/// Room for the largest frame: a message and its tag, or a handshake with its two strings.
+const SCRATCH: usize = COMM_CHANNEL_MAX_MSG_SIZE + proto::OVERHEAD;
+
+/// What [`Endpoint::recv`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Received {
+    /// A message, copied into the caller's buffer.
+    Message {
+        /// Its length in bytes.
+        len: usize,
+        /// The connection it came on.
+        peer: PeerId,
+    },
+    /// A connection went to the error state (reported once): disconnect it.
+    Reset {
+        /// The connection.
+        peer: PeerId,
+        /// What happened to it.
+        error: Error,
+    },
+}
+
+/// An accepted connection waiting for its `CC_HELLO`.
+#[derive(Debug)]
+struct Pending {
+    sock: SeqPacket,
+    since: Instant,
+}
+
+#[derive(Debug)]
+struct Service {
+    listener: Listener,
+    function: String,
+    name: String,
+    pending: VecDeque<Pending>,
+}
+
+#[derive(Debug)]
+enum Role {
+    Idle,
+    Service(Service),
+    Client,
+}
+
+/// The pollable descriptors programs wait on, and the endpoint's own wait set.
+#[derive(Debug)]
+struct Channels {
+    /// Level-triggered: every socket and `recv_ready`. The receive event channel.
+    recv: Poller,
+    /// Edge-triggered on the connections' sockets (credits coming back), and `send_ready`.
+    /// The send event channel.
+    send: Poller,
+    recv_ready: OwnedFd,
+    send_ready: OwnedFd,
+}
+
+/// A legacy Comm Channel endpoint.
+#[derive(Debug)]
+pub struct Endpoint {
+    props: Props,
+    role: Role,
+    peers: Vec<Option<Peer>>,
+    generations: Vec<u32>,
+    free: Vec<usize>,
+    cursor: usize,
+    scratch: Box<[u8]>,
+    fds: Vec<OwnedFd>,
+    channels: Option<Channels>,
+}
+
+fn eventfd() -> Result<OwnedFd> {
+    // SAFETY: no pointers; the result is checked.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        bail!(
+            OperatingSystem,
+            "eventfd: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sets (`true`) or clears an event descriptor.
+fn signal(fd: &OwnedFd, on: bool) {
+    let mut value = 1u64;
+    // SAFETY: 8 bytes to or from a local; errors (already set, already clear) are what we want.
+    unsafe {
+        if on {
+            libc::write(fd.as_raw_fd(), (&raw const value).cast(), 8);
+        } else {
+            libc::read(fd.as_raw_fd(), (&raw mut value).cast(), 8);
+        }
+    }
+}
+
+/// Waits up to `ms` for `events` on `fd`.
+fn wait_fd(fd: RawFd, events: libc::c_short, ms: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one pollfd for the duration of the call.
+    unsafe { libc::poll(&mut p, 1, ms) };
+}
+
+/// `INVALID_VALUE` unless `name` is a service name DOCA takes: 1 to 119 bytes (120 with the
+/// terminating NUL).
+pub fn check_service_name(name: &str) -> Result<()> {
+    let max = COMM_CHANNEL_MAX_SERVICE_NAME_LEN;
+    if name.is_empty() || name.len() >= max {
+        bail!(
+            InvalidValue,
+            "the service name `{name}` is {} bytes: a name has 1 to {} bytes, {max} with its NUL \
+             (doca_comm_channel_get_max_service_name_len)",
+            name.len(),
+            max - 1
+        );
+    }
+    Ok(())
+}
+
+impl Endpoint {
+    /// An endpoint with the default properties, in `mode`.
+    pub fn new(mode: Mode) -> Endpoint {
+        Endpoint {
+            props: Props::new(mode),
+            role: Role::Idle,
+            peers: Vec::new(),
+            generations: Vec::new(),
+            free: Vec::new(),
+            cursor: 0,
+            scratch: Box::default(),
+            fds: Vec::new(),
+            channels: None,
+        }
+    }
+
+    /// The properties in effect.
+    pub fn props(&self) -> &Props {
+        &self.props
+    }
+
+    /// The properties, to change: `BAD_STATE` once the endpoint listens or connects.
+    pub fn props_mut(&mut self) -> Result<&mut Props> {
+        if !matches!(self.role, Role::Idle) {
+            bail!(
+                BadState,
+                "the endpoint already listens or is connected: its properties are set before \
+                 doca_comm_channel_ep_listen or _connect"
+            );
+        }
+        Ok(&mut self.props)
+    }
+
+    /// Whether the endpoint listens or connected.
+    pub fn is_active(&self) -> bool {
+        !matches!(self.role, Role::Idle)
+    }
+
+    fn activate(&mut self) -> Result<()> {
+        let channels = Channels {
+            recv: Poller::new()?,
+            send: Poller::new()?,
+            recv_ready: eventfd()?,
+            send_ready: eventfd()?,
+        };
+        channels.recv.add(channels.recv_ready.as_raw_fd(), READY)?;
+        channels.send.add(channels.send_ready.as_raw_fd(), READY)?;
+        self.channels = Some(channels);
+        self.scratch = vec![0; SCRATCH].into_boxed_slice();
+        Ok(())
+    }
+
+    fn require_idle(&self, what: &str) -> Result<()> {
+        match self.role {
+            Role::Idle => Ok(()),
+            Role::Service(_) => bail!(BadState, "{what}: the endpoint already listens"),
+            Role::Client => bail!(
+                BadState,
+                "{what}: the endpoint is already connected (a client endpoint connects once; \
+                 create another endpoint for another connection)"
+            ),
+        }
+    }
+
+    /// `doca_comm_channel_ep_listen`: serves `name` for the host function `function` (the
+    /// representor's PCI address). `ALREADY_EXIST` if a live service of that name listens
+    /// there.
+    pub fn listen(&mut self, function: &str, name: &str) -> Result<()> {
+        self.require_idle("doca_comm_channel_ep_listen")?;
+        check_service_name(name)?;
+        let path = wire::service_path(function, name)?;
+        let listener = Listener::bind(&path).map_err(|e| match e.code() {
+            ErrorCode::AlreadyExist => err(
+                ErrorCode::AlreadyExist,
+                format!(
+                    "a Comm Channel service named `{name}` already listens on the representor \
+                     of {function}: names are unique per representor"
+                ),
+            ),
+            _ => e,
+        })?;
+        self.activate()?;
+        if let Some(c) = &self.channels {
+            c.recv.add(listener.fd(), LISTENER)?;
+        }
+        self.role = Role::Service(Service {
+            listener,
+            function: function.to_string(),
+            name: name.to_string(),
+            pending: VecDeque::new(),
+        });
+        Ok(())
+    }
+
+    /// `doca_comm_channel_ep_connect`: connects to the service `name` of the host function
+    /// `function` and starts the handshake; the connection is usable once
+    /// [`update_info`](Self::update_info) answers SUCCESS.
+    pub fn connect(&mut self, function: &str, name: &str) -> Result<PeerId> {
+        self.require_idle("doca_comm_channel_ep_connect")?;
+        check_service_name(name)?;
+        let path = wire::service_path(function, name)?;
+        let sock = match SeqPacket::connect(&path)? {
+            Connect::Connected(s) => s,
+            Connect::Absent | Connect::Stale => bail!(
+                NotConnected,
+                "no Comm Channel service named `{name}` listens for host function {function}: \
+                 start the service first"
+            ),
+            Connect::Busy => bail!(
+                Again,
+                "the service `{name}` has too many connections waiting: try again"
+            ),
+        };
+        let hello = proto::cc_hello(
+            self.props.max_msg_size,
+            self.props.recv_queue_size,
+            function,
+            name,
+        );
+        if !sock.send(&[&hello], &[])? {
+            bail!(Again, "the service `{name}` does not take connections now: try again");
+        }
+        self.activate()?;
+        self.role = Role::Client;
+        let id = self.insert(|id| Peer::connecting(id, sock))?;
+        Ok(id)
+    }
+
+    fn insert(&mut self, make: impl FnOnce(PeerId) -> Peer) -> Result<PeerId> {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.peers.push(None);
+                self.generations.push(0);
+                self.peers.len() - 1
+            }
+        };
+        let id = PeerId(u64::from(self.generations[slot]) << 32 | slot as u64);
+        let peer = make(id);
+        if let Some(c) = &self.channels {
+            let fd = peer.sock.fd();
+            c.recv.add(fd, slot as u64)?;
+            c.send.add_edge(fd, slot as u64)?;
+        }
+        self.peers[slot] = Some(peer);
+        Ok(id)
+    }
+
+    fn slot(&self, id: PeerId) -> Option<usize> {
+        let slot = (id.0 & 0xffff_ffff) as usize;
+        let live = self.generations.get(slot) == Some(&((id.0 >> 32) as u32))
+            && self.peers.get(slot).is_some_and(Option::is_some);
+        live.then_some(slot)
+    }
+
+    fn peer_mut(&mut self, id: PeerId) -> Result<&mut Peer> {
+        match self.slot(id) {
+            Some(slot) => Ok(self.peers[slot].as_mut().unwrap_or_else(|| unreachable!())),
+            None => bail!(
+                NotFound,
+                "the peer address is not a connection of this endpoint (disconnected?)"
+            ),
+        }
+    }
+
+    /// The connections, oldest first (`doca_comm_channel_ep_get_peer_addr_list`).
+    pub fn peers(&self) -> impl Iterator<Item = PeerId> + '_ {
+        self.peers.iter().flatten().map(|p| p.id)
+    }
+
+    /// Handshakes under way (`doca_comm_channel_ep_get_pending_connections`).
+    pub fn pending_connections(&self) -> usize {
+        match &self.role {
+            Role::Service(s) => s.pending.len(),
+            _ => 0,
+        }
+    }
+
+    /// Accepts, handshakes and reads whatever is ready, without waiting.
+    pub fn progress(&mut self) {
+        let mut tokens = [0u64; 64];
+        loop {
+            let n = match &self.channels {
+                Some(c) => c.recv.ready(&mut tokens),
+                None => return,
+            };
+            let mut worked = false;
+            for &token in &tokens[..n] {
+                match token {
+                    LISTENER => self.accept(),
+                    READY => continue,
+                    t if t & HANDSHAKE != 0 => self.handshake((t & !HANDSHAKE) as RawFd),
+                    slot => self.pump(slot as usize),
+                }
+                worked = true;
+            }
+            if !worked || n < tokens.len() {
+                break;
+            }
+        }
+        self.expire_handshakes();
+        for slot in 0..self.peers.len() {
+            if let Some(p) = self.peers[slot].as_mut() {
+                p.return_credits();
+            }
+        }
+    }
+
+    fn pump(&mut self, slot: usize) {
+        let props = self.props;
+        if let Some(p) = self.peers.get_mut(slot).and_then(Option::as_mut) {
+            p.pump(&props, &mut self.scratch, &mut self.fds);
+        }
+    }
+
+    fn accept(&mut self) {
+        let Role::Service(service) = &mut self.role else {
+            return;
+        };
+        let Some(c) = &self.channels else { return };
+        for _ in 0..ACCEPTS_PER_PASS {
+            let sock = match service.listener.accept() {
+                Ok(Some(s)) => s,
+                _ => break,
+            };
+            // A local peer of another user may not reach this service.
+            // SAFETY: getuid cannot fail and touches no memory.
+            let me = unsafe { libc::getuid() };
+            match sock.peer_uid() {
+                Ok(uid) if uid == me || wire::any_uid() => {}
+                _ => continue,
+            }
+            if service.pending.len() >= COMCH_MAX_PENDING_HANDSHAKES {
+                // The oldest silent connection makes room.
+                if let Some(old) = service.pending.pop_front() {
+                    c.recv.remove(old.sock.fd());
+                }
+            }
+            let fd = sock.fd();
+            if c.recv.add(fd, HANDSHAKE | fd as u64).is_ok() {
+                service.pending.push_back(Pending {
+                    sock,
+                    since: Instant::now(),
+                });
+            }
+        }
+    }
+
+    fn expire_handshakes(&mut self) {
+        let Role::Service(service) = &mut self.role else {
+            return;
+        };
+        let timeout = Duration::from_millis(COMCH_HANDSHAKE_TIMEOUT_MS);
+        while service
+            .pending
+            .front()
+            .is_some_and(|p| p.since.elapsed() > timeout)
+        {
+            if let (Some(old), Some(c)) = (service.pending.pop_front(), &self.channels) {
+                c.recv.remove(old.sock.fd());
+            }
+        }
+    }
+
+    /// Reads the `CC_HELLO` of the pending connection on `fd`, and welcomes or refuses it.
+    fn handshake(&mut self, fd: RawFd) {
+        let Role::Service(service) = &mut self.role else {
+            return;
+        };
+        let Some(at) = service.pending.iter().position(|p| p.sock.fd() == fd) else {
+            return;
+        };
+        self.fds.clear();
+        let n = match service.pending[at].sock.recv(&mut self.scratch, &mut self.fds) {
+            Ok(Recv::Message(n)) if self.fds.is_empty() => n,
+            Ok(Recv::Empty) => return,
+            // Closed, descriptors, an error: the connection goes.
+            _ => {
+                self.fds.clear();
+                if let (Some(p), Some(c)) = (service.pending.remove(at), &self.channels) {
+                    c.recv.remove(p.sock.fd());
+                }
+                return;
+            }
+        };
+        let Some(pending) = service.pending.remove(at) else {
+            return;
+        };
+        if let Some(c) = &self.channels {
+            c.recv.remove(pending.sock.fd());
+        }
+        let connected = self.peers.iter().flatten().count();
+        let verdict = match proto::decode(&self.scratch[..n]) {
+            Ok(Message::CcHello {
+                version,
+                max_msg_size,
+                recv_queue,
+                function,
+                name,
+            }) => {
+                if version != proto::VERSION || !Peer::announced_ok(max_msg_size, recv_queue) {
+                    Err(err(
+                        ErrorCode::NotSupported,
+                        format!(
+                            "protocol version {version}, max_msg_size {max_msg_size}, \
+                             recv_queue {recv_queue}: not what this service speaks"
+                        ),
+                    ))
+                } else if function != service.function || name != service.name {
+                    Err(err(
+                        ErrorCode::NotFound,
+                        format!("no service `{name}` for function {function} here"),
+                    ))
+                } else if connected >= COMM_CHANNEL_SERVICE_MAX_CONNECTIONS {
+                    Err(err(
+                        ErrorCode::NoMemory,
+                        format!(
+                            "the service `{name}` serves {COMM_CHANNEL_SERVICE_MAX_CONNECTIONS} \
+                             connections, the most it takes"
+                        ),
+                    ))
+                } else {
+                    Ok((max_msg_size, recv_queue))
+                }
+            }
+            // Anything else first: not a Comm Channel client.
+            _ => return,
+        };
+        match verdict {
+            Ok(announced) => {
+                let welcome = proto::cc_welcome(self.props.max_msg_size, self.props.recv_queue_size);
+                if !matches!(pending.sock.send(&[&welcome], &[]), Ok(true)) {
+                    return;
+                }
+                let props = self.props;
+                let _ = self.insert(|id| Peer::connected(id, pending.sock, &props, announced));
+            }
+            Err(e) => {
+                let _ = pending
+                    .sock
+                    .send(&[&proto::refuse(e.code().raw(), e.message())], &[]);
+            }
+        }
+    }
+
+    /// `doca_comm_channel_ep_sendto`: sends `msg` to `peer`. A blocking call waits for credit
+    /// and room; otherwise `AGAIN`.
+    pub fn send(&mut self, peer: PeerId, msg: &[u8], wait: bool) -> Result<()> {
+        let slot = self.slot(peer).ok_or_else(|| {
+            err(
+                ErrorCode::NotFound,
+                "the peer address is not a connection of this endpoint (disconnected?)",
+            )
+        })?;
+        loop {
+            self.pump(slot);
+            let p = self.peers[slot].as_mut().unwrap_or_else(|| unreachable!());
+            let blocked_on = match p.send(msg)? {
+                Sent::Yes => return Ok(()),
+                Sent::NoCredit => libc::POLLIN,
+                Sent::SocketFull => libc::POLLOUT,
+            };
+            if !wait {
+                bail!(
+                    Again,
+                    "the send queue to this peer is full ({} messages in flight): try again",
+                    p.in_flight()
+                );
+            }
+            wait_fd(p.sock.fd(), blocked_on, WAIT_SLICE_MS);
+        }
+    }
+
+    /// `doca_comm_channel_ep_recvfrom`: the next message, from the connections in turn; a
+    /// connection that went to the error state is reported once. A blocking call waits for
+    /// one; otherwise `AGAIN`.
+    pub fn recv(&mut self, buf: &mut [u8], wait: bool) -> Result<Received> {
+        if !self.is_active() {
+            bail!(
+                BadState,
+                "doca_comm_channel_ep_recvfrom: the endpoint neither listens nor is connected"
+            );
+        }
+        loop {
+            self.progress();
+            if let Some(found) = self.next_received(buf)? {
+                return Ok(found);
+            }
+            if !wait {
+                bail!(Again, "no message waiting: try again");
+            }
+            if let Some(c) = &self.channels {
+                c.recv.wait(WAIT_SLICE_MS);
+            }
+        }
+    }
+
+    fn next_received(&mut self, buf: &mut [u8]) -> Result<Option<Received>> {
+        let n = self.peers.len();
+        for i in 0..n {
+            let slot = (self.cursor + i) % n;
+            let props = self.props;
+            let Some(p) = self.peers[slot].as_mut() else {
+                continue;
+            };
+            if p.has_waiting() {
+                let len = p.take(buf, &props)?;
+                self.cursor = slot + 1;
+                return Ok(Some(Received::Message { len, peer: p.id }));
+            }
+            if let PeerState::Errored(e) = &p.state {
+                if !p.reset_reported {
+                    p.reset_reported = true;
+                    self.cursor = slot + 1;
+                    return Ok(Some(Received::Reset {
+                        peer: p.id,
+                        error: e.clone(),
+                    }));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// `doca_comm_channel_ep_disconnect`: ends the connection on this side (the peer finds
+    /// out when it next sends or receives) and frees it.
+    pub fn disconnect(&mut self, peer: PeerId) -> Result<()> {
+        let Some(slot) = self.slot(peer) else {
+            bail!(
+                NotFound,
+                "the peer address is not a connection of this endpoint (disconnected already?)"
+            );
+        };
+        if let Some(p) = self.peers[slot].take() {
+            if let Some(c) = &self.channels {
+                c.recv.remove(p.sock.fd());
+                c.send.remove(p.sock.fd());
+            }
+            p.bye();
+        }
+        self.generations[slot] = self.generations[slot].wrapping_add(1);
+        self.free.push(slot);
+        Ok(())
+    }
+
+    /// `doca_comm_channel_peer_addr_update_info`.
+    pub fn update_info(&mut self, peer: PeerId) -> Result<()> {
+        if let Some(slot) = self.slot(peer) {
+            self.pump(slot);
+        }
+        self.peer_mut(peer)?.update_info()
+    }
+
+    /// The counters of `peer` as of its last [`update_info`](Self::update_info).
+    pub fn stats(&mut self, peer: PeerId) -> Result<PeerStats> {
+        Ok(self.peer_mut(peer)?.stats())
+    }
+
+    /// `doca_comm_channel_peer_addr_set_user_data`.
+    pub fn set_user_data(&mut self, peer: PeerId, value: u64) -> Result<()> {
+        self.peer_mut(peer)?.user_data = value;
+        Ok(())
+    }
+
+    /// `doca_comm_channel_peer_addr_get_user_data` (0 unless set).
+    pub fn user_data(&mut self, peer: PeerId) -> Result<u64> {
+        Ok(self.peer_mut(peer)?.user_data)
+    }
+
+    /// `doca_comm_channel_ep_get_event_channel`: the send and receive event descriptors.
+    pub fn event_channels(&self) -> Result<(RawFd, RawFd)> {
+        match &self.channels {
+            Some(c) => Ok((c.send.fd(), c.recv.fd())),
+            None => bail!(
+                BadState,
+                "the endpoint has no event channel before doca_comm_channel_ep_listen or _connect"
+            ),
+        }
+    }
+
+    /// `doca_comm_channel_ep_event_handle_arm_recv`: the receive channel turns readable when a
+    /// message (or a connection's error) waits, now or later.
+    pub fn arm_recv(&mut self) -> Result<()> {
+        self.event_channels()?;
+        self.progress();
+        let waiting = self.peers.iter().flatten().any(|p| {
+            p.has_waiting() || (matches!(p.state, PeerState::Errored(_)) && !p.reset_reported)
+        });
+        if let Some(c) = &self.channels {
+            signal(&c.recv_ready, waiting);
+        }
+        Ok(())
+    }
+
+    /// `doca_comm_channel_ep_event_handle_arm_send`: the send channel turns readable when a
+    /// connection has room for a message, now or once credits come back.
+    pub fn arm_send(&mut self) -> Result<()> {
+        self.event_channels()?;
+        if let Some(c) = &self.channels {
+            // Consume the edges reported so far: only new arrivals wake the program again.
+            signal(&c.send_ready, false);
+            let mut tokens = [0u64; 64];
+            for _ in 0..16 {
+                if c.send.ready(&mut tokens) == 0 {
+                    break;
+                }
+            }
+        }
+        self.progress();
+        let room = self.peers.iter().flatten().any(Peer::has_credit);
+        if let Some(c) = &self.channels {
+            signal(&c.send_ready, room);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        for p in self.peers.iter().flatten() {
+            p.bye();
+        }
+    }
+}
