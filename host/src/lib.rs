@@ -18,6 +18,7 @@
 
 pub mod buf;
 pub mod comch;
+pub mod comm_channel;
 pub mod ctx;
 pub mod dev;
 pub mod dpa;

@@ -104,7 +104,10 @@ fn null_parameters_are_invalid_value() {
         DOCA_ERROR_INVALID_VALUE,
         [
             row!(doca_comm_channel_get_max_service_name_len(null_mut())),
-            row!(doca_comm_channel_get_max_message_size(null_mut(), &mut 0u32)),
+            row!(doca_comm_channel_get_max_message_size(
+                null_mut(),
+                &mut 0u32
+            )),
             row!(doca_comm_channel_get_max_send_queue_size(
                 null_mut(),
                 &mut 0u32
@@ -259,12 +262,18 @@ fn null_parameters_are_invalid_value() {
                 peer,
                 null_mut()
             )),
-            row!(doca_comm_channel_peer_addr_get_send_bytes(null(), &mut 0u64)),
+            row!(doca_comm_channel_peer_addr_get_send_bytes(
+                null(),
+                &mut 0u64
+            )),
             row!(doca_comm_channel_peer_addr_get_recv_messages(
                 null(),
                 &mut 0u64
             )),
-            row!(doca_comm_channel_peer_addr_get_recv_bytes(null(), &mut 0u64)),
+            row!(doca_comm_channel_peer_addr_get_recv_bytes(
+                null(),
+                &mut 0u64
+            )),
             row!(doca_comm_channel_peer_addr_get_send_in_flight_messages(
                 null(),
                 &mut 0u64

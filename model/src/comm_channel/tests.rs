@@ -44,6 +44,7 @@ fn recv_one(ep: &mut Endpoint, buf: &mut [u8]) -> (usize, PeerId) {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "Unix sockets, epoll and the runtime directory")]
 fn messages_go_both_ways_once_and_in_order() {
     let (mut service, mut client, to_service) = pair("both-ways", |_, _| {});
     let mut buf = [0u8; 4080];
@@ -63,6 +64,7 @@ fn messages_go_both_ways_once_and_in_order() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "Unix sockets, epoll and the runtime directory")]
 fn credits_bound_what_is_in_flight_and_come_back() {
     let (mut service, mut client, to_service) = pair("credits", |s, _| {
         s.set_recv_queue_size(16).unwrap();
@@ -86,6 +88,7 @@ fn credits_bound_what_is_in_flight_and_come_back() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "Unix sockets, epoll and the runtime directory")]
 fn sizes_and_buffers_are_checked() {
     let (mut service, mut client, to_service) = pair("sizes", |s, _| {
         s.set_max_msg_size(300).unwrap();
@@ -106,6 +109,7 @@ fn sizes_and_buffers_are_checked() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "Unix sockets, epoll and the runtime directory")]
 fn a_disconnected_peer_is_reported_once_and_sends_fail() {
     let (mut service, mut client, to_service) = pair("disconnect", |_, _| {});
     client.send(to_service, b"hi", true).unwrap();
@@ -138,6 +142,7 @@ fn a_disconnected_peer_is_reported_once_and_sends_fail() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "Unix sockets, epoll and the runtime directory")]
 fn one_listener_per_name_and_no_service_no_connection() {
     runtime_dir();
     let mut a = Endpoint::new(Mode::NonBlocking);
@@ -165,6 +170,7 @@ fn one_listener_per_name_and_no_service_no_connection() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "Unix sockets, epoll and the runtime directory")]
 fn the_receive_channel_turns_readable_when_a_message_waits() {
     let (mut service, mut client, to_service) = pair("channel", |_, _| {});
     let (_, recv_fd) = service.event_channels().unwrap();

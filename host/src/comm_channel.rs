@@ -1,0 +1,489 @@
+//! The legacy Comm Channel (`doca_comm_channel.h`, DOCA 1.2 to 2.8): an [`Endpoint`] is a
+//! service listening under a name on the BlueField Arm side, or a client connected to one from
+//! the host; a [`PeerAddr`] is one connection. Messages are 1 to `max_msg_size` bytes and
+//! arrive once, in order.
+//!
+//! `try_send` / `try_recv` answer [`ErrorCode::Again`] where DOCA does; `send` / `recv` wait on
+//! the endpoint's event channels ([`Endpoint::send_channel`], [`Endpoint::recv_channel`],
+//! pollable descriptors a program can also hand to its own epoll loop). The soft device's rules
+//! are in docs/comm-channel.md.
+
+use crate::dev::{Dev, DevRep};
+use crate::error::{Error, Result, bail, doca};
+use dpakit_abi::ErrorCode;
+use dpakit_sys as sys;
+use std::ffi::CString;
+use std::fmt;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::ptr::null_mut;
+use std::time::{Duration, Instant};
+
+/// `doca_comm_channel_addr_t`: one connection of an endpoint. A plain handle: once
+/// disconnected it is refused (`INVALID_VALUE`), never used.
+#[doc(alias = "doca_comm_channel_addr_t")]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeerAddr {
+    raw: *mut sys::doca_comm_channel_addr_t,
+}
+
+impl PeerAddr {
+    /// The `struct doca_comm_channel_addr_t *`, for calls through `dpakit-sys`.
+    pub fn as_raw(&self) -> *mut sys::doca_comm_channel_addr_t {
+        self.raw
+    }
+}
+
+impl fmt::Debug for PeerAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PeerAddr({:p})", self.raw)
+    }
+}
+
+/// A connection's counters, as `doca_comm_channel_peer_addr_update_info` snapshots them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeerStats {
+    /// `doca_comm_channel_peer_addr_get_send_messages`.
+    pub send_messages: u64,
+    /// `doca_comm_channel_peer_addr_get_send_bytes`.
+    pub send_bytes: u64,
+    /// `doca_comm_channel_peer_addr_get_recv_messages`.
+    pub recv_messages: u64,
+    /// `doca_comm_channel_peer_addr_get_recv_bytes`.
+    pub recv_bytes: u64,
+    /// `doca_comm_channel_peer_addr_get_send_in_flight_messages`: sent, not yet taken by the
+    /// peer's program.
+    pub send_in_flight_messages: u64,
+}
+
+/// What a receive found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Received {
+    /// A message of `len` bytes (at the start of the buffer) from `peer`.
+    Message {
+        /// Its length.
+        len: usize,
+        /// The connection it came on.
+        peer: PeerAddr,
+    },
+    /// `peer` went to the error state (the other side disconnected or died): disconnect it.
+    /// Reported once per connection.
+    Reset {
+        /// The connection.
+        peer: PeerAddr,
+    },
+}
+
+/// Configuration of an [`Endpoint`]: `doca_comm_channel_ep_create` and the `ep_set_*`
+/// properties, then [`listen`](Self::listen) or [`connect`](Self::connect).
+#[derive(Debug)]
+pub struct EndpointBuilder {
+    dev: Dev,
+    rep: Option<DevRep>,
+    max_msg_size: Option<u16>,
+    send_queue_size: Option<u16>,
+    recv_queue_size: Option<u16>,
+}
+
+impl EndpointBuilder {
+    /// `doca_comm_channel_ep_set_device_rep`: the representor of the clients' host function
+    /// (mandatory for a service).
+    #[doc(alias = "doca_comm_channel_ep_set_device_rep")]
+    pub fn representor(mut self, rep: &DevRep) -> Self {
+        self.rep = Some(rep.clone());
+        self
+    }
+
+    /// `doca_comm_channel_ep_set_max_msg_size`: 1 to 4,080 bytes, raised to 256.
+    #[doc(alias = "doca_comm_channel_ep_set_max_msg_size")]
+    pub fn max_msg_size(mut self, size: u16) -> Self {
+        self.max_msg_size = Some(size);
+        self
+    }
+
+    /// `doca_comm_channel_ep_set_send_queue_size`: messages in flight to one peer at most.
+    #[doc(alias = "doca_comm_channel_ep_set_send_queue_size")]
+    pub fn send_queue_size(mut self, size: u16) -> Self {
+        self.send_queue_size = Some(size);
+        self
+    }
+
+    /// `doca_comm_channel_ep_set_recv_queue_size`: messages one peer may have waiting here.
+    #[doc(alias = "doca_comm_channel_ep_set_recv_queue_size")]
+    pub fn recv_queue_size(mut self, size: u16) -> Self {
+        self.recv_queue_size = Some(size);
+        self
+    }
+
+    fn create(&self) -> Result<Endpoint> {
+        let mut raw = null_mut();
+        doca!(doca_comm_channel_ep_create(&mut raw))?;
+        let ep = Endpoint {
+            raw,
+            _dev: self.dev.clone(),
+            _rep: self.rep.clone(),
+        };
+        doca!(doca_comm_channel_ep_set_device(raw, self.dev.raw()))?;
+        if let Some(rep) = &self.rep {
+            doca!(doca_comm_channel_ep_set_device_rep(raw, rep.raw()))?;
+        }
+        if let Some(n) = self.max_msg_size {
+            doca!(doca_comm_channel_ep_set_max_msg_size(raw, n))?;
+        }
+        if let Some(n) = self.send_queue_size {
+            doca!(doca_comm_channel_ep_set_send_queue_size(raw, n))?;
+        }
+        if let Some(n) = self.recv_queue_size {
+            doca!(doca_comm_channel_ep_set_recv_queue_size(raw, n))?;
+        }
+        Ok(ep)
+    }
+
+    /// `doca_comm_channel_ep_listen`: a service named `name` (on an Arm-side device, with a
+    /// representor).
+    #[doc(alias = "doca_comm_channel_ep_listen")]
+    pub fn listen(self, name: &str) -> Result<Endpoint> {
+        let name = c_name(name)?;
+        let ep = self.create()?;
+        doca!(doca_comm_channel_ep_listen(ep.raw, name.as_ptr()))?;
+        Ok(ep)
+    }
+
+    /// `doca_comm_channel_ep_connect`, then `doca_comm_channel_peer_addr_update_info` until
+    /// the handshake completes (`TIME_OUT` after `timeout`): a client connected to the service
+    /// `name`, and its connection.
+    #[doc(alias = "doca_comm_channel_ep_connect")]
+    pub fn connect(self, name: &str, timeout: Duration) -> Result<(Endpoint, PeerAddr)> {
+        let name = c_name(name)?;
+        let ep = self.create()?;
+        let mut raw = null_mut();
+        doca!(doca_comm_channel_ep_connect(
+            ep.raw,
+            name.as_ptr(),
+            &mut raw
+        ))?;
+        let peer = PeerAddr { raw };
+        let deadline = Instant::now() + timeout;
+        loop {
+            match doca!(doca_comm_channel_peer_addr_update_info(raw)) {
+                Ok(()) => return Ok((ep, peer)),
+                Err(e) if e.code() == ErrorCode::ConnectionInProgress => {}
+                Err(e) => return Err(e),
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    TimeOut,
+                    "the service did not complete the handshake within {timeout:?}"
+                );
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+}
+
+fn c_name(name: &str) -> Result<CString> {
+    CString::new(name)
+        .map_err(|_| Error::new(ErrorCode::InvalidValue, "a service name with a NUL byte"))
+}
+
+/// `doca_comm_channel_ep_t`: a service or a client endpoint. Destroying it
+/// (`doca_comm_channel_ep_destroy`, on drop) disconnects every connection.
+#[doc(alias = "doca_comm_channel_ep_t")]
+pub struct Endpoint {
+    raw: *mut sys::doca_comm_channel_ep_t,
+    _dev: Dev,
+    _rep: Option<DevRep>,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("raw", &self.raw)
+            .field("service", &self._rep.is_some())
+            .finish()
+    }
+}
+
+impl Drop for Endpoint {
+    #[doc(alias = "doca_comm_channel_ep_destroy")]
+    fn drop(&mut self) {
+        let _ = doca!(doca_comm_channel_ep_destroy(self.raw));
+    }
+}
+
+/// One of an endpoint's event channels: a descriptor to poll, valid while the endpoint lives.
+#[derive(Debug, Clone, Copy)]
+pub struct EventChannel<'a> {
+    fd: BorrowedFd<'a>,
+}
+
+impl AsRawFd for EventChannel<'_> {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+/// Waits up to `ms` (-1: for ever) for `fd` to turn readable.
+fn wait_readable(fd: RawFd, ms: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd for the duration of the call.
+    unsafe { libc::poll(&mut p, 1, ms) };
+}
+
+/// Milliseconds left before `deadline` for `poll` (-1: none).
+fn left_ms(deadline: Option<Instant>) -> i32 {
+    match deadline {
+        None => -1,
+        Some(d) => d
+            .saturating_duration_since(Instant::now())
+            .as_millis()
+            .min(i32::MAX as u128) as i32,
+    }
+}
+
+impl Endpoint {
+    /// `doca_comm_channel_ep_create` on `dev` (`doca_comm_channel_ep_set_device`).
+    #[doc(alias = "doca_comm_channel_ep_create")]
+    #[doc(alias = "doca_comm_channel_ep_set_device")]
+    pub fn builder(dev: &Dev) -> EndpointBuilder {
+        EndpointBuilder {
+            dev: dev.clone(),
+            rep: None,
+            max_msg_size: None,
+            send_queue_size: None,
+            recv_queue_size: None,
+        }
+    }
+
+    /// The `struct doca_comm_channel_ep_t *`, for calls through `dpakit-sys`.
+    pub fn as_raw(&self) -> *mut sys::doca_comm_channel_ep_t {
+        self.raw
+    }
+
+    /// `doca_comm_channel_ep_get_max_msg_size`: the size in effect.
+    #[doc(alias = "doca_comm_channel_ep_get_max_msg_size")]
+    pub fn max_msg_size(&self) -> Result<u16> {
+        let mut v = 0;
+        doca!(doca_comm_channel_ep_get_max_msg_size(self.raw, &mut v))?;
+        Ok(v)
+    }
+
+    /// `doca_comm_channel_ep_get_send_queue_size`: the size in effect.
+    #[doc(alias = "doca_comm_channel_ep_get_send_queue_size")]
+    pub fn send_queue_size(&self) -> Result<u16> {
+        let mut v = 0;
+        doca!(doca_comm_channel_ep_get_send_queue_size(self.raw, &mut v))?;
+        Ok(v)
+    }
+
+    /// `doca_comm_channel_ep_get_recv_queue_size`: the size in effect.
+    #[doc(alias = "doca_comm_channel_ep_get_recv_queue_size")]
+    pub fn recv_queue_size(&self) -> Result<u16> {
+        let mut v = 0;
+        doca!(doca_comm_channel_ep_get_recv_queue_size(self.raw, &mut v))?;
+        Ok(v)
+    }
+
+    /// `doca_comm_channel_ep_sendto`, once: `AGAIN` while the connection's send queue is full.
+    #[doc(alias = "doca_comm_channel_ep_sendto")]
+    pub fn try_send(&self, peer: PeerAddr, msg: &[u8]) -> Result<()> {
+        doca!(doca_comm_channel_ep_sendto(
+            self.raw,
+            msg.as_ptr().cast(),
+            msg.len(),
+            sys::DOCA_CC_MSG_FLAG_NONE as i32,
+            peer.raw
+        ))
+    }
+
+    /// Sends `msg` to `peer`, waiting on the send channel while its queue is full.
+    pub fn send(&self, peer: PeerAddr, msg: &[u8]) -> Result<()> {
+        loop {
+            match self.try_send(peer, msg) {
+                Err(e) if e.code() == ErrorCode::Again => {
+                    self.arm_send()?;
+                    wait_readable(self.send_channel()?.as_raw_fd(), 100);
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// `doca_comm_channel_ep_recvfrom`, once: the next message into `buf`, or a connection's
+    /// error; `AGAIN` when nothing waits.
+    #[doc(alias = "doca_comm_channel_ep_recvfrom")]
+    pub fn try_recv(&self, buf: &mut [u8]) -> Result<Received> {
+        let mut len = buf.len();
+        let mut peer = null_mut();
+        match doca!(doca_comm_channel_ep_recvfrom(
+            self.raw,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+            sys::DOCA_CC_MSG_FLAG_NONE as i32,
+            &mut peer
+        )) {
+            Ok(()) => Ok(Received::Message {
+                len,
+                peer: PeerAddr { raw: peer },
+            }),
+            Err(e) if e.code() == ErrorCode::ConnectionReset && !peer.is_null() => {
+                Ok(Received::Reset {
+                    peer: PeerAddr { raw: peer },
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The next message or connection error, waiting for one on the receive channel.
+    pub fn recv(&self, buf: &mut [u8]) -> Result<Received> {
+        self.recv_until(buf, None)
+    }
+
+    /// As [`recv`](Self::recv), `TIME_OUT` after `timeout`.
+    pub fn recv_timeout(&self, buf: &mut [u8], timeout: Duration) -> Result<Received> {
+        self.recv_until(buf, Some(Instant::now() + timeout))
+    }
+
+    fn recv_until(&self, buf: &mut [u8], deadline: Option<Instant>) -> Result<Received> {
+        loop {
+            match self.try_recv(buf) {
+                Err(e) if e.code() == ErrorCode::Again => {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        bail!(TimeOut, "no message arrived in time");
+                    }
+                    self.arm_recv()?;
+                    wait_readable(self.recv_channel()?.as_raw_fd(), left_ms(deadline).min(100));
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// `doca_comm_channel_ep_disconnect`: ends `peer` on this side and frees it.
+    #[doc(alias = "doca_comm_channel_ep_disconnect")]
+    pub fn disconnect(&self, peer: PeerAddr) -> Result<()> {
+        doca!(doca_comm_channel_ep_disconnect(self.raw, peer.raw))
+    }
+
+    /// `doca_comm_channel_ep_get_peer_addr_list` (a service): its connections.
+    #[doc(alias = "doca_comm_channel_ep_get_peer_addr_list")]
+    #[doc(alias = "doca_comm_channel_ep_update_service_state_info")]
+    pub fn peers(&self) -> Result<Vec<PeerAddr>> {
+        doca!(doca_comm_channel_ep_update_service_state_info(self.raw))?;
+        let (mut list, mut n) = (null_mut(), 0u32);
+        doca!(doca_comm_channel_ep_get_peer_addr_list(
+            self.raw, &mut list, &mut n
+        ))?;
+        let peer = |i: usize| {
+            // SAFETY: DOCA hands `n` addresses, valid until the next call.
+            let raw = unsafe { *list.add(i) };
+            PeerAddr { raw }
+        };
+        Ok((0..n as usize).map(peer).collect())
+    }
+
+    /// `doca_comm_channel_ep_get_pending_connections` (a service): handshakes under way.
+    #[doc(alias = "doca_comm_channel_ep_get_pending_connections")]
+    pub fn pending_connections(&self) -> Result<u32> {
+        let mut n = 0;
+        doca!(doca_comm_channel_ep_get_pending_connections(
+            self.raw, &mut n
+        ))?;
+        Ok(n)
+    }
+
+    fn channels(&self) -> Result<(RawFd, RawFd)> {
+        let (mut send, mut recv) = (-1, -1);
+        doca!(doca_comm_channel_ep_get_event_channel(
+            self.raw, &mut send, &mut recv
+        ))?;
+        Ok((send, recv))
+    }
+
+    /// `doca_comm_channel_ep_get_event_channel`'s send channel: readable when a connection has
+    /// room for a message, after [`arm_send`](Self::arm_send).
+    #[doc(alias = "doca_comm_channel_ep_get_event_channel")]
+    pub fn send_channel(&self) -> Result<EventChannel<'_>> {
+        let (send, _) = self.channels()?;
+        // SAFETY: the endpoint owns the descriptor until it is destroyed, which the borrow
+        // outlives.
+        let fd = unsafe { BorrowedFd::borrow_raw(send) };
+        Ok(EventChannel { fd })
+    }
+
+    /// The receive channel: readable when a message or a connection's error waits, after
+    /// [`arm_recv`](Self::arm_recv).
+    pub fn recv_channel(&self) -> Result<EventChannel<'_>> {
+        let (_, recv) = self.channels()?;
+        // SAFETY: as for the send channel.
+        let fd = unsafe { BorrowedFd::borrow_raw(recv) };
+        Ok(EventChannel { fd })
+    }
+
+    /// `doca_comm_channel_ep_event_handle_arm_send`.
+    #[doc(alias = "doca_comm_channel_ep_event_handle_arm_send")]
+    pub fn arm_send(&self) -> Result<()> {
+        doca!(doca_comm_channel_ep_event_handle_arm_send(self.raw))
+    }
+
+    /// `doca_comm_channel_ep_event_handle_arm_recv`.
+    #[doc(alias = "doca_comm_channel_ep_event_handle_arm_recv")]
+    pub fn arm_recv(&self) -> Result<()> {
+        doca!(doca_comm_channel_ep_event_handle_arm_recv(self.raw))
+    }
+
+    /// `doca_comm_channel_peer_addr_update_info` and the statistics getters: `peer`'s counters
+    /// now. `CONNECTION_RESET` once the connection is in the error state.
+    #[doc(alias = "doca_comm_channel_peer_addr_update_info")]
+    pub fn stats(&self, peer: PeerAddr) -> Result<PeerStats> {
+        doca!(doca_comm_channel_peer_addr_update_info(peer.raw))?;
+        let mut s = PeerStats::default();
+        doca!(doca_comm_channel_peer_addr_get_send_messages(
+            peer.raw,
+            &mut s.send_messages
+        ))?;
+        doca!(doca_comm_channel_peer_addr_get_send_bytes(
+            peer.raw,
+            &mut s.send_bytes
+        ))?;
+        doca!(doca_comm_channel_peer_addr_get_recv_messages(
+            peer.raw,
+            &mut s.recv_messages
+        ))?;
+        doca!(doca_comm_channel_peer_addr_get_recv_bytes(
+            peer.raw,
+            &mut s.recv_bytes
+        ))?;
+        doca!(doca_comm_channel_peer_addr_get_send_in_flight_messages(
+            peer.raw,
+            &mut s.send_in_flight_messages
+        ))?;
+        Ok(s)
+    }
+
+    /// `doca_comm_channel_peer_addr_set_user_data`.
+    #[doc(alias = "doca_comm_channel_peer_addr_set_user_data")]
+    pub fn set_user_data(&self, peer: PeerAddr, value: u64) -> Result<()> {
+        doca!(doca_comm_channel_peer_addr_set_user_data(peer.raw, value))
+    }
+
+    /// `doca_comm_channel_peer_addr_get_user_data` (0 unless set).
+    #[doc(alias = "doca_comm_channel_peer_addr_get_user_data")]
+    pub fn user_data(&self, peer: PeerAddr) -> Result<u64> {
+        let mut v = 0;
+        doca!(doca_comm_channel_peer_addr_get_user_data(peer.raw, &mut v))?;
+        Ok(v)
+    }
+}
+
+/// `doca_comm_channel_get_max_service_name_len`: with the terminating NUL.
+#[doc(alias = "doca_comm_channel_get_max_service_name_len")]
+pub fn max_service_name_len() -> Result<u32> {
+    let mut v = 0;
+    doca!(doca_comm_channel_get_max_service_name_len(&mut v))?;
+    Ok(v)
+}
