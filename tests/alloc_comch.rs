@@ -1,5 +1,6 @@
 //! Comch allocates nothing once warm: control-path round trips and fast-path sends between a
-//! server and a client of this process, with a counting global allocator.
+//! server and a client of this process, and the legacy Comm Channel's round trips between a
+//! service and a client endpoint, with a counting global allocator.
 
 #[path = "support/counting.rs"]
 mod counting;
@@ -10,13 +11,29 @@ use dpakit::dev::{Dev, DevRep};
 use dpakit::pe::Pe;
 use std::cell::Cell;
 use std::rc::Rc;
+use std::sync::{Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
+
+/// The allocator's count is the process's: the tests of this binary take turns.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A runtime directory for this binary's sockets, set before any test touches the soft device.
+fn runtime_dir() {
+    static SET: Once = Once::new();
+    SET.call_once(|| {
+        let dir = std::env::temp_dir().join(format!("dpakit-alloc-comch-{}", std::process::id()));
+        // SAFETY: set once, before either test reads the environment (both call this first).
+        unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", &dir) };
+    });
+}
 
 #[test]
 fn control_and_fast_path_allocate_nothing_after_warm_up() {
-    let dir = std::env::temp_dir().join(format!("dpakit-alloc-comch-{}", std::process::id()));
-    // SAFETY: the only test of this binary sets it before anything reads it.
-    unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", &dir) };
+    let _turn = one_at_a_time();
+    runtime_dir();
     let arm = Dev::open_by_pci("03:00.0").unwrap();
     let rep = DevRep::open_by_pci(&arm, "b1:00.0").unwrap();
     let host = Dev::open_by_pci("b1:00.0").unwrap();
@@ -114,4 +131,48 @@ fn control_and_fast_path_allocate_nothing_after_warm_up() {
     assert_eq!(allocations() - before, 0, "fast-path sends allocate");
     drop(producer);
     drop(consumer);
+}
+
+#[test]
+fn comm_channel_round_trips_allocate_nothing_after_warm_up() {
+    use dpakit::comm_channel::{Endpoint, Received};
+    let _turn = one_at_a_time();
+    runtime_dir();
+    let arm = Dev::open_by_pci("03:00.0").unwrap();
+    let rep = DevRep::open_by_pci(&arm, "b1:00.0").unwrap();
+    let host = Dev::open_by_pci("b1:00.0").unwrap();
+    let service = Endpoint::builder(&arm)
+        .representor(&rep)
+        .listen("alloc-cc")
+        .unwrap();
+    let (client, to_service) = Endpoint::builder(&host).start_connect("alloc-cc").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !client.is_connected(to_service).unwrap() {
+        service.peers().unwrap();
+        assert!(Instant::now() < deadline, "no handshake");
+    }
+    let mut buf = [0u8; 64];
+    let round_trip = |i: u64, buf: &mut [u8; 64]| {
+        client.send(to_service, &i.to_le_bytes()).unwrap();
+        let Received::Message { len, peer } = service.recv(buf).unwrap() else {
+            panic!("a reset")
+        };
+        service.send(peer, &buf[..len]).unwrap();
+        let Received::Message { len, .. } = client.recv(buf).unwrap() else {
+            panic!("a reset")
+        };
+        assert_eq!(&buf[..len], &i.to_le_bytes());
+    };
+    for i in 0..1000 {
+        round_trip(i, &mut buf);
+    }
+    let before = allocations();
+    for i in 0..10_000 {
+        round_trip(i, &mut buf);
+    }
+    let during = allocations() - before;
+    assert_eq!(
+        during, 0,
+        "{during} allocations in 10,000 Comm Channel round trips"
+    );
 }

@@ -153,21 +153,11 @@ impl EndpointBuilder {
     /// `name`, and its connection.
     #[doc(alias = "doca_comm_channel_ep_connect")]
     pub fn connect(self, name: &str, timeout: Duration) -> Result<(Endpoint, PeerAddr)> {
-        let name = c_name(name)?;
-        let ep = self.create()?;
-        let mut raw = null_mut();
-        doca!(doca_comm_channel_ep_connect(
-            ep.raw,
-            name.as_ptr(),
-            &mut raw
-        ))?;
-        let peer = PeerAddr { raw };
+        let (ep, peer) = self.start_connect(name)?;
         let deadline = Instant::now() + timeout;
         loop {
-            match doca!(doca_comm_channel_peer_addr_update_info(raw)) {
-                Ok(()) => return Ok((ep, peer)),
-                Err(e) if e.code() == ErrorCode::ConnectionInProgress => {}
-                Err(e) => return Err(e),
+            if ep.is_connected(peer)? {
+                return Ok((ep, peer));
             }
             if Instant::now() >= deadline {
                 bail!(
@@ -177,6 +167,23 @@ impl EndpointBuilder {
             }
             std::thread::sleep(Duration::from_micros(200));
         }
+    }
+}
+
+impl EndpointBuilder {
+    /// `doca_comm_channel_ep_connect` without waiting: the handshake completes while the
+    /// program goes on (and, in one thread, while the service accepts); ask
+    /// [`Endpoint::is_connected`].
+    pub fn start_connect(self, name: &str) -> Result<(Endpoint, PeerAddr)> {
+        let name = c_name(name)?;
+        let ep = self.create()?;
+        let mut raw = null_mut();
+        doca!(doca_comm_channel_ep_connect(
+            ep.raw,
+            name.as_ptr(),
+            &mut raw
+        ))?;
+        Ok((ep, PeerAddr { raw }))
     }
 }
 
@@ -434,6 +441,16 @@ impl Endpoint {
     #[doc(alias = "doca_comm_channel_ep_event_handle_arm_recv")]
     pub fn arm_recv(&self) -> Result<()> {
         doca!(doca_comm_channel_ep_event_handle_arm_recv(self.raw))
+    }
+
+    /// `doca_comm_channel_peer_addr_update_info`: whether the handshake of `peer` completed
+    /// (`false` while it runs; the service's refusal or the connection's error otherwise).
+    pub fn is_connected(&self, peer: PeerAddr) -> Result<bool> {
+        match doca!(doca_comm_channel_peer_addr_update_info(peer.raw)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.code() == ErrorCode::ConnectionInProgress => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// `doca_comm_channel_peer_addr_update_info` and the statistics getters: `peer`'s counters
