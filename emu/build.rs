@@ -1,7 +1,8 @@
 //! Compiles the C half of the soft device's C API (the variadic function stable Rust cannot
 //! define, `doca_dpa_rpc`; DOCA's logging and argument parser, `doca_log*` and `doca_argp_*`;
-//! the device's `doca_dpa_dev_log` is the model's) and publishes where its DOCA headers are,
-//! for `dpakit-sys` (`DEP_DPAKIT_SOFT_INCLUDE`).
+//! the device's `doca_dpa_dev_log` is the model's; the DOCA 2.5 names of the Comch functions,
+//! `doca_cc_*`, wrapping the `doca_comch_*` ones) and publishes where its DOCA headers are, for
+//! `dpakit-sys` (`DEP_DPAKIT_SOFT_INCLUDE`).
 fn main() {
     let include = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
     println!("cargo::rerun-if-changed=csrc");
@@ -10,6 +11,7 @@ fn main() {
         .file("csrc/rpc.c")
         .file("csrc/log.c")
         .file("csrc/argp.c")
+        .file("csrc/cc.c")
         .include(&include)
         .define("DOCA_ALLOW_EXPERIMENTAL_API", None)
         .warnings(true)

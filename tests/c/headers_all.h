@@ -8,6 +8,9 @@
 #include <doca_argp.h>
 #include <doca_buf.h>
 #include <doca_buf_inventory.h>
+#include <doca_cc.h>
+#include <doca_cc_consumer.h>
+#include <doca_cc_producer.h>
 #include <doca_comch.h>
 #include <doca_comch_consumer.h>
 #include <doca_comch_msgq.h>
@@ -127,6 +130,16 @@ static headers_all_fn headers_all_functions[] = {
 	HEADERS_ALL_FN(dpakit_soft_comm_channel_ep_create_attr),
 	HEADERS_ALL_FN(doca_comm_channel_ep_sendto),
 	HEADERS_ALL_FN(doca_comm_channel_ep_recvfrom),
+	/* doca_cc.h, doca_cc_consumer.h, doca_cc_producer.h: the DOCA 2.5 names of Comch */
+	HEADERS_ALL_FN(doca_cc_server_create),
+	HEADERS_ALL_FN(doca_cc_server_event_connection_register),
+	HEADERS_ALL_FN(doca_cc_server_get_device_repr),
+	HEADERS_ALL_FN(doca_cc_client_create),
+	HEADERS_ALL_FN(doca_cc_client_task_send_alloc_init),
+	HEADERS_ALL_FN(doca_cc_connection_get_counter),
+	HEADERS_ALL_FN(doca_cc_consumer_task_post_recv_alloc_init),
+	HEADERS_ALL_FN(doca_cc_producer_task_send_alloc_init),
+	HEADERS_ALL_FN(doca_cc_producer_task_send_get_buf),
 };
 
 /* Uses the table, the version macros and strlen (declared by the headers alone). */
