@@ -4,7 +4,7 @@
 //!
 //! A service listens on the Arm side under a name, for the host function of its representor;
 //! each client on that function connects its own endpoint. Messages are 1 to `max_msg_size`
-//! bytes and arrive once, in order; flow control is by credit (see [`peer`]). Calls make
+//! bytes and arrive once, in order; flow control is by credit (see `peer.rs`). Calls make
 //! progress themselves and block or answer `AGAIN` as the endpoint's [`Mode`] says; the send
 //! and receive event channels are epoll descriptors a program can wait on.
 
