@@ -173,7 +173,11 @@ int main(int argc, char **argv)
 		DOCA_LOG_ERR("cannot configure the endpoint: %s", doca_error_get_descr(result));
 		goto ep_destroy;
 	}
-	result = doca_comm_channel_ep_connect(ep, cfg.server_name, &peer);
+	/* The service may not listen yet: connect fails at once then, so try again for a while. */
+	deadline = now_sec() + CC_CONNECT_TIMEOUT_SEC;
+	while ((result = doca_comm_channel_ep_connect(ep, cfg.server_name, &peer)) == DOCA_ERROR_NOT_CONNECTED &&
+	       !stop && now_sec() < deadline)
+		usleep(10000);
 	if (result != DOCA_SUCCESS) {
 		DOCA_LOG_ERR("cannot connect to %s: %s", cfg.server_name, doca_error_get_descr(result));
 		goto ep_destroy;

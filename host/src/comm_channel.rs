@@ -75,7 +75,7 @@ pub enum Received {
 
 /// Configuration of an [`Endpoint`]: `doca_comm_channel_ep_create` and the `ep_set_*`
 /// properties, then [`listen`](Self::listen) or [`connect`](Self::connect).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct EndpointBuilder {
     dev: Dev,
     rep: Option<DevRep>,
@@ -148,13 +148,21 @@ impl EndpointBuilder {
         Ok(ep)
     }
 
-    /// `doca_comm_channel_ep_connect`, then `doca_comm_channel_peer_addr_update_info` until
-    /// the handshake completes (`TIME_OUT` after `timeout`): a client connected to the service
-    /// `name`, and its connection.
+    /// `doca_comm_channel_ep_connect` (again while no service of that name listens yet), then
+    /// `doca_comm_channel_peer_addr_update_info` until the handshake completes; `TIME_OUT` (or
+    /// `NOT_CONNECTED`) after `timeout`: a client connected to the service `name`, and its
+    /// connection.
     #[doc(alias = "doca_comm_channel_ep_connect")]
     pub fn connect(self, name: &str, timeout: Duration) -> Result<(Endpoint, PeerAddr)> {
-        let (ep, peer) = self.start_connect(name)?;
         let deadline = Instant::now() + timeout;
+        let (ep, peer) = loop {
+            match self.clone().start_connect(name) {
+                Err(e) if e.code() == ErrorCode::NotConnected && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                started => break started?,
+            }
+        };
         loop {
             if ep.is_connected(peer)? {
                 return Ok((ep, peer));
