@@ -30,8 +30,8 @@ struct Pair {
     args: &'static [&'static str],
 }
 
-/// The control-path ping-pong and the fast-path echo (64 KiB messages: data crosses each way
-/// 2000 times without making the run long).
+/// The control-path ping-pong, the fast-path echo (64 KiB messages: data crosses each way
+/// 2000 times without making the run long) and the legacy Comm Channel's echo.
 const PAIRS: &[Pair] = &[
     Pair {
         name: "ctrl",
@@ -46,6 +46,13 @@ const PAIRS: &[Pair] = &[
         c_client: "examples/c/comch_data_client.c",
         rust_server: "data_path_server",
         args: &["-c", "2000", "-b", "65536"],
+    },
+    Pair {
+        name: "comm-channel",
+        c_server: "examples/c/comm_channel_server.c",
+        c_client: "examples/c/comm_channel_client.c",
+        rust_server: "comm_channel_server",
+        args: &["-c", "1000"],
     },
 ];
 
