@@ -17,4 +17,6 @@ pub use peer::{PeerId, PeerState, PeerStats};
 pub use props::{DEFAULT_MAX_MSG_SIZE, DEFAULT_QUEUE_SIZE, Mode, Props};
 
 #[cfg(test)]
+mod hostile_tests;
+#[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@ const FUNCTION: &str = "0000:b1:00.0";
 
 /// The runtime directory of this test process (the variable is read once per socket path, so
 /// every test sets the same value first).
-fn runtime_dir() {
+pub(super) fn runtime_dir() {
     static DIR: Once = Once::new();
     DIR.call_once(|| {
         let dir = std::env::temp_dir().join(format!("dpakit-cc-unit-{}", std::process::id()));
@@ -16,7 +16,7 @@ fn runtime_dir() {
 }
 
 /// A service and a connected client endpoint (non-blocking), with the client's peer.
-fn pair(name: &str, tweak: impl FnOnce(&mut Props, &mut Props)) -> (Endpoint, Endpoint, PeerId) {
+pub(super) fn pair(name: &str, tweak: impl FnOnce(&mut Props, &mut Props)) -> (Endpoint, Endpoint, PeerId) {
     runtime_dir();
     let mut service = Endpoint::new(Mode::NonBlocking);
     let mut client = Endpoint::new(Mode::NonBlocking);
