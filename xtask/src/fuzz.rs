@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Every target in fuzz/Cargo.toml.
-pub const TARGETS: &[&str] = &["capi_sequence", "message_decode", "wire_peer"];
+pub const TARGETS: &[&str] = &["capi_sequence", "message_decode", "wire_peer", "cc_peer"];
 
 /// Seconds each target runs by default.
 pub const DEFAULT_TIME: u64 = 60;
