@@ -6,6 +6,7 @@ mod build_dpa;
 mod fuzz;
 mod modules;
 mod new_project;
+mod profile;
 mod sdk_checks;
 mod setup;
 mod soft_sdk;
@@ -46,8 +47,11 @@ commands:
                           build the fuzz targets of fuzz/ with nightly and libFuzzer (no
                           cargo-fuzz needed), replay fuzz/regressions/, then run each target
                           for SECS seconds (default 60); targets: capi_sequence,
-                          message_decode, wire_peer. Corpus, crashes and logs go to
-                          target/fuzz/
+                          message_decode, wire_peer, cc_peer. Corpus, crashes and logs go
+                          to target/fuzz/
+  profile                 instructions per 32-byte MsgQ round trip (callgrind, deterministic
+                          mode, both sides), split by layer, with the costliest functions;
+                          callgrind files in target/profile/
   api [--bless]           the public API of dpakit, dpakit-host, dpakit-abi, dpakit-dev and
                           dpakit-build (rustdoc JSON, nightly) against api/<crate>.txt;
                           --bless writes the files
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
             Ok(())
         }),
         Some("test") => no_options(&args[1..]).and_then(|()| test::run()),
+        Some("profile") => no_options(&args[1..]).and_then(|()| profile::run()),
         Some("bench") => parse_bench(&args[1..]).and_then(|opts| bench::run(&opts)),
         Some("fuzz") => parse_fuzz(&args[1..]).and_then(|opts| fuzz::run(&opts)),
         Some("api") => match &args[1..] {
