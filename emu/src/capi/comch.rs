@@ -56,6 +56,8 @@ pub(crate) struct Endpoint {
 }
 
 /// A `struct doca_comch_task_send`.
+/// `#[repr(C)]`, core first: see [`Task`].
+#[repr(C)]
 pub(crate) struct ComchSendTask {
     core: TaskCore,
     ep: *const Endpoint,
@@ -68,7 +70,10 @@ impl Object for ComchSendTask {
     const KIND: Kind = Kind::ComchSendTask;
 }
 
-impl Task for ComchSendTask {
+crate::capi::task::task_core_first!(ComchSendTask);
+
+// SAFETY: `#[repr(C)]` with `core` first, checked above.
+unsafe impl Task for ComchSendTask {
     fn core(&self) -> &TaskCore {
         &self.core
     }

@@ -24,6 +24,7 @@ pub(crate) enum TaskState {
 }
 
 /// What every task has, whatever its context.
+#[repr(C)]
 pub(crate) struct TaskCore {
     /// The task's own C handle.
     pub handle: Cell<*mut c_void>,
@@ -67,7 +68,12 @@ impl TaskCore {
 }
 
 /// A task type of a context.
-pub(crate) trait Task: Object {
+///
+/// # Safety
+/// The type is `#[repr(C)]` with its [`TaskCore`] as the first field (offset 0): the generic
+/// calls reach the core of a task of any kind by casting the registry's object pointer, with
+/// no dispatch. [`task_core_first!`] checks it at compile time.
+pub(crate) unsafe trait Task: Object {
     fn core(&self) -> &TaskCore;
     /// `doca_task_submit` of this task.
     fn submit_task(&self) -> Result<()>;
@@ -78,15 +84,11 @@ pub(crate) trait Task: Object {
 /// A task of any kind, as the generic calls see it ([`Task`] itself names its kind, so it cannot
 /// be a trait object).
 pub(crate) trait AnyTask {
-    fn task_core(&self) -> &TaskCore;
     fn submit_any(&self) -> Result<()>;
     fn free_any(&self) -> Result<()>;
 }
 
 impl<T: Task> AnyTask for T {
-    fn task_core(&self) -> &TaskCore {
-        self.core()
-    }
     fn submit_any(&self) -> Result<()> {
         self.submit_task()
     }
@@ -114,6 +116,24 @@ fn register_view<T: Task + 'static>() {
     if let Some(i) = TASK_KINDS.iter().position(|&k| k == T::KIND) {
         TASK_VIEWS[i].get_or_init(|| view_of::<T>);
     }
+}
+
+/// Checks at compile time that a task type keeps its [`TaskCore`] first, as [`Task`] requires.
+macro_rules! task_core_first {
+    ($t:ty) => {
+        const _: () = assert!(std::mem::offset_of!($t, core) == 0);
+    };
+}
+pub(crate) use task_core_first;
+
+/// The core of the task behind a `struct doca_task *`, whatever its kind: the hot generic calls
+/// (user data, status) need nothing else.
+#[inline]
+fn task_core<'a>(ptr: *const doca_task) -> Result<&'a TaskCore> {
+    let (_, obj) = registry::resolve(ptr.cast(), "task", &TASK_KINDS)?;
+    // SAFETY: a live object of a task kind is a `Task`, which keeps its `TaskCore` at offset 0
+    // (the trait's contract, checked by `task_core_first!`); it lives while its pool does.
+    Ok(unsafe { &*obj.cast::<TaskCore>() })
 }
 
 /// The task behind a `struct doca_task *`, whatever its kind.
@@ -508,8 +528,8 @@ pub unsafe extern "C" fn doca_task_free(task: *mut doca_task) {
 /// `doca_task_get_status`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_task_get_status(task: *const doca_task) -> doca_error_t {
-    match any_task(task) {
-        Ok(t) => t.task_core().status.get(),
+    match task_core(task) {
+        Ok(core) => core.status.get(),
         Err(e) => call("doca_task_get_status", || Err(e)),
     }
 }
@@ -518,7 +538,7 @@ pub unsafe extern "C" fn doca_task_get_status(task: *const doca_task) -> doca_er
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_task_set_user_data(task: *mut doca_task, user_data: doca_data) {
     call_value("doca_task_set_user_data", (), || {
-        any_task(task)?.task_core().user_data.set(user_data);
+        task_core(task)?.user_data.set(user_data);
         Ok(())
     })
 }
@@ -527,6 +547,6 @@ pub unsafe extern "C" fn doca_task_set_user_data(task: *mut doca_task, user_data
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_task_get_user_data(task: *const doca_task) -> doca_data {
     call_value("doca_task_get_user_data", doca_data::default(), || {
-        Ok(any_task(task)?.task_core().user_data.get())
+        Ok(task_core(task)?.user_data.get())
     })
 }

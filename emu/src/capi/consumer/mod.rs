@@ -63,6 +63,8 @@ impl Object for ConsumerObj {
 }
 
 /// A `struct doca_comch_consumer_task_post_recv`.
+/// `#[repr(C)]`, core first: see [`Task`].
+#[repr(C)]
 pub(crate) struct RecvTask {
     core: TaskCore,
     consumer: *const ConsumerObj,
@@ -77,7 +79,10 @@ impl Object for RecvTask {
     const KIND: Kind = Kind::RecvTask;
 }
 
-impl Task for RecvTask {
+crate::capi::task::task_core_first!(RecvTask);
+
+// SAFETY: `#[repr(C)]` with `core` first, checked above.
+unsafe impl Task for RecvTask {
     fn core(&self) -> &TaskCore {
         &self.core
     }

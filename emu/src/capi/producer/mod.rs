@@ -64,6 +64,8 @@ impl Object for ProducerObj {
 }
 
 /// A `struct doca_comch_producer_task_send`.
+/// `#[repr(C)]`, core first: see [`Task`].
+#[repr(C)]
 pub(crate) struct SendTask {
     core: TaskCore,
     producer: *const ProducerObj,
@@ -78,7 +80,10 @@ impl Object for SendTask {
     const KIND: Kind = Kind::SendTask;
 }
 
-impl Task for SendTask {
+crate::capi::task::task_core_first!(SendTask);
+
+// SAFETY: `#[repr(C)]` with `core` first, checked above.
+unsafe impl Task for SendTask {
     fn core(&self) -> &TaskCore {
         &self.core
     }
