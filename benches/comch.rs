@@ -1,91 +1,136 @@
-//! Comch control path round trip between two threads (server echoing on one core, client on
-//! the other), beside a Unix socket pair doing the same round trip in the same run: the
-//! control path rides on Unix sockets in the soft device, so that is its floor.
+//! Comch between two processes, each pinned to its own core, beside what the same exchange
+//! costs by other means between the same two processes.
 //!
-//! Figure `comch/ctrl_rtt_64B/<subject>`, subjects `dpakit`, `seqpacket_spin` (a raw
-//! `SOCK_SEQPACKET` pair, both sides busy-polling non-blocking receives: the floor of the
-//! transport) and `unix_socket` (a blocking stream pair, what a program would write by hand).
-//! Time per iteration is one round trip.
+//! The bench binary is both sides: it runs itself again as the peer process
+//! (`support::peer`), which serves until the bench closes its stdin.
 //!
-//! Figure `comch/fast_64KiB/<subject>`: one-way stream of 64 KiB messages, throughput in bytes.
-//! Subjects `dpakit` (a fast-path producer on the server's connection writing into a consumer
-//! on the client's, which runs on the other core; 16 sends in flight), `memcpy` (one copy of
-//! the same bytes on one thread: the floor, since the fast path copies once) and `unix_socket`
-//! (the bytes written into a stream socket pair and read on the other core).
+//! Figure `comch/ctrl_rtt_64B/<subject>`: one 64-byte round trip. `dpakit`: a Comch client
+//! (host side, this process) and a server echoing control messages (Arm side, the peer).
+//! Baselines: `shm_ping_pong` (a value bounced through two cache lines of a shared page: the
+//! limit between two processes), `seqpacket_spin` (a raw `SOCK_SEQPACKET` pair, both sides
+//! busy-polling non-blocking receives: the floor of the soft device's socket transport) and
+//! `unix_socket` (a blocking stream pair, what a program would write by hand).
+//!
+//! Figures `comch/fast_4KiB`, `fast_64KiB`, `fast_1MiB`: a one-way stream, throughput in bytes.
+//! `dpakit`: a fast-path producer on the server's connection (this process) writing into a
+//! consumer on the client's (the peer), 16 sends in flight, until the peer has received every
+//! message. Baselines: `memcpy` (one copy of the same bytes on one thread: the floor, since the
+//! fast path copies once) and `unix_socket` (the bytes written into a stream socket pair, read
+//! by the peer, at most 16 messages unread).
 //!
 //! `cargo bench --bench comch`
 
 #[path = "support/mod.rs"]
 mod support;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, measurement::WallTime};
 use dpakit::comch::{Client, Connection, Server};
 use dpakit::dev::{Dev, DevRep};
 use dpakit::pe::Pe;
 use dpakit::soft::pin_current_thread;
 use std::cell::Cell;
 use std::hint::black_box;
+use std::os::fd::RawFd;
+use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::Instant;
-use support::sync::{Published, StopFlag};
-use support::{Echo, UnixEcho, bench_subject, cores, payload, warm_up};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use support::peer::{self, Peer, SharedPage, socket_pair};
+use support::{Echo, bench_subject, cores, payload, warm_up};
 
 const N: usize = 64;
+/// The server's name, and the host function its representor stands for.
+const SERVICE: &str = "bench-comch";
+const HOST_PCI: &str = "b1:00.0";
+const ARM_PCI: &str = "03:00.0";
+/// Sends in flight in the streams.
+const IN_FLIGHT: u64 = 16;
+/// The stream sizes.
+const SIZES: [(&str, usize); 3] = [
+    ("fast_4KiB", 4 << 10),
+    ("fast_64KiB", 64 << 10),
+    ("fast_1MiB", 1 << 20),
+];
 
-/// A client whose server echoes on another thread.
+fn main() {
+    if let Some(role) = peer::role() {
+        serve(&role);
+        return;
+    }
+    let dir = runtime_dir();
+    // SAFETY: set before any thread starts; the peers inherit it.
+    unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", &dir) };
+    pin_current_thread(cores().0).expect("pin the bench");
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn runtime_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("dpakit-bench-comch-{}", std::process::id()))
+}
+
+/// The peer process's side of each subject.
+fn serve(role: &str) {
+    let fds = peer::enter();
+    let (name, arg) = role.split_once(':').unwrap_or((role, ""));
+    let size: usize = arg.parse().unwrap_or(0);
+    match name {
+        "ctrl-server" => ctrl_server(),
+        "shm-pong" => shm_pong(&SharedPage::map(fds[0])),
+        "seqpacket-echo" => seqpacket_echo(fds[0]),
+        "stream-echo" => stream_echo(fds[0]),
+        // The peer serves until it exits: its page may live as long.
+        "fast-client" => fast_client(size, Box::leak(Box::new(SharedPage::map(fds[0])))),
+        "stream-sink" => stream_sink(size, fds[0]),
+        other => panic!("unknown peer role `{other}`"),
+    }
+}
+
+// ---- control path ----------------------------------------------------------------------------
+
+fn ctrl_server() {
+    let arm = Dev::open_by_pci(ARM_PCI).unwrap();
+    let rep = DevRep::open_by_pci(&arm, HOST_PCI).unwrap();
+    let pe = Pe::new().unwrap();
+    let _server = Server::builder(&arm, &rep, SERVICE, &pe)
+        .on_connect(|_, _, _| {})
+        .on_message(|ch, conn, msg| ch.send(conn, msg, 0).unwrap())
+        .start()
+        .unwrap();
+    peer::ready();
+    loop {
+        pe.progress();
+    }
+}
+
+/// A Comch client whose server echoes in the peer process.
 struct CtrlEcho {
     client: Option<Client>,
     pe: Pe,
     conn: Connection,
     got: Rc<Cell<Option<[u8; N]>>>,
-    stop: Arc<StopFlag>,
-    server: Option<JoinHandle<()>>,
+    _peer: Peer,
 }
 
 impl CtrlEcho {
-    fn start(server_core: usize, client_core: usize) -> Self {
-        let dir = std::env::temp_dir().join(format!("dpakit-bench-{}", std::process::id()));
-        // SAFETY: set before the server thread starts; nothing else reads the environment now.
-        unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", &dir) };
-        let stop = Arc::new(StopFlag::default());
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let s = stop.clone();
-        let server = std::thread::spawn(move || {
-            pin_current_thread(server_core).expect("pin");
-            let arm = Dev::open_by_pci("03:00.0").unwrap();
-            let rep = DevRep::open_by_pci(&arm, "b1:00.0").unwrap();
-            let pe = Pe::new().unwrap();
-            let server = Server::builder(&arm, &rep, "bench-echo", &pe)
-                .on_connect(|_, _, _| {})
-                .on_message(|ch, conn, msg| ch.send(conn, msg, 0).unwrap())
-                .start()
-                .unwrap();
-            ready_tx.send(()).unwrap();
-            while !s.is_stopped() {
-                pe.progress();
-            }
-            drop(server);
-        });
-        ready_rx.recv().unwrap();
-        pin_current_thread(client_core).expect("pin");
-        let host = Dev::open_by_pci("b1:00.0").unwrap();
+    fn start(peer_core: usize) -> Self {
+        let peer = Peer::spawn("ctrl-server", peer_core, &[]);
+        let host = Dev::open_by_pci(HOST_PCI).unwrap();
         let pe = Pe::new().unwrap();
         let got: Rc<Cell<Option<[u8; N]>>> = Rc::default();
         let g = got.clone();
-        let client = Client::builder(&host, "bench-echo", &pe)
+        let client = Client::builder(&host, SERVICE, &pe)
             .on_message(move |_, _, msg| g.set(msg.try_into().ok()))
             .start()
             .unwrap();
-        let conn = client.connect(std::time::Duration::from_secs(5)).unwrap();
+        let conn = client.connect(Duration::from_secs(5)).unwrap();
         CtrlEcho {
             client: Some(client),
             pe,
             conn,
             got,
-            stop,
-            server: Some(server),
+            _peer: peer,
         }
     }
 }
@@ -105,24 +150,61 @@ impl Echo<N> for CtrlEcho {
 
 impl Drop for CtrlEcho {
     fn drop(&mut self) {
+        // The client says goodbye before the peer goes.
         self.client = None;
-        self.stop.stop();
-        if let Some(t) = self.server.take() {
-            let _ = t.join();
+    }
+}
+
+/// Counter 0 carries the ping, counter 1 the pong.
+fn shm_pong(page: &SharedPage) {
+    peer::ready();
+    let (ping, pong) = (page.counter(0), page.counter(1));
+    let mut seen = 0;
+    loop {
+        let v = ping.load(Ordering::Acquire);
+        if v != seen {
+            seen = v;
+            pong.store(v, Ordering::Release);
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// A value bounced through a page shared with the peer.
+struct ShmPingPong {
+    page: SharedPage,
+    seq: u64,
+    _peer: Peer,
+}
+
+impl ShmPingPong {
+    fn start(peer_core: usize) -> Self {
+        let page = SharedPage::new();
+        let peer = Peer::spawn("shm-pong", peer_core, &[page.fd()]);
+        ShmPingPong {
+            page,
+            seq: 0,
+            _peer: peer,
         }
     }
 }
 
-/// A raw `SOCK_SEQPACKET` pair, both ends spinning on non-blocking receives.
-struct SpinEcho {
-    fd: i32,
-    thread: Option<JoinHandle<()>>,
+impl Echo<N> for ShmPingPong {
+    fn echo(&mut self, msg: &[u8; N]) -> [u8; N] {
+        self.seq += 1;
+        self.page.counter(0).store(self.seq, Ordering::Release);
+        while self.page.counter(1).load(Ordering::Acquire) != self.seq {
+            std::hint::spin_loop();
+        }
+        *msg
+    }
 }
 
-fn spin_recv(fd: i32, buf: &mut [u8; N]) -> bool {
+/// Receives one message, spinning on a non-blocking socket; false at end of file.
+fn spin_recv(fd: RawFd, buf: &mut [u8]) -> bool {
     loop {
-        // SAFETY: a live socket and a writable buffer of N bytes.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), N, libc::MSG_DONTWAIT) };
+        // SAFETY: a live socket and a writable buffer of its length.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
         if n > 0 {
             return true;
         }
@@ -132,54 +214,97 @@ fn spin_recv(fd: i32, buf: &mut [u8; N]) -> bool {
     }
 }
 
-impl SpinEcho {
-    fn start(core: usize) -> Self {
-        let mut fds = [0; 2];
-        // SAFETY: room for two descriptors.
-        let rc =
-            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0, fds.as_mut_ptr()) };
-        assert_eq!(rc, 0, "socketpair");
-        let theirs = fds[1];
-        let thread = std::thread::spawn(move || {
-            pin_current_thread(core).expect("pin");
-            let mut buf = [0u8; N];
-            while spin_recv(theirs, &mut buf) {
-                // SAFETY: a live socket and N readable bytes.
-                unsafe { libc::send(theirs, buf.as_ptr().cast(), N, 0) };
-            }
-            // SAFETY: ours to close.
-            unsafe { libc::close(theirs) };
-        });
-        SpinEcho {
-            fd: fds[0],
-            thread: Some(thread),
+/// Sends all of `buf` on a blocking socket; false once the peer is gone.
+fn send_all(fd: RawFd, mut buf: &[u8]) -> bool {
+    while !buf.is_empty() {
+        // SAFETY: a live socket and readable bytes; MSG_NOSIGNAL: no SIGPIPE.
+        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+        if n <= 0 {
+            return false;
+        }
+        buf = &buf[n as usize..];
+    }
+    true
+}
+
+/// Fills `buf` from a blocking socket; false at end of file.
+fn recv_all(fd: RawFd, mut buf: &mut [u8]) -> bool {
+    while !buf.is_empty() {
+        // SAFETY: a live socket and a writable buffer of its length.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n <= 0 {
+            return false;
+        }
+        buf = &mut buf[n as usize..];
+    }
+    true
+}
+
+fn seqpacket_echo(fd: RawFd) {
+    peer::ready();
+    let mut buf = [0u8; N];
+    while spin_recv(fd, &mut buf) && send_all(fd, &buf) {}
+}
+
+fn stream_echo(fd: RawFd) {
+    peer::ready();
+    let mut buf = [0u8; N];
+    while recv_all(fd, &mut buf) && send_all(fd, &buf) {}
+}
+
+/// Our end of a socket pair whose other end the peer echoes on.
+struct SocketEcho {
+    fd: RawFd,
+    spin: bool,
+    _peer: Peer,
+}
+
+impl SocketEcho {
+    fn start(peer_core: usize, spin: bool) -> Self {
+        let kind = if spin {
+            libc::SOCK_SEQPACKET
+        } else {
+            libc::SOCK_STREAM
+        };
+        let (ours, theirs) = socket_pair(kind);
+        let role = if spin {
+            "seqpacket-echo"
+        } else {
+            "stream-echo"
+        };
+        let peer = Peer::spawn(role, peer_core, &[theirs]);
+        // SAFETY: the peer holds its copy; ours goes.
+        unsafe { libc::close(theirs) };
+        SocketEcho {
+            fd: ours,
+            spin,
+            _peer: peer,
         }
     }
 }
 
-impl Echo<N> for SpinEcho {
+impl Echo<N> for SocketEcho {
     fn echo(&mut self, msg: &[u8; N]) -> [u8; N] {
-        // SAFETY: a live socket and N readable bytes.
-        unsafe { libc::send(self.fd, msg.as_ptr().cast(), N, 0) };
         let mut out = [0u8; N];
-        spin_recv(self.fd, &mut out);
+        assert!(send_all(self.fd, msg));
+        let ok = if self.spin {
+            spin_recv(self.fd, &mut out)
+        } else {
+            recv_all(self.fd, &mut out)
+        };
+        assert!(ok, "the peer hung up");
         out
     }
 }
 
-impl Drop for SpinEcho {
+impl Drop for SocketEcho {
     fn drop(&mut self) {
-        // SAFETY: ours to shut; the peer reads end-of-file and exits.
-        unsafe { libc::shutdown(self.fd, libc::SHUT_RDWR) };
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        // SAFETY: ours to close, once.
+        // SAFETY: ours to close, once; the peer reads end of file.
         unsafe { libc::close(self.fd) };
     }
 }
 
-fn round_trips(e: &mut impl Echo<N>, iters: u64) -> std::time::Duration {
+fn round_trips(e: &mut impl Echo<N>, iters: u64) -> Duration {
     let msg = payload::<N>();
     let start = Instant::now();
     for _ in 0..iters {
@@ -188,106 +313,111 @@ fn round_trips(e: &mut impl Echo<N>, iters: u64) -> std::time::Duration {
     start.elapsed()
 }
 
+fn echo_subject<E: Echo<N>>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    start: impl FnOnce() -> E,
+) {
+    bench_subject(
+        group,
+        name,
+        || {
+            let mut e = start();
+            warm_up::<N>(&mut e, 2_000);
+            e
+        },
+        round_trips,
+    );
+}
+
 fn ctrl_rtt(c: &mut Criterion) {
-    let (host_core, peer_core) = cores();
+    let peer_core = cores().1;
     let mut group = c.benchmark_group("comch/ctrl_rtt_64B");
-    bench_subject(
-        &mut group,
-        "dpakit",
-        || {
-            let mut e = CtrlEcho::start(peer_core, host_core);
-            warm_up::<N>(&mut e, 2_000);
-            e
-        },
-        round_trips,
-    );
-    bench_subject(
-        &mut group,
-        "seqpacket_spin",
-        || {
-            let mut e = SpinEcho::start(peer_core);
-            warm_up::<N>(&mut e, 2_000);
-            e
-        },
-        round_trips,
-    );
-    bench_subject(
-        &mut group,
-        "unix_socket",
-        || {
-            let mut e = UnixEcho::<N>::start(peer_core);
-            warm_up::<N>(&mut e, 2_000);
-            e
-        },
-        round_trips,
-    );
+    echo_subject(&mut group, "dpakit", || CtrlEcho::start(peer_core));
+    echo_subject(&mut group, "shm_ping_pong", || {
+        ShmPingPong::start(peer_core)
+    });
+    echo_subject(&mut group, "seqpacket_spin", || {
+        SocketEcho::start(peer_core, true)
+    });
+    echo_subject(&mut group, "unix_socket", || {
+        SocketEcho::start(peer_core, false)
+    });
     group.finish();
 }
 
-const FAST: usize = 64 << 10;
+// ---- fast path -------------------------------------------------------------------------------
 
-/// A producer on this thread streaming into a consumer on another.
+/// The client with a consumer of `size`-byte buffers; counter 0 of the page counts what it
+/// received, counter 1 says its consumer is announced.
+fn fast_client(size: usize, page: &'static SharedPage) {
+    let host = Dev::open_by_pci(HOST_PCI).unwrap();
+    let pe = Pe::new().unwrap();
+    let client = Client::builder(&host, SERVICE, &pe)
+        .on_message(|_, _, _| {})
+        .start()
+        .unwrap();
+    let conn = client.connect(Duration::from_secs(5)).unwrap();
+    let received = page.counter(0);
+    let _consumer = dpakit::comch::Consumer::builder(conn, &host, &pe)
+        .num_recv(32)
+        .buf_size(size)
+        .on_recv(move |m| {
+            black_box(m.data);
+            received.fetch_add(1, Ordering::Release);
+        })
+        .start()
+        .unwrap();
+    peer::ready();
+    loop {
+        pe.progress();
+    }
+}
+
+/// A producer in this process streaming into the peer's consumer.
 struct FastStream {
     producer: Option<dpakit::comch::Producer>,
     server: Option<Server>,
     pe: Pe,
     consumer_id: u32,
-    received: Arc<Published>,
+    page: SharedPage,
+    size: usize,
     sent: u64,
-    stop: Arc<StopFlag>,
-    client: Option<JoinHandle<()>>,
+    _peer: Peer,
 }
 
 impl FastStream {
-    fn start(client_core: usize, server_core: usize) -> Self {
-        let dir = std::env::temp_dir().join(format!("dpakit-bench-{}", std::process::id()));
-        // SAFETY: set before the client thread starts.
-        unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", &dir) };
-        pin_current_thread(server_core).expect("pin");
-        let arm = Dev::open_by_pci("03:00.0").unwrap();
-        let rep = DevRep::open_by_pci(&arm, "b1:00.0").unwrap();
+    fn start(peer_core: usize, size: usize) -> Self {
+        let arm = Dev::open_by_pci(ARM_PCI).unwrap();
+        let rep = DevRep::open_by_pci(&arm, HOST_PCI).unwrap();
         let pe = Pe::new().unwrap();
         let id = Rc::new(Cell::new(None));
         let id2 = id.clone();
-        let server = Server::builder(&arm, &rep, "bench-fast", &pe)
+        let server = Server::builder(&arm, &rep, SERVICE, &pe)
             .on_connect(|_, _, _| {})
             .on_message(|_, _, _| {})
             .on_consumer(move |_, _, i, created| id2.set(created.then_some(i)))
             .start()
             .unwrap();
-        let stop = Arc::new(StopFlag::default());
-        let received = Arc::new(Published::default());
-        let (s, r) = (stop.clone(), received.clone());
-        let client = std::thread::spawn(move || {
-            pin_current_thread(client_core).expect("pin");
-            let host = Dev::open_by_pci("b1:00.0").unwrap();
-            let pe = Pe::new().unwrap();
-            let client = Client::builder(&host, "bench-fast", &pe)
-                .on_message(|_, _, _| {})
-                .start()
-                .unwrap();
-            let conn = client.connect(std::time::Duration::from_secs(5)).unwrap();
-            let consumer = dpakit::comch::Consumer::builder(conn, &host, &pe)
-                .num_recv(32)
-                .buf_size(FAST)
-                .on_recv(move |m| {
-                    black_box(m.data);
-                    r.add(1);
-                })
-                .start()
-                .unwrap();
-            while !s.is_stopped() {
+        let page = SharedPage::new();
+        // The peer connects before it is ready: the server answers meanwhile.
+        let peer = Peer::spawn_progressing(
+            &format!("fast-client:{size}"),
+            peer_core,
+            &[page.fd()],
+            || {
                 pe.progress();
-            }
-            drop(consumer);
-        });
+            },
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
         while id.get().is_none() {
+            assert!(Instant::now() < deadline, "the peer's consumer never came");
             pe.progress();
         }
         let conn = server.channel().connections()[0];
         let producer = dpakit::comch::Producer::builder(conn, &arm, &pe)
-            .num_send(16)
-            .buf_size(FAST)
+            .num_send(IN_FLIGHT as u32)
+            .buf_size(size)
             .start()
             .unwrap();
         FastStream {
@@ -295,20 +425,21 @@ impl FastStream {
             server: Some(server),
             pe,
             consumer_id: id.get().unwrap(),
-            received,
+            page,
+            size,
             sent: 0,
-            stop,
-            client: Some(client),
+            _peer: peer,
         }
     }
 
-    fn stream(&mut self, n: u64) -> std::time::Duration {
+    fn stream(&mut self, n: u64) -> Duration {
         let producer = self.producer.as_ref().unwrap();
+        let received = self.page.counter(0);
         let start = Instant::now();
         let target = self.sent + n;
-        while self.received.get() < target {
+        while received.load(Ordering::Acquire) < target {
             while self.sent < target {
-                let Ok(mut loan) = producer.loan(FAST) else {
+                let Ok(mut loan) = producer.loan(self.size) else {
                     break;
                 };
                 loan.as_mut_slice()[0] = self.sent as u8;
@@ -324,100 +455,101 @@ impl FastStream {
 impl Drop for FastStream {
     fn drop(&mut self) {
         self.producer = None;
-        self.stop.stop();
-        if let Some(t) = self.client.take() {
-            let _ = t.join();
-        }
         self.server = None;
     }
 }
 
-/// The same bytes through a stream socket pair, read on the other core.
-struct UnixStream64 {
-    tx: std::os::unix::net::UnixStream,
-    acks: std::os::unix::net::UnixStream,
-    thread: Option<JoinHandle<()>>,
+/// Reads `size`-byte messages and acknowledges each with a byte.
+fn stream_sink(size: usize, fd: RawFd) {
+    peer::ready();
+    let mut buf = vec![0u8; size];
+    while recv_all(fd, &mut buf) {
+        black_box(&buf);
+        if !send_all(fd, &[1]) {
+            break;
+        }
+    }
 }
 
-impl UnixStream64 {
-    fn start(core: usize) -> Self {
-        use std::io::{Read, Write};
-        let (tx, mut rx) = std::os::unix::net::UnixStream::pair().unwrap();
-        let (acks, mut ack_tx) = std::os::unix::net::UnixStream::pair().unwrap();
-        let thread = std::thread::spawn(move || {
-            pin_current_thread(core).expect("pin");
-            let mut buf = vec![0u8; FAST];
-            while rx.read_exact(&mut buf).is_ok() {
-                black_box(&buf);
-                if ack_tx.write_all(&[1]).is_err() {
-                    break;
-                }
-            }
-        });
-        UnixStream64 {
-            tx,
-            acks,
-            thread: Some(thread),
+/// The same bytes through a stream socket pair, read by the peer.
+struct UnixStream {
+    fd: RawFd,
+    _peer: Peer,
+}
+
+impl UnixStream {
+    fn start(peer_core: usize, size: usize) -> Self {
+        let (ours, theirs) = socket_pair(libc::SOCK_STREAM);
+        let peer = Peer::spawn(&format!("stream-sink:{size}"), peer_core, &[theirs]);
+        // SAFETY: the peer holds its copy; ours goes.
+        unsafe { libc::close(theirs) };
+        UnixStream {
+            fd: ours,
+            _peer: peer,
         }
     }
 
-    fn stream(&mut self, n: u64, data: &[u8]) -> std::time::Duration {
-        use std::io::{Read, Write};
+    fn stream(&mut self, n: u64, data: &[u8]) -> Duration {
         let start = Instant::now();
         let mut acked = 0u64;
-        let mut ack = [0u8; 64];
+        let mut acks = [0u8; 64];
+        let mut take_acks = |acked: &mut u64| {
+            // SAFETY: a live socket and a writable buffer.
+            let got = unsafe { libc::recv(self.fd, acks.as_mut_ptr().cast(), acks.len(), 0) };
+            assert!(got > 0, "the peer hung up");
+            *acked += got as u64;
+        };
         for i in 0..n {
-            self.tx.write_all(data).unwrap();
-            // Keep at most 16 messages unread, as the producer keeps 16 sends in flight.
-            while i + 1 - acked > 16 {
-                acked += self.acks.read(&mut ack).unwrap() as u64;
+            assert!(send_all(self.fd, data), "the peer hung up");
+            while i + 1 - acked > IN_FLIGHT {
+                take_acks(&mut acked);
             }
         }
         while acked < n {
-            acked += self.acks.read(&mut ack).unwrap() as u64;
+            take_acks(&mut acked);
         }
         start.elapsed()
     }
 }
 
-impl Drop for UnixStream64 {
+impl Drop for UnixStream {
     fn drop(&mut self) {
-        let _ = self.tx.shutdown(std::net::Shutdown::Both);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        // SAFETY: ours to close, once; the peer reads end of file.
+        unsafe { libc::close(self.fd) };
     }
 }
 
 fn fast_stream(c: &mut Criterion) {
-    let (host_core, peer_core) = cores();
-    let mut group = c.benchmark_group("comch/fast_64KiB");
-    group.throughput(criterion::Throughput::Bytes(FAST as u64));
-    bench_subject(
-        &mut group,
-        "dpakit",
-        || {
-            let mut s = FastStream::start(peer_core, host_core);
-            s.stream(200);
-            s
-        },
-        |s, iters| s.stream(iters),
-    );
-    let src = vec![7u8; FAST];
-    let mut dst = vec![0u8; FAST];
-    group.bench_function("memcpy", |b| {
-        b.iter(|| {
-            dst.copy_from_slice(black_box(&src));
-            black_box(&dst);
-        })
-    });
-    bench_subject(
-        &mut group,
-        "unix_socket",
-        || UnixStream64::start(peer_core),
-        |s, iters| s.stream(iters, &src),
-    );
-    group.finish();
+    let peer_core = cores().1;
+    for (figure, size) in SIZES {
+        let mut group = c.benchmark_group(format!("comch/{figure}"));
+        group.throughput(Throughput::Bytes(size as u64));
+        bench_subject(
+            &mut group,
+            "dpakit",
+            || {
+                let mut s = FastStream::start(peer_core, size);
+                s.stream(64);
+                s
+            },
+            |s, iters| s.stream(iters),
+        );
+        let src = vec![7u8; size];
+        let mut dst = vec![0u8; size];
+        group.bench_function("memcpy", |b| {
+            b.iter(|| {
+                dst.copy_from_slice(black_box(&src));
+                black_box(&dst);
+            })
+        });
+        bench_subject(
+            &mut group,
+            "unix_socket",
+            || UnixStream::start(peer_core, size),
+            |s, iters| s.stream(iters, &src),
+        );
+        group.finish();
+    }
 }
 
 criterion_group! {
@@ -425,4 +557,3 @@ criterion_group! {
     config = support::config();
     targets = ctrl_rtt, fast_stream
 }
-criterion_main!(benches);

@@ -12,6 +12,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod echo;
+pub mod peer;
 mod ping_pong;
 pub mod sink;
 pub mod sync;

@@ -41,7 +41,7 @@ use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 /// The criterion benches of the root package, in the order they run and are reported.
-pub const BENCHES: &[&str] = &["rtt", "throughput", "dma", "threads"];
+pub const BENCHES: &[&str] = &["rtt", "throughput", "dma", "threads", "comch"];
 
 /// Each bench's figures, in report order (figures not listed here follow, sorted).
 const FIGURES: &[(&str, &[&str])] = &[
@@ -55,6 +55,10 @@ const FIGURES: &[(&str, &[&str])] = &[
     ),
     ("dma", &["64B", "4KiB", "64KiB", "1MiB", "4MiB"]),
     ("threads", &["1", "2", "4", "8"]),
+    (
+        "comch",
+        &["ctrl_rtt_64B", "fast_4KiB", "fast_64KiB", "fast_1MiB"],
+    ),
 ];
 
 /// The subject every figure is about.
@@ -69,6 +73,16 @@ pub const BASELINES: &[(&str, &str)] = &[
         LIMIT,
         "two threads bouncing a value through one cache line each, on the same two cores: the \
          physical limit of a core-to-core round trip",
+    ),
+    (
+        "shm_ping_pong",
+        "two processes bouncing a value through cache lines of a shared page: the limit of a \
+         round trip between processes",
+    ),
+    (
+        "seqpacket_spin",
+        "a SOCK_SEQPACKET socket pair between two processes, both busy-polling: the floor of \
+         the soft device's socket transport",
     ),
     ("crossbeam", "a pair of bounded crossbeam-channel queues"),
     ("rtrb", "a pair of rtrb wait-free SPSC ring buffers"),

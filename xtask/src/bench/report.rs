@@ -125,7 +125,8 @@ pub(super) fn find_row<'a>(rows: &'a [Row], figure: &str, baseline: &str) -> Opt
 }
 
 /// The targets: 32-byte busy round trip ≤ 1.3× the raw ping-pong and below every peer;
-/// throughput at 1024 credits ≥ rtrb; DMA of 1 MiB ≥ 0.8× memcpy's bandwidth.
+/// throughput at 1024 credits ≥ rtrb; DMA of 1 MiB ≥ 0.8× memcpy's bandwidth; the Comch
+/// control-path round trip between two processes ≤ 1.5 µs.
 pub fn evaluate_targets(rows: &[Row]) -> Vec<Target> {
     let mut targets = Vec::new();
 
@@ -224,6 +225,30 @@ pub fn evaluate_targets(rows: &[Row]) -> Vec<Target> {
             ),
         },
     });
+    let goal = "Comch control-path 64-byte round trip between two processes ≤ 1.5 µs (a \
+                BlueField's: 4.16 µs)";
+    targets.push(
+        match find_row(rows, "comch/ctrl_rtt_64B", "seqpacket_spin") {
+            None => Target {
+                goal,
+                verdict: Verdict::NoData,
+                detail: "comch/ctrl_rtt_64B was not measured".into(),
+            },
+            Some(r) => Target {
+                goal,
+                verdict: if r.dpakit <= 1_500.0 {
+                    Verdict::Met
+                } else {
+                    Verdict::Missed
+                },
+                detail: format!(
+                    "dpakit {} (a spinning SOCK_SEQPACKET pair: {})",
+                    format_ns(r.dpakit),
+                    format_ns(r.baseline)
+                ),
+            },
+        },
+    );
     targets
 }
 

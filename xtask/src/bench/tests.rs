@@ -296,7 +296,15 @@ fn targets_are_evaluated_mechanically() {
     let (rows, _) = build_rows(&fixture_measurements());
     let targets = evaluate_targets(&rows);
     let verdicts: Vec<Verdict> = targets.iter().map(|t| t.verdict).collect();
-    assert_eq!(verdicts, [Verdict::Met, Verdict::Missed, Verdict::Missed]);
+    assert_eq!(
+        verdicts,
+        [
+            Verdict::Met,
+            Verdict::Missed,
+            Verdict::Missed,
+            Verdict::NoData
+        ]
+    );
     assert!(
         targets[0].detail.contains("1.21× raw_ping_pong"),
         "{}",
@@ -323,6 +331,17 @@ fn targets_are_evaluated_mechanically() {
 
     let none = evaluate_targets(&[]);
     assert!(none.iter().all(|t| t.verdict == Verdict::NoData));
+
+    // The Comch control path: an absolute bound, whatever the socket pair does.
+    for (ours, verdict) in [(6_400.0, Verdict::Missed), (1_200.0, Verdict::Met)] {
+        let (rows, _) = build_rows(&[
+            measurement("comch/ctrl_rtt_64B/dpakit", ours, None),
+            measurement("comch/ctrl_rtt_64B/seqpacket_spin", 3_700.0, None),
+        ]);
+        let comch = &evaluate_targets(&rows)[3];
+        assert_eq!(comch.verdict, verdict, "{}", comch.detail);
+        assert!(comch.detail.contains("3.70 µs"), "{}", comch.detail);
+    }
 }
 
 #[test]
