@@ -9,14 +9,22 @@
 //! Baselines: `shm_ping_pong` (a value bounced through two cache lines of a shared page: the
 //! limit between two processes), `seqpacket_spin` (a raw `SOCK_SEQPACKET` pair, both sides
 //! busy-polling non-blocking receives: the floor of the soft device's socket transport) and
-//! `unix_socket` (a blocking stream pair, what a program would write by hand).
+//! `unix_socket` (a blocking stream pair, what a program would write by hand) and `iceoryx2`
+//! (zero-copy publish-subscribe: a ping service one way, a pong service back, both sides
+//! busy-polling their subscriber).
+//!
+//! Figure `comch/fast_rtt_64B/<subject>`: one 64-byte round trip over the fast path. `dpakit`:
+//! the server's producer (this process) sends into the client's consumer (the peer), whose
+//! receive callback sends the bytes back from the client's producer into the server's consumer.
+//! Baselines: `shm_ping_pong` and `iceoryx2`, as above.
 //!
 //! Figures `comch/fast_4KiB`, `fast_64KiB`, `fast_1MiB`: a one-way stream, throughput in bytes.
 //! `dpakit`: a fast-path producer on the server's connection (this process) writing into a
 //! consumer on the client's (the peer), 16 sends in flight, until the peer has received every
 //! message. Baselines: `memcpy` (one copy of the same bytes on one thread: the floor, since the
 //! fast path copies once) and `unix_socket` (the bytes written into a stream socket pair, read
-//! by the peer, at most 16 messages unread).
+//! by the peer, at most 16 messages unread) and `iceoryx2` (a publisher writing each message
+//! into a loaned sample, the peer's subscriber reading it in place, 16 samples in its buffer).
 //!
 //! `cargo bench --bench comch`
 
@@ -83,6 +91,14 @@ fn serve(role: &str) {
         // The peer serves until it exits: its page may live as long.
         "fast-client" => fast_client(size, Box::leak(Box::new(SharedPage::map(fds[0])))),
         "stream-sink" => stream_sink(size, fds[0]),
+        // Lives until the peer exits, like its callbacks.
+        "fast-echo" => fast_echo(Box::leak(Box::new(SharedPage::map(fds[0])))),
+        "ice-pong" => ice::pong(arg),
+        "ice-sink" => {
+            let (size, tag) = arg.split_once('/').expect("size/tag");
+            let page = SharedPage::map(fds[0]);
+            ice::sink(size.parse().expect("size"), tag, &page);
+        }
         other => panic!("unknown peer role `{other}`"),
     }
 }
@@ -343,6 +359,7 @@ fn ctrl_rtt(c: &mut Criterion) {
     echo_subject(&mut group, "unix_socket", || {
         SocketEcho::start(peer_core, false)
     });
+    echo_subject(&mut group, "iceoryx2", || ice::Ping::start(peer_core));
     group.finish();
 }
 
@@ -459,6 +476,149 @@ impl Drop for FastStream {
     }
 }
 
+/// The client side of the fast-path echo: every message its consumer receives goes back from
+/// its producer to the server's consumer. Counter 1 of the page turns 1 once it knows that
+/// consumer.
+fn fast_echo(page: &'static SharedPage) {
+    let host = Dev::open_by_pci(HOST_PCI).unwrap();
+    let pe = Pe::new().unwrap();
+    let server_consumer = Rc::new(Cell::new(None));
+    let sc = server_consumer.clone();
+    let client = Client::builder(&host, SERVICE, &pe)
+        .on_message(|_, _, _| {})
+        .on_consumer(move |_, _, id, created| {
+            sc.set(created.then_some(id));
+            page.counter(1).store(u64::from(created), Ordering::Release);
+        })
+        .start()
+        .unwrap();
+    let conn = client.connect(Duration::from_secs(5)).unwrap();
+    let producer = Rc::new(
+        dpakit::comch::Producer::builder(conn, &host, &pe)
+            .num_send(IN_FLIGHT as u32)
+            .buf_size(N)
+            .start()
+            .unwrap(),
+    );
+    let back = producer.clone();
+    let _consumer = dpakit::comch::Consumer::builder(conn, &host, &pe)
+        .num_recv(32)
+        .buf_size(N)
+        .on_recv(move |m| {
+            let to = server_consumer.get().expect("the server's consumer");
+            back.send(to, m.data, &[], 0).expect("echo");
+        })
+        .start()
+        .unwrap();
+    peer::ready();
+    while !peer::stopped() {
+        pe.progress();
+    }
+}
+
+/// The server side of the fast-path echo, in this process.
+struct FastEcho {
+    producer: Option<dpakit::comch::Producer>,
+    consumer: Option<dpakit::comch::Consumer>,
+    server: Option<Server>,
+    pe: Pe,
+    peer_consumer: u32,
+    got: Rc<Cell<Option<[u8; N]>>>,
+    _page: SharedPage,
+    _peer: Peer,
+}
+
+impl FastEcho {
+    fn start(peer_core: usize) -> Self {
+        let arm = Dev::open_by_pci(ARM_PCI).unwrap();
+        let rep = DevRep::open_by_pci(&arm, HOST_PCI).unwrap();
+        let pe = Pe::new().unwrap();
+        let id = Rc::new(Cell::new(None));
+        let id2 = id.clone();
+        let server = Server::builder(&arm, &rep, SERVICE, &pe)
+            .on_connect(|_, _, _| {})
+            .on_message(|_, _, _| {})
+            .on_consumer(move |_, _, i, created| id2.set(created.then_some(i)))
+            .start()
+            .unwrap();
+        let page = SharedPage::new();
+        let peer = Peer::spawn_progressing("fast-echo", peer_core, &[page.fd()], || {
+            pe.progress();
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while id.get().is_none() {
+            assert!(Instant::now() < deadline, "the peer's consumer never came");
+            pe.progress();
+        }
+        let conn = server.channel().connections()[0];
+        let got: Rc<Cell<Option<[u8; N]>>> = Rc::default();
+        let g = got.clone();
+        let consumer = dpakit::comch::Consumer::builder(conn, &arm, &pe)
+            .num_recv(32)
+            .buf_size(N)
+            .on_recv(move |m| g.set(m.data.try_into().ok()))
+            .start()
+            .unwrap();
+        let producer = dpakit::comch::Producer::builder(conn, &arm, &pe)
+            .num_send(IN_FLIGHT as u32)
+            .buf_size(N)
+            .start()
+            .unwrap();
+        // The peer answers only once it knows this consumer.
+        while page.counter(1).load(Ordering::Acquire) == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the peer never saw this consumer"
+            );
+            pe.progress();
+        }
+        FastEcho {
+            producer: Some(producer),
+            consumer: Some(consumer),
+            server: Some(server),
+            pe,
+            peer_consumer: id.get().unwrap(),
+            got,
+            _page: page,
+            _peer: peer,
+        }
+    }
+}
+
+impl Echo<N> for FastEcho {
+    fn echo(&mut self, msg: &[u8; N]) -> [u8; N] {
+        let producer = self.producer.as_ref().expect("running");
+        producer
+            .send(self.peer_consumer, msg, &[], 0)
+            .expect("send");
+        loop {
+            self.pe.progress();
+            if let Some(reply) = self.got.take() {
+                return reply;
+            }
+        }
+    }
+}
+
+impl Drop for FastEcho {
+    fn drop(&mut self) {
+        self.producer = None;
+        self.consumer = None;
+        self.server = None;
+    }
+}
+
+fn fast_rtt(c: &mut Criterion) {
+    let peer_core = cores().1;
+    let mut group = c.benchmark_group("comch/fast_rtt_64B");
+    echo_subject(&mut group, "dpakit", || FastEcho::start(peer_core));
+    echo_subject(&mut group, "shm_ping_pong", || {
+        ShmPingPong::start(peer_core)
+    });
+    echo_subject(&mut group, "iceoryx2", || ice::Ping::start(peer_core));
+    group.finish();
+}
+
 /// Reads `size`-byte messages and acknowledges each with a byte.
 fn stream_sink(size: usize, fd: RawFd) {
     peer::ready();
@@ -548,12 +708,211 @@ fn fast_stream(c: &mut Criterion) {
             || UnixStream::start(peer_core, size),
             |s, iters| s.stream(iters, &src),
         );
+        bench_subject(
+            &mut group,
+            "iceoryx2",
+            || ice::Stream::start(peer_core, size),
+            |s, iters| s.stream(iters, &src),
+        );
         group.finish();
+    }
+}
+
+/// The iceoryx2 subjects: services named after the bench process, so runs never meet.
+mod ice {
+    use super::*;
+    use iceoryx2::port::update_connections::UpdateConnections;
+    use iceoryx2::prelude::*;
+
+    type Pub<P> = iceoryx2::port::publisher::Publisher<ipc::Service, P, ()>;
+    type Sub<P> = iceoryx2::port::subscriber::Subscriber<ipc::Service, P, ()>;
+
+    fn service_name(tag: &str, what: &str) -> ServiceName {
+        format!("dpakit-bench/{tag}/{what}")
+            .as_str()
+            .try_into()
+            .expect("a service name")
+    }
+
+    fn node() -> Node<ipc::Service> {
+        NodeBuilder::new()
+            .create::<ipc::Service>()
+            .expect("an iceoryx2 node")
+    }
+
+    /// A publisher and subscriber of `[u8; N]` on the services `out` and `back`.
+    fn ping_ports(
+        node: &Node<ipc::Service>,
+        tag: &str,
+        out: &str,
+        back: &str,
+    ) -> (Pub<[u8; N]>, Sub<[u8; N]>) {
+        let open = |what: &str| {
+            node.service_builder(&service_name(tag, what))
+                .publish_subscribe::<[u8; N]>()
+                .open_or_create()
+                .expect("a publish-subscribe service")
+        };
+        let publisher = open(out).publisher_builder().create().expect("publisher");
+        let subscriber = open(back)
+            .subscriber_builder()
+            .create()
+            .expect("subscriber");
+        (publisher, subscriber)
+    }
+
+    /// The peer: answers every ping with the same bytes.
+    pub fn pong(tag: &str) {
+        let node = node();
+        let (publisher, subscriber) = ping_ports(&node, tag, "pong", "ping");
+        peer::ready();
+        while !peer::stopped() {
+            if let Some(sample) = subscriber.receive().expect("receive") {
+                publisher.send_copy(*sample).expect("send");
+            }
+        }
+    }
+
+    /// Ping in this process, pong in the peer.
+    pub struct Ping {
+        publisher: Pub<[u8; N]>,
+        subscriber: Sub<[u8; N]>,
+        _peer: Peer,
+        _node: Node<ipc::Service>,
+    }
+
+    impl Ping {
+        pub fn start(peer_core: usize) -> Self {
+            let tag = std::process::id().to_string();
+            let node = node();
+            let (publisher, subscriber) = ping_ports(&node, &tag, "ping", "pong");
+            let peer = Peer::spawn(&format!("ice-pong:{tag}"), peer_core, &[]);
+            // The peer's ports exist now; a first message could still miss a subscriber that
+            // is not connected yet, so the warm-up's first echo is retried.
+            Ping {
+                publisher,
+                subscriber,
+                _peer: peer,
+                _node: node,
+            }
+        }
+    }
+
+    impl Echo<N> for Ping {
+        fn echo(&mut self, msg: &[u8; N]) -> [u8; N] {
+            self.publisher.send_copy(*msg).expect("send");
+            let mut resent = Instant::now();
+            loop {
+                if let Some(sample) = self.subscriber.receive().expect("receive") {
+                    return *sample;
+                }
+                // Only before the peer's subscriber is connected can a ping get lost.
+                if resent.elapsed() > Duration::from_millis(100) {
+                    self.publisher.send_copy(*msg).expect("send");
+                    resent = Instant::now();
+                }
+            }
+        }
+    }
+
+    fn stream_service(
+        node: &Node<ipc::Service>,
+        tag: &str,
+    ) -> iceoryx2::service::port_factory::publish_subscribe::PortFactory<ipc::Service, [u8], ()>
+    {
+        node.service_builder(&service_name(tag, "stream"))
+            .publish_subscribe::<[u8]>()
+            .subscriber_max_buffer_size(IN_FLIGHT as usize)
+            .enable_safe_overflow(false)
+            .open_or_create()
+            .expect("a publish-subscribe service")
+    }
+
+    /// The peer: reads every sample in place, counting them in counter 0 of the page.
+    pub fn sink(size: usize, tag: &str, page: &SharedPage) {
+        let node = node();
+        let subscriber = stream_service(&node, tag)
+            .subscriber_builder()
+            .create()
+            .expect("subscriber");
+        let received = page.counter(0);
+        peer::ready();
+        while !peer::stopped() {
+            if let Some(sample) = subscriber.receive().expect("receive") {
+                debug_assert_eq!(sample.payload().len(), size);
+                black_box(sample.payload());
+                received.fetch_add(1, Ordering::Release);
+            }
+        }
+    }
+
+    /// A publisher in this process streaming into the peer's subscriber.
+    pub struct Stream {
+        publisher: Pub<[u8]>,
+        page: SharedPage,
+        size: usize,
+        sent: u64,
+        _peer: Peer,
+        _node: Node<ipc::Service>,
+    }
+
+    impl Stream {
+        pub fn start(peer_core: usize, size: usize) -> Self {
+            let tag = format!("{}-{size}", std::process::id());
+            let node = node();
+            let publisher = stream_service(&node, &tag)
+                .publisher_builder()
+                .initial_max_slice_len(size)
+                .backpressure_strategy(BackpressureStrategy::RetryUntilDelivered)
+                .create()
+                .expect("publisher");
+            let page = SharedPage::new();
+            let peer = Peer::spawn(&format!("ice-sink:{size}/{tag}"), peer_core, &[page.fd()]);
+            // Wait until the peer's subscriber is connected: a sample sent before is lost.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while publisher.update_connections().is_ok() && !has_subscriber(&node, &tag) {
+                assert!(
+                    Instant::now() < deadline,
+                    "the peer's subscriber never came"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Stream {
+                publisher,
+                page,
+                size,
+                sent: 0,
+                _peer: peer,
+                _node: node,
+            }
+        }
+
+        pub fn stream(&mut self, n: u64, data: &[u8]) -> Duration {
+            let received = self.page.counter(0);
+            let start = Instant::now();
+            for _ in 0..n {
+                let sample = self.publisher.loan_slice_uninit(self.size).expect("loan");
+                let sample = sample.write_from_slice(data);
+                sample.send().expect("send");
+                self.sent += 1;
+            }
+            while received.load(Ordering::Acquire) < self.sent {
+                std::hint::spin_loop();
+            }
+            start.elapsed()
+        }
+    }
+
+    fn has_subscriber(node: &Node<ipc::Service>, tag: &str) -> bool {
+        stream_service(node, tag)
+            .dynamic_config()
+            .number_of_subscribers()
+            > 0
     }
 }
 
 criterion_group! {
     name = benches;
     config = support::config();
-    targets = ctrl_rtt, fast_stream
+    targets = ctrl_rtt, fast_rtt, fast_stream
 }

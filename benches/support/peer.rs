@@ -11,7 +11,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::RawFd;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const ROLE_ENV: &str = "DPAKIT_BENCH_PEER";
@@ -106,6 +106,9 @@ pub fn enter() -> Vec<RawFd> {
     dpakit::soft::pin_current_thread(core).expect("pin the peer");
     std::thread::spawn(|| {
         let _ = std::io::stdin().read(&mut [0u8; 1]);
+        // A role that watches `stopped` returns and cleans up; any other is ended.
+        STOPPED.store(true, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_secs(1));
         std::process::exit(0);
     });
     std::env::var(FDS_ENV)
@@ -113,6 +116,13 @@ pub fn enter() -> Vec<RawFd> {
         .split(',')
         .filter_map(|f| f.parse().ok())
         .collect()
+}
+
+static STOPPED: AtomicBool = AtomicBool::new(false);
+
+/// In the peer: whether the bench is done with it (its stdin closed).
+pub fn stopped() -> bool {
+    STOPPED.load(Ordering::Relaxed)
 }
 
 /// In the peer: tells the bench it serves now.

@@ -57,7 +57,13 @@ const FIGURES: &[(&str, &[&str])] = &[
     ("threads", &["1", "2", "4", "8"]),
     (
         "comch",
-        &["ctrl_rtt_64B", "fast_4KiB", "fast_64KiB", "fast_1MiB"],
+        &[
+            "ctrl_rtt_64B",
+            "fast_rtt_64B",
+            "fast_4KiB",
+            "fast_64KiB",
+            "fast_1MiB",
+        ],
     ),
 ];
 
@@ -83,6 +89,10 @@ pub const BASELINES: &[(&str, &str)] = &[
         "seqpacket_spin",
         "a SOCK_SEQPACKET socket pair between two processes, both busy-polling: the floor of \
          the soft device's socket transport",
+    ),
+    (
+        "iceoryx2",
+        "iceoryx2 zero-copy publish-subscribe between two processes",
     ),
     ("crossbeam", "a pair of bounded crossbeam-channel queues"),
     ("rtrb", "a pair of rtrb wait-free SPSC ring buffers"),
