@@ -2,6 +2,7 @@
 
 use super::bus::{Access, Bus, FaultReason, MemFault};
 use super::decode::decode;
+use super::decode_cache::DecodeCache;
 use super::inst::{AluOp, AluWOp, Cond, Inst};
 
 /// ABI names of the integer registers (lp64).
@@ -250,6 +251,31 @@ impl Hart {
     /// `pc == exit_pc` stops with [`Stop::Returned`], then a spent budget with
     /// [`Stop::Budget`].
     pub fn run<B: Bus>(&mut self, bus: &mut B, exit_pc: u64, budget: u64) -> (Stop, u64) {
+        self.run_with(bus, None, exit_pc, budget)
+    }
+
+    /// As [`run`](Self::run), keeping the decoding of instructions in code the bus declares
+    /// fixed ([`Bus::code_is_fixed`]) in `cache`, and taking it from there instead of fetching
+    /// and decoding again. The results are those of `run`; `cache` must hold decodings of the
+    /// code behind this bus only.
+    pub fn run_cached<B: Bus>(
+        &mut self,
+        bus: &mut B,
+        cache: &mut DecodeCache,
+        exit_pc: u64,
+        budget: u64,
+    ) -> (Stop, u64) {
+        self.run_with(bus, Some(cache), exit_pc, budget)
+    }
+
+    #[inline(always)]
+    fn run_with<B: Bus>(
+        &mut self,
+        bus: &mut B,
+        mut cache: Option<&mut DecodeCache>,
+        exit_pc: u64,
+        budget: u64,
+    ) -> (Stop, u64) {
         let start = self.instret;
         // The caller may have written x[0] through the public field.
         self.x[0] = 0;
@@ -261,7 +287,7 @@ impl Hart {
             if retired == budget {
                 break Stop::Budget;
             }
-            if let Err(stop) = self.step(bus) {
+            if let Err(stop) = self.step(bus, cache.as_deref_mut()) {
                 break stop;
             }
             retired += 1;
@@ -299,13 +325,29 @@ impl Hart {
     /// Executes one instruction. On `Err` no register changed; an `ecall` retired, an `sc` that
     /// faulted lost its reservation.
     #[inline(always)]
-    fn step<B: Bus>(&mut self, bus: &mut B) -> Result<(), Stop> {
+    fn step<B: Bus>(&mut self, bus: &mut B, cache: Option<&mut DecodeCache>) -> Result<(), Stop> {
         let pc = self.pc;
-        let raw = Self::fetch(bus, pc)?;
-        let (inst, len) = decode(raw);
+        let Some(cache) = cache else {
+            let (inst, len) = decode(Self::fetch(bus, pc)?);
+            return self.execute(bus, pc, &inst, len);
+        };
+        if let Some((inst, len)) = cache.get(pc) {
+            // Executed from the cache slot: each arm reads only the fields it uses.
+            return self.execute(bus, pc, inst, len);
+        }
+        let (inst, len) = decode(Self::fetch(bus, pc)?);
+        if inst != Inst::Illegal && bus.code_is_fixed(pc, len) {
+            cache.put(pc, (inst, len));
+        }
+        self.execute(bus, pc, &inst, len)
+    }
+
+    /// Executes `inst` (`len` bytes long) at `pc`.
+    #[inline(always)]
+    fn execute<B: Bus>(&mut self, bus: &mut B, pc: u64, inst: &Inst, len: u8) -> Result<(), Stop> {
         let next = pc.wrapping_add(u64::from(len));
         let fault = |fault| Stop::Fault { pc, fault };
-        let new_pc = match inst {
+        let new_pc = match *inst {
             Inst::Lui { rd, imm } => {
                 self.w(rd, imm as u64);
                 next
@@ -429,7 +471,13 @@ impl Hart {
                 return Err(Stop::Ecall);
             }
             Inst::Ebreak => return Err(Stop::Ebreak),
-            Inst::Illegal => return Err(Stop::Illegal { pc, raw }),
+            // Never cached: fetched just now, so fetching again gives the same bits.
+            Inst::Illegal => {
+                return Err(match Self::fetch(bus, pc) {
+                    Ok(raw) => Stop::Illegal { pc, raw },
+                    Err(stop) => stop,
+                });
+            }
         };
         self.x[0] = 0;
         self.pc = new_pc;

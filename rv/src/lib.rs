@@ -17,7 +17,10 @@
 //! - instruction counts are exact and deterministic, and the counters a kernel can read
 //!   (`cycle`, `time`, `instret`) all return the retired count, so runs replay identically;
 //! - nothing allocates, nothing is `unsafe`, there is no dynamic dispatch (the loop is
-//!   monomorphized over the bus), and there is nothing to compile but this code.
+//!   monomorphized over the bus), and there is nothing to compile but this code;
+//! - code the bus declares fixed is decoded once: [`Hart::run_cached`] keeps decoded
+//!   instructions in a [`DecodeCache`] the caller owns (loads and stores are still checked
+//!   one by one).
 //!
 //! The hart is a single user-mode RV64IMAC hart with the user counters of Zicsr: no F/D, no
 //! vector, no privileged instructions; those decode as illegal and stop the run.
@@ -32,6 +35,7 @@
 
 mod bus;
 mod decode;
+mod decode_cache;
 mod hart;
 mod image;
 mod inst;
@@ -40,6 +44,7 @@ mod rvc;
 mod tests;
 
 pub use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
+pub use decode_cache::DecodeCache;
 pub use hart::{Hart, Stop, reg};
 pub use image::{Image, ImageError, Perm, Segment, Symbol};
 // The decoder, for the tests.

@@ -12,7 +12,7 @@ mod integer;
 mod muldiv;
 mod program;
 
-use super::{Access, AmoOp, Bus, FaultReason, Hart, MemFault, Stop, reg::*};
+use super::{Access, AmoOp, Bus, DecodeCache, FaultReason, Hart, MemFault, Stop, reg::*};
 
 /// Where the test image's code starts: [TEXT, DATA) is read-only and executable.
 pub(super) const TEXT: u64 = 0x1_0000;
@@ -111,6 +111,11 @@ impl Bus for VecBus {
         }
         Ok(equal)
     }
+
+    /// The code range is read-only to the hart (the tests poke it only between runs).
+    fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
+        addr >= TEXT && addr + u64::from(len) <= DATA
+    }
 }
 
 /// A hart and its memory.
@@ -144,9 +149,28 @@ impl Machine {
         m
     }
 
-    /// Runs with exit pc EXIT.
+    /// Runs with exit pc EXIT; the same run with a decode cache must end the same way, with
+    /// the same registers, memory and bus calls (so every test checks the cached path too).
     pub fn run(&mut self, budget: u64) -> (Stop, u64) {
-        self.hart.run(&mut self.bus, EXIT, budget)
+        if cfg!(miri) {
+            // Twice the interpretation is minutes under miri; the native runs compare them.
+            return self.hart.run(&mut self.bus, EXIT, budget);
+        }
+        let mut cached = self.clone();
+        let mut cache = DecodeCache::new();
+        let with_cache = cached
+            .hart
+            .run_cached(&mut cached.bus, &mut cache, EXIT, budget);
+        let plain = self.hart.run(&mut self.bus, EXIT, budget);
+        assert_eq!(with_cache, plain, "the cached run stopped otherwise");
+        assert_eq!(cached.hart.x, self.hart.x, "registers after the cached run");
+        assert_eq!(cached.hart.pc, self.hart.pc, "pc after the cached run");
+        assert_eq!(cached.hart.instret(), self.hart.instret());
+        assert!(
+            cached.bus == self.bus,
+            "memory or bus calls after the cached run"
+        );
+        plain
     }
 
     /// Places `word` at TEXT, sets `regs`, and executes it alone; it must retire.

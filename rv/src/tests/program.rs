@@ -91,3 +91,94 @@ fn a_stack_overflow_faults_at_the_first_store_below_the_data() {
     );
     assert_eq!(m.x(SP), DATA - 16);
 }
+
+/// A bus that counts fetches and may refuse to call its code fixed.
+struct Fetches {
+    bus: VecBus,
+    fetches: usize,
+    fixed: bool,
+}
+
+impl Bus for Fetches {
+    fn fetch16(&mut self, addr: u64) -> Result<u16, MemFault> {
+        self.fetches += 1;
+        self.bus.fetch16(addr)
+    }
+    fn load(&mut self, addr: u64, size: u8) -> Result<u64, MemFault> {
+        self.bus.load(addr, size)
+    }
+    fn store(&mut self, addr: u64, size: u8, value: u64) -> Result<(), MemFault> {
+        self.bus.store(addr, size, value)
+    }
+    fn amo(&mut self, addr: u64, size: u8, op: AmoOp, operand: u64) -> Result<u64, MemFault> {
+        self.bus.amo(addr, size, op, operand)
+    }
+    fn cas(&mut self, addr: u64, size: u8, expected: u64, new: u64) -> Result<bool, MemFault> {
+        self.bus.cas(addr, size, expected, new)
+    }
+    fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
+        self.fixed && self.bus.code_is_fixed(addr, len)
+    }
+}
+
+fn sum_loop() -> Machine {
+    Machine::new(&[
+        addi(A0, ZERO, 0),
+        addi(T0, ZERO, 1),
+        addi(T1, ZERO, 101),
+        add(A0, A0, T0),
+        addi(T0, T0, 1),
+        bne(T0, T1, -8),
+        RET,
+    ])
+}
+
+#[test]
+fn cached_code_is_fetched_once() {
+    for fixed in [true, false] {
+        let m = sum_loop();
+        let mut hart = m.hart.clone();
+        let mut bus = Fetches {
+            bus: m.bus,
+            fetches: 0,
+            fixed,
+        };
+        let mut cache = DecodeCache::new();
+        assert_eq!(
+            hart.run_cached(&mut bus, &mut cache, EXIT, 10_000),
+            (Stop::Returned, 304)
+        );
+        assert_eq!(hart.x[A0], 5050);
+        // Seven 32-bit instructions, two halves each; all 304 of them without the promise.
+        let expected = if fixed { 7 * 2 } else { 304 * 2 };
+        assert_eq!(bus.fetches, expected, "fixed: {fixed}");
+    }
+}
+
+#[test]
+fn a_cache_serves_its_code_only_until_cleared() {
+    let m = sum_loop();
+    let mut cache = DecodeCache::new();
+    let (mut hart, mut bus) = (m.hart.clone(), m.bus.clone());
+    assert_eq!(
+        hart.run_cached(&mut bus, &mut cache, EXIT, 10_000).0,
+        Stop::Returned
+    );
+    assert_eq!(hart.x[A0], 5050);
+    // Other code at the same addresses (a new image): `addi a0, zero, 7; ret`.
+    bus.poke(TEXT, 4, u64::from(addi(A0, ZERO, 7)));
+    bus.poke(TEXT + 4, 4, u64::from(RET));
+    let entry = |hart: &mut Hart| hart.prepare_call(TEXT, EXIT, END, &[]);
+    // The stale cache still runs the old program: its contract is one piece of code.
+    entry(&mut hart);
+    hart.run_cached(&mut bus, &mut cache, EXIT, 10_000);
+    assert_eq!(hart.x[A0], 5050, "the old program, from the cache");
+    // Cleared, it serves the new code.
+    cache.clear();
+    entry(&mut hart);
+    assert_eq!(
+        hart.run_cached(&mut bus, &mut cache, EXIT, 10_000),
+        (Stop::Returned, 2)
+    );
+    assert_eq!(hart.x[A0], 7);
+}

@@ -193,6 +193,16 @@ impl Bus for DeviceBus<'_> {
         })
     }
 
+    /// The image's code segments are read-only to kernels and stay loaded while its program
+    /// lives: their instructions never change under an activation.
+    fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
+        let end = addr.saturating_add(u64::from(len));
+        self.image
+            .segments
+            .iter()
+            .any(|s| s.perm.exec && !s.perm.write && addr >= s.start && end <= s.end)
+    }
+
     #[inline]
     fn load(&mut self, addr: u64, size: u8) -> Result<u64, MemFault> {
         // SAFETY: `access` calls the closure only for a reachable, live range; the interpreter

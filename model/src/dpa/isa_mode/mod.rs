@@ -23,9 +23,10 @@ pub use counters::Profile;
 use counters::Counters;
 use crate::error::{ErrorCode, Result};
 use crate::sync::Ordering;
+use crate::sync::plain::AtomicU64;
 use bus::DeviceBus;
 use calls::DeviceFn;
-use dpakit_rv::{Access, FaultReason, Hart, MemFault, Stop};
+use dpakit_rv::{Access, DecodeCache, FaultReason, Hart, MemFault, Stop};
 use std::cell::Cell;
 use std::path::PathBuf;
 
@@ -64,6 +65,8 @@ impl Default for IsaConfig {
 /// A DPA context's loaded image: per context, as its globals are.
 #[derive(Debug)]
 pub(crate) struct Program {
+    /// Unique per loaded program: names the code a thread's decode cache holds.
+    id: u64,
     pub image: Image,
     pub path: PathBuf,
     budget: u64,
@@ -78,7 +81,9 @@ impl Program {
             crate::error::bail!(InvalidValue, "an ISA instruction budget of 0 runs nothing");
         }
         let (image, path) = image::resolve(config.image.as_deref(), app)?;
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         Ok(Program {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             image,
             path,
             budget: config.budget,
@@ -108,6 +113,28 @@ thread_local! {
     static STACK: Cell<*mut u8> = const { Cell::new(std::ptr::null_mut()) };
 }
 
+thread_local! {
+    /// The decode cache of this OS thread's ISA activations and the program whose code it
+    /// holds: kept across activations of that program, cleared when another one runs.
+    /// Allocated by the first activation (warm-up), never freed while the thread lives (an
+    /// activation that ends inside a device call never returns to release a borrow).
+    static DECODED: Cell<(u64, *mut DecodeCache)> = const { Cell::new((0, std::ptr::null_mut())) };
+}
+
+/// This OS thread's decode cache, holding decodings of `program`'s code only.
+fn decode_cache(program: &Program) -> *mut DecodeCache {
+    let (id, mut cache) = DECODED.with(Cell::get);
+    if cache.is_null() {
+        cache = Box::into_raw(Box::new(DecodeCache::new()));
+    } else if id != program.id {
+        // SAFETY: this thread's cache, not in use: one activation at a time per OS thread,
+        // and none is running while the next one starts.
+        unsafe { (*cache).clear() };
+    }
+    DECODED.with(|d| d.set((program.id, cache)));
+    cache
+}
+
 /// The `[start, end)` of this OS thread's ISA stack.
 fn stack() -> (u64, u64) {
     let mut p = STACK.with(Cell::get);
@@ -131,10 +158,13 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
         let mut bus = DeviceBus::new(image, cur.dpa, (stack_start, stack_end));
         let mut hart = Hart::new();
         hart.prepare_call(entry, EXIT_PC, stack_end, args);
+        // SAFETY: this thread's cache (see `decode_cache`), used by this activation alone.
+        let cache = unsafe { &mut *decode_cache(program) };
         counters.activations.fetch_add(1, Ordering::Relaxed);
         let mut total = 0u64;
         loop {
-            let (stop, retired) = hart.run(&mut bus, EXIT_PC, program.budget - total);
+            let (stop, retired) =
+                hart.run_cached(&mut bus, cache, EXIT_PC, program.budget - total);
             total += retired;
             counters.retired(retired, total);
             match stop {
