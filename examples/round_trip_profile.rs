@@ -4,11 +4,15 @@
 //! spinning of a busy-polling worker.
 //!
 //! `cargo xtask profile` runs this under callgrind twice (two counts) and reports the
-//! difference per round trip, split by layer. By hand:
+//! difference per round trip, split by layer; `--isa` runs the echo from the kit's DPA image
+//! in ISA mode. By hand:
 //!
 //! ```sh
-//! valgrind --tool=callgrind target/release/examples/round_trip_profile 10000
+//! valgrind --tool=callgrind target/release/examples/round_trip_profile 10000 [--isa]
 //! ```
+
+#[path = "support/image.rs"]
+mod image;
 
 use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::Dpa;
@@ -18,14 +22,17 @@ use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::time::Duration;
 
 fn main() -> Result<(), dpakit::Error> {
-    let n: u64 = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(10_000);
-    let dpa = Dpa::builder(&open_dpa_dev()?)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let n: u64 = args.iter().find_map(|a| a.parse().ok()).unwrap_or(10_000);
+    let mut dpa = Dpa::builder(&open_dpa_dev()?)
         .app(kit_app())
-        .sched_mode(SchedMode::Deterministic { seed: 1 })
-        .start()?;
+        .sched_mode(SchedMode::Deterministic { seed: 1 });
+    if args.iter().any(|a| a == "--isa") {
+        let image = image::ensure_kit_image()
+            .map_err(|e| dpakit::Error::new(dpakit::ErrorCode::NotFound, e))?;
+        dpa = dpa.exec_mode(dpakit::soft::ExecMode::Isa).isa_image(image);
+    }
+    let dpa = dpa.start()?;
     let pe = Pe::new()?;
     let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
         .depth(64)

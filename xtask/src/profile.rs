@@ -23,6 +23,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("C API: task pool", &["dpakit_emu::capi::task"]),
     ("C API: handle registry", &["dpakit_emu::capi::registry"]),
     ("PE", &["dpakit_emu::capi::pe", "dpakit_model::pe"]),
+    ("ISA interpreter (dpakit-rv)", &["dpakit_rv::"]),
+    (
+        "ISA mode: device bus and ecall service",
+        &["dpakit_model::dpa::isa_mode"],
+    ),
     (
         "device calls and kernel",
         &[
@@ -72,7 +77,8 @@ fn layer(function: &str) -> &'static str {
         )
 }
 
-pub fn run() -> Result {
+/// `isa`: the echo runs from the kit's DPA image in the interpreter instead of natively.
+pub fn run(isa: bool) -> Result {
     if Command::new("valgrind").arg("--version").output().is_err() {
         return Err("profile needs valgrind (apt-get install valgrind)".into());
     }
@@ -87,16 +93,17 @@ pub fn run() -> Result {
     let bin = workspace_root().join("target/release/examples/round_trip_profile");
     let dir = workspace_root().join("target/profile");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let short = callgrind(&bin, SHORT, &dir)?;
-    let long = callgrind(&bin, LONG, &dir)?;
+    let short = callgrind(&bin, SHORT, isa, &dir)?;
+    let long = callgrind(&bin, LONG, isa, &dir)?;
     let per_rt = per_round_trip(&short, &long, LONG - SHORT);
-    print!("{}", table(&per_rt));
+    print!("{}", table(&per_rt, isa));
     Ok(())
 }
 
 /// Self instructions per function of one run of `n` round trips.
-fn callgrind(bin: &Path, n: u64, dir: &Path) -> Result<HashMap<String, u64>> {
-    let out = dir.join(format!("callgrind.{n}.out"));
+fn callgrind(bin: &Path, n: u64, isa: bool, dir: &Path) -> Result<HashMap<String, u64>> {
+    let mode = if isa { "isa" } else { "native" };
+    let out = dir.join(format!("callgrind.{mode}.{n}.out"));
     eprintln!("$ valgrind --tool=callgrind {} {n}", bin.display());
     let status = Command::new("valgrind")
         .args([
@@ -107,6 +114,7 @@ fn callgrind(bin: &Path, n: u64, dir: &Path) -> Result<HashMap<String, u64>> {
         .arg(format!("--callgrind-out-file={}", out.display()))
         .arg(bin)
         .arg(n.to_string())
+        .args(isa.then_some("--isa"))
         .status()
         .map_err(|e| format!("cannot run valgrind: {e}"))?;
     if !status.success() {
@@ -159,7 +167,7 @@ fn per_round_trip(
     out
 }
 
-fn table(per_rt: &[(String, f64)]) -> String {
+fn table(per_rt: &[(String, f64)], isa: bool) -> String {
     let total: f64 = per_rt.iter().map(|(_, ir)| ir).sum();
     let mut by_layer: HashMap<&str, f64> = HashMap::new();
     for (f, ir) in per_rt {
@@ -168,8 +176,9 @@ fn table(per_rt: &[(String, f64)]) -> String {
     let mut layers: Vec<_> = by_layer.into_iter().collect();
     layers.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut s = format!(
-        "instructions per 32-byte MsgQ round trip (callgrind, deterministic mode, both sides, \
-         {LONG} − {SHORT} round trips): {total:.0}\n\n| layer | instructions | share |\n|---|---:|---:|\n"
+        "instructions per 32-byte MsgQ round trip (callgrind, deterministic mode, the kernel {}, \
+         both sides, {LONG} − {SHORT} round trips): {total:.0}\n\n| layer | instructions | share |\n|---|---:|---:|\n",
+        if isa { "in ISA mode" } else { "native" }
     );
     for (name, ir) in &layers {
         s += &format!("| {name} | {ir:.0} | {:.0} % |\n", 100.0 * ir / total);

@@ -24,7 +24,7 @@ struct Window {
 impl Window {
     #[inline]
     fn contains(&self, addr: u64, size: u8) -> bool {
-        addr >= self.start && addr + u64::from(size) <= self.end
+        addr >= self.start && addr.checked_add(u64::from(size)).is_some_and(|e| e <= self.end)
     }
 }
 
@@ -47,6 +47,9 @@ pub(crate) struct DeviceBus<'a> {
     next_immediate: usize,
     mmaps: [u32; MMAPS],
     next_mmap: usize,
+    /// The window the last checked access fell in, looked at first (a kernel's accesses
+    /// cluster); emptied whenever a window is replaced, so it never outlives its grant.
+    last: Window,
 }
 
 impl<'a> DeviceBus<'a> {
@@ -66,6 +69,7 @@ impl<'a> DeviceBus<'a> {
             next_immediate: 0,
             mmaps: [0; MMAPS],
             next_mmap: 0,
+            last: Window::default(),
         }
     }
 
@@ -77,6 +81,8 @@ impl<'a> DeviceBus<'a> {
             write: false,
         };
         self.next_immediate = (self.next_immediate + 1) % IMMEDIATES;
+        // The oldest immediate's window may have been the last one hit.
+        self.last = Window::default();
     }
 
     /// The kernel asked an external pointer into `mmap`: it may access the mmap's memory.
@@ -105,32 +111,49 @@ impl<'a> DeviceBus<'a> {
         if self.stack.contains(addr, size) {
             return Ok(true);
         }
-        let end = addr.checked_add(u64::from(size));
-        for s in &self.image.segments {
-            if addr >= s.start && end.is_some_and(|e| e <= s.end) {
-                return if write && !s.perm.write {
-                    Err(fault(FaultReason::ReadOnly))
-                } else {
-                    Ok(true)
-                };
+        let hit = |w: Window| {
+            if write && !w.write {
+                Err(fault(FaultReason::ReadOnly))
+            } else {
+                Ok(true)
             }
+        };
+        if self.last.contains(addr, size) {
+            return hit(self.last);
         }
-        for w in self.allocations.iter().chain(&self.immediates) {
-            if w.contains(addr, size) {
-                return if write && !w.write {
-                    Err(fault(FaultReason::ReadOnly))
-                } else {
-                    Ok(true)
-                };
-            }
+        let end = addr.checked_add(u64::from(size));
+        let segment = self
+            .image
+            .segments
+            .iter()
+            .find(|s| addr >= s.start && end.is_some_and(|e| e <= s.end));
+        let window = match segment {
+            Some(s) => Some(Window {
+                start: s.start,
+                end: s.end,
+                write: s.perm.write,
+            }),
+            None => self
+                .allocations
+                .iter()
+                .chain(&self.immediates)
+                .find(|w| w.contains(addr, size))
+                .copied(),
+        };
+        if let Some(w) = window {
+            self.last = w;
+            return hit(w);
         }
         if let Some((start, end)) = self.dpa.memory.allocation_containing(addr, u64::from(size)) {
-            self.allocations[self.next_allocation] = Window {
+            let w = Window {
                 start,
                 end,
                 write: true,
             };
+            self.allocations[self.next_allocation] = w;
             self.next_allocation = (self.next_allocation + 1) % ALLOCATIONS;
+            // The evicted allocation's window may have been the last one hit.
+            self.last = w;
             return Ok(true);
         }
         Ok(false)
@@ -238,6 +261,21 @@ impl Bus for DeviceBus<'_> {
 impl DeviceBus<'_> {
     /// Copies `out.len()` bytes from the kernel's memory at `addr` (a device function's input).
     pub(crate) fn read_bytes(&mut self, addr: u64, out: &mut [u8]) -> Result<(), MemFault> {
+        // One check for the whole range when it is small enough to be one access and lies in
+        // one region (the usual case: an immediate, a name); byte by byte otherwise, so a
+        // range that spans regions, or runs into an unmapped byte, gets that byte's fault.
+        if let Ok(len @ 1..) = u8::try_from(out.len()) {
+            let whole = self.access(addr, len, Access::Load, || {
+                for (i, byte) in out.iter_mut().enumerate() {
+                    // SAFETY: `access` found all of `[addr, addr + len)` reachable and live;
+                    // single bytes need no alignment.
+                    *byte = unsafe { emulated::load(addr.wrapping_add(i as u64), 1) } as u8;
+                }
+            });
+            if whole.is_ok() {
+                return Ok(());
+            }
+        }
         for (i, byte) in out.iter_mut().enumerate() {
             *byte = self.load(addr.wrapping_add(i as u64), 1)? as u8;
         }
