@@ -238,10 +238,12 @@ impl Raw {
     }
 }
 
-/// Ring layout a consumer shares (wire/src/fast_path/ring.rs): a 256-byte header of four
+/// Ring layout a consumer shares (wire/src/fast_path/ring.rs): a 320-byte header of five
 /// counters on their own lines, `depth` posts of 24 bytes, `depth` completion slots of 64.
+const RING_HEADER: usize = 320;
+
 fn ring_bytes(depth: u64) -> usize {
-    256 + depth as usize * 88
+    RING_HEADER + depth as usize * 88
 }
 
 fn memfd(len: usize, contents: &[u8]) -> OwnedFd {
@@ -270,14 +272,15 @@ fn memfd(len: usize, contents: &[u8]) -> OwnedFd {
     fd
 }
 
-/// A ring of `depth` with one receive of 4 KiB posted, alive; completion slots free unless
-/// `stuck` (then none ever is).
+/// A ring of `depth` with one receive of 4 KiB posted, alive and asleep (so every send wakes
+/// it); completion slots free unless `stuck` (then none ever is).
 fn ring(depth: u64, stuck: bool) -> Vec<u8> {
     let mut r = vec![0u8; ring_bytes(depth)];
     r[64..72].copy_from_slice(&1u64.to_le_bytes()); // post_tail: one posted
     r[192..200].copy_from_slice(&1u64.to_le_bytes()); // alive
-    r[256 + 8..256 + 16].copy_from_slice(&4096u64.to_le_bytes()); // post 0: capacity
-    let comps = 256 + depth as usize * 24;
+    r[256..264].copy_from_slice(&1u64.to_le_bytes()); // sleeping: wake me
+    r[RING_HEADER + 8..RING_HEADER + 16].copy_from_slice(&4096u64.to_le_bytes()); // post 0: capacity
+    let comps = RING_HEADER + depth as usize * 24;
     for i in 0..depth as usize {
         let seq = if stuck { u64::MAX } else { i as u64 };
         r[comps + i * 64..comps + i * 64 + 8].copy_from_slice(&seq.to_le_bytes());

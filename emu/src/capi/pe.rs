@@ -66,7 +66,9 @@ impl PeObj {
                 .ctxs
                 .borrow()
                 .iter()
-                .any(|&h| context(h.cast(), "ctx").is_ok_and(|c| c.has_pending()))
+                // Every context is asked (no short cut): asking arms a fast-path consumer.
+                .map(|&h| context(h.cast(), "ctx").is_ok_and(|c| c.has_pending()))
+                .fold(false, |any, pending| any | pending)
     }
 
     fn progress(&self) -> usize {

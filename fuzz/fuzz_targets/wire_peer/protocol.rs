@@ -14,7 +14,9 @@ pub const POST_HEAD: usize = 0;
 pub const POST_TAIL: usize = 64;
 pub const COMP_TAIL: usize = 128;
 pub const ALIVE: usize = 192;
-pub const HEADER: usize = 256;
+/// 1: the consumer sleeps, so producers wake it (through the descriptor it gave).
+pub const SLEEPING: usize = 256;
+pub const HEADER: usize = 320;
 pub const POST: usize = 24;
 pub const COMP: usize = 64;
 
@@ -132,7 +134,11 @@ pub fn ring_contents(b: &mut Bytes<'_>, size: u64, depth: u64) -> Vec<u8> {
     put(&mut r, POST_HEAD, start);
     put(&mut r, POST_TAIL, start.wrapping_add(posted));
     put(&mut r, COMP_TAIL, start);
-    put(&mut r, ALIVE, u64::from(b.u8() % 8 != 7));
+    // One byte, as before the sleeping flag existed (seeds keep their meaning): asleep unless
+    // its bit 3 says otherwise, so every send tries the wake-up descriptor.
+    let state = b.u8();
+    put(&mut r, ALIVE, u64::from(state % 8 != 7));
+    put(&mut r, SLEEPING, u64::from(state & 8 == 0));
     for k in 0..posted.min(64) {
         let i = (start.wrapping_add(k) % d) as usize;
         let at = HEADER + i * POST;

@@ -3,10 +3,11 @@
 //!
 //! A consumer shares two memory files with the peer when it starts: its mmap's pages (moved
 //! onto a memfd, see [`share_mmap`]) and a ring region holding its posted receives and its
-//! completions, plus an eventfd that wakes it. The `CONSUMER_NEW` message carries them over
+//! completions, plus a socket end that wakes it. The `CONSUMER_NEW` message carries them over
 //! the connection's socket. A producer claims a posted receive, copies its buffer's data into
-//! the consumer's memory (the one copy), publishes a completion and signals the eventfd; no
-//! byte of data goes through the socket. Every producer and consumer runs on its own progress
+//! the consumer's memory (the one copy), publishes a completion and, if the consumer may be
+//! asleep (a flag in its ring), writes a byte to its wake-up; no byte of data goes through the
+//! socket. Every producer and consumer runs on its own progress
 //! engine, on any thread: they share only atomics in the ring and the connection's table of
 //! the peer's consumers.
 

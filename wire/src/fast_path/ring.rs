@@ -6,7 +6,7 @@
 
 use super::Mapping;
 use dpakit_abi::soft::limits::MAX_IMM_DATA_LEN;
-use dpakit_sync::{AtomicU64, Ordering};
+use dpakit_sync::{AtomicU64, Ordering, fence};
 
 /// A posted receive: where the data goes and how much fits.
 #[repr(C)]
@@ -49,6 +49,9 @@ struct Header {
     comp_tail: Line,
     /// 1 while the consumer runs.
     alive: Line,
+    /// 1 while the consumer may sleep: producers wake it after publishing. A busy consumer
+    /// leaves it 0 and is never sent a wake-up (no system call per message).
+    sleeping: Line,
 }
 
 #[repr(C, align(64))]
@@ -109,6 +112,7 @@ impl Ring {
                 post_tail: Line(AtomicU64::new(0)),
                 comp_tail: Line(AtomicU64::new(0)),
                 alive: Line(AtomicU64::new(1)),
+                sleeping: Line(AtomicU64::new(0)),
             });
             for i in 0..depth {
                 ring.comp_ptr(i).write(Comp {
@@ -179,6 +183,25 @@ impl Ring {
     /// The consumer stops: producers see it gone.
     pub(crate) fn stop(&self) {
         self.header().alive.0.store(0, Ordering::Release);
+    }
+
+    /// Consumer, before it may sleep: from now on producers wake it. The caller looks at the
+    /// ring after this (`ready`): with the fences here and in [`wants_wake`](Self::wants_wake),
+    /// either it sees a completion published meanwhile or its producer sees the flag.
+    pub(crate) fn sleep(&self) {
+        self.header().sleeping.0.store(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+    }
+
+    /// Consumer, awake: producers need not wake it.
+    pub(crate) fn awake(&self) {
+        self.header().sleeping.0.store(0, Ordering::Relaxed);
+    }
+
+    /// Producer, after publishing a completion: whether the consumer asked to be woken.
+    pub(crate) fn wants_wake(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.header().sleeping.0.load(Ordering::Relaxed) != 0
     }
 
     /// Consumer: posts a receive. At most `depth` receives may be outstanding (posted and not
@@ -336,6 +359,39 @@ mod loom {
             by.sort();
             assert_eq!(by, [0, 1]);
             assert_eq!(ring.claim(1), Claim::Empty);
+        });
+    }
+
+    /// A consumer going to sleep and a producer publishing at the same time: either the
+    /// consumer's last look finds the completion, or the producer sees it asleep and wakes it.
+    /// No interleaving loses the message.
+    #[test]
+    fn a_sleeping_consumer_is_never_missed() {
+        ::loom::model(|| {
+            let ring = Arc::new(Ring::create(Mapping::heap(Ring::bytes(2)), 2));
+            ring.post(Post {
+                offset: 0,
+                capacity: 8,
+                task: 0,
+                _pad: 0,
+            });
+            let producer = {
+                let ring = ring.clone();
+                ::loom::thread::spawn(move || {
+                    let Claim::Got(post) = ring.claim(1) else {
+                        panic!("a receive is posted");
+                    };
+                    ring.complete(done(post.task, 0), || false).unwrap();
+                    ring.wants_wake()
+                })
+            };
+            ring.sleep();
+            let saw_it = ring.ready(0);
+            let woke = producer.join().unwrap();
+            assert!(
+                saw_it || woke,
+                "the completion was published unseen and unsignalled"
+            );
         });
     }
 

@@ -41,6 +41,8 @@ pub struct FastConsumer {
     announced: std::cell::Cell<bool>,
     /// Completions consumed so far.
     head: std::cell::Cell<u64>,
+    /// Asked producers to wake it ([`sleep`](Self::sleep)) and not awake since.
+    sleeping: std::cell::Cell<bool>,
 }
 
 impl std::fmt::Debug for FastConsumer {
@@ -106,6 +108,7 @@ impl FastConsumer {
             imm_len,
             announced: std::cell::Cell::new(false),
             head: std::cell::Cell::new(0),
+            sleeping: std::cell::Cell::new(false),
         })
     }
 
@@ -172,8 +175,26 @@ impl FastConsumer {
         self.ring.ready(self.head.get())
     }
 
+    /// The consumer's PE is about to wait: producers wake it from now on. Returns whether a
+    /// completion is ready already (looked at after asking, so none is missed).
+    pub fn sleep(&self) -> bool {
+        self.sleeping.set(true);
+        self.ring.sleep();
+        self.ready()
+    }
+
+    /// The consumer runs again: producers stop waking it, and the wake-ups sent while it slept
+    /// are consumed (only then: a busy consumer makes no system call). The flag that decides
+    /// is this side's own, not the shared one a peer could change.
+    pub fn wake_up(&self) {
+        if self.sleeping.replace(false) {
+            self.ring.awake();
+            self.clear_wake();
+        }
+    }
+
     /// Consumes the wake-up signals (the PE's handle stays readable until they are read).
-    pub fn clear_wake(&self) {
+    fn clear_wake(&self) {
         let mut buf = [0u8; 256];
         loop {
             // SAFETY: reads into a live buffer of that size; EAGAIN means nothing left.
@@ -449,7 +470,9 @@ impl FastProducer {
                 return Err(e);
             }
         }
-        c.wake();
+        if c.ring.wants_wake() {
+            c.wake();
+        }
         Ok(Attempt::Sent)
     }
 }

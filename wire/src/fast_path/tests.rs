@@ -99,7 +99,7 @@ fn ring_counters_a_peer_set_to_the_maximum_wrap_around() {
     let mut bytes = vec![0u8; len];
     bytes[..8].copy_from_slice(&u64::MAX.to_le_bytes()); // posts claimed
     bytes[192..200].copy_from_slice(&1u64.to_le_bytes()); // alive
-    let post = 256 + 3 * 24; // slot u64::MAX % 4
+    let post = ring::Ring::bytes(0) + 3 * 24; // slot u64::MAX % 4 (after the header)
     bytes[post + 8..post + 16].copy_from_slice(&64u64.to_le_bytes()); // capacity
     bytes[post + 16..post + 20].copy_from_slice(&7u32.to_le_bytes()); // task
     // SAFETY: writes `bytes` (a live buffer) at offset 0 of our memfd.

@@ -261,7 +261,7 @@ impl ConsumerObj {
             let next = match self.running.borrow().as_ref() {
                 Some(Running::Fast(fast)) => {
                     if n == 0 {
-                        fast.clear_wake();
+                        fast.wake_up();
                     }
                     fast.next()
                 }
@@ -454,9 +454,11 @@ impl Context for ConsumerObj {
         self.poll_fast()
     }
 
+    /// Asked when the PE arms its notification: a fast-path consumer also asks its producers
+    /// to wake it from now on (and looks at its ring after asking).
     fn has_pending(&self) -> bool {
         self.core.state() == CtxState::Starting
-            || matches!(self.running.borrow().as_ref(), Some(Running::Fast(f)) if f.ready())
+            || matches!(self.running.borrow().as_ref(), Some(Running::Fast(f)) if f.sleep())
     }
 
     fn inflight(&self) -> usize {
