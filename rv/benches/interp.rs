@@ -43,14 +43,25 @@ impl Flat {
         }
     }
 
+    /// Sizes are 1, 2, 4 or 8 (the hart passes nothing else): fixed-size copies, no memcpy call.
     fn read(&self, at: usize, size: u8) -> u64 {
-        let mut b = [0u8; 8];
-        b[..usize::from(size)].copy_from_slice(&self.mem[at..at + usize::from(size)]);
-        u64::from_le_bytes(b)
+        let m = &self.mem[at..];
+        match size {
+            1 => u64::from(m[0]),
+            2 => u64::from(u16::from_le_bytes([m[0], m[1]])),
+            4 => u64::from(u32::from_le_bytes(m[..4].try_into().unwrap())),
+            _ => u64::from_le_bytes(m[..8].try_into().unwrap()),
+        }
     }
 
     fn write(&mut self, at: usize, size: u8, v: u64) {
-        self.mem[at..at + usize::from(size)].copy_from_slice(&v.to_le_bytes()[..usize::from(size)]);
+        let m = &mut self.mem[at..];
+        match size {
+            1 => m[0] = v as u8,
+            2 => m[..2].copy_from_slice(&(v as u16).to_le_bytes()),
+            4 => m[..4].copy_from_slice(&(v as u32).to_le_bytes()),
+            _ => m[..8].copy_from_slice(&v.to_le_bytes()),
+        }
     }
 }
 

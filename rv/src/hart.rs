@@ -279,18 +279,18 @@ impl Hart {
         let start = self.instret;
         // The caller may have written x[0] through the public field.
         self.x[0] = 0;
-        let mut retired = 0;
+        // The retired count is the budget's clock too: one counter per instruction, not two.
+        // An `ecall` retires and stops the run at once, so it never overshoots the budget.
         let stop = loop {
             if self.pc == exit_pc {
                 break Stop::Returned;
             }
-            if retired == budget {
+            if self.instret.wrapping_sub(start) == budget {
                 break Stop::Budget;
             }
             if let Err(stop) = self.step(bus, cache.as_deref_mut()) {
                 break stop;
             }
-            retired += 1;
         };
         (stop, self.instret.wrapping_sub(start))
     }
