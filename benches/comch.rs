@@ -391,6 +391,50 @@ fn fast_client(size: usize, page: &'static SharedPage) {
     }
 }
 
+/// The server side of a fast-path subject: a Comch server in this process, the peer started
+/// (it connects and announces a consumer while the server answers) and that consumer's id.
+struct ServerSide {
+    arm: Dev,
+    pe: Pe,
+    server: Server,
+    page: SharedPage,
+    peer: Peer,
+    peer_consumer: u32,
+}
+
+impl ServerSide {
+    fn start(role: &str, peer_core: usize) -> Self {
+        let arm = Dev::open_by_pci(ARM_PCI).unwrap();
+        let rep = DevRep::open_by_pci(&arm, HOST_PCI).unwrap();
+        let pe = Pe::new().unwrap();
+        let id = Rc::new(Cell::new(None));
+        let id2 = id.clone();
+        let server = Server::builder(&arm, &rep, SERVICE, &pe)
+            .on_connect(|_, _, _| {})
+            .on_message(|_, _, _| {})
+            .on_consumer(move |_, _, i, created| id2.set(created.then_some(i)))
+            .start()
+            .unwrap();
+        let page = SharedPage::new();
+        let peer = Peer::spawn_progressing(role, peer_core, &[page.fd()], || {
+            pe.progress();
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while id.get().is_none() {
+            assert!(Instant::now() < deadline, "the peer's consumer never came");
+            pe.progress();
+        }
+        ServerSide {
+            peer_consumer: id.get().unwrap(),
+            arm,
+            pe,
+            server,
+            page,
+            peer,
+        }
+    }
+}
+
 /// A producer in this process streaming into the peer's consumer.
 struct FastStream {
     producer: Option<dpakit::comch::Producer>,
@@ -405,32 +449,14 @@ struct FastStream {
 
 impl FastStream {
     fn start(peer_core: usize, size: usize) -> Self {
-        let arm = Dev::open_by_pci(ARM_PCI).unwrap();
-        let rep = DevRep::open_by_pci(&arm, HOST_PCI).unwrap();
-        let pe = Pe::new().unwrap();
-        let id = Rc::new(Cell::new(None));
-        let id2 = id.clone();
-        let server = Server::builder(&arm, &rep, SERVICE, &pe)
-            .on_connect(|_, _, _| {})
-            .on_message(|_, _, _| {})
-            .on_consumer(move |_, _, i, created| id2.set(created.then_some(i)))
-            .start()
-            .unwrap();
-        let page = SharedPage::new();
-        // The peer connects before it is ready: the server answers meanwhile.
-        let peer = Peer::spawn_progressing(
-            &format!("fast-client:{size}"),
-            peer_core,
-            &[page.fd()],
-            || {
-                pe.progress();
-            },
-        );
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while id.get().is_none() {
-            assert!(Instant::now() < deadline, "the peer's consumer never came");
-            pe.progress();
-        }
+        let ServerSide {
+            arm,
+            pe,
+            server,
+            page,
+            peer,
+            peer_consumer,
+        } = ServerSide::start(&format!("fast-client:{size}"), peer_core);
         let conn = server.channel().connections()[0];
         let producer = dpakit::comch::Producer::builder(conn, &arm, &pe)
             .num_send(IN_FLIGHT as u32)
@@ -441,7 +467,7 @@ impl FastStream {
             producer: Some(producer),
             server: Some(server),
             pe,
-            consumer_id: id.get().unwrap(),
+            consumer_id: peer_consumer,
             page,
             size,
             sent: 0,
@@ -530,26 +556,15 @@ struct FastEcho {
 
 impl FastEcho {
     fn start(peer_core: usize) -> Self {
-        let arm = Dev::open_by_pci(ARM_PCI).unwrap();
-        let rep = DevRep::open_by_pci(&arm, HOST_PCI).unwrap();
-        let pe = Pe::new().unwrap();
-        let id = Rc::new(Cell::new(None));
-        let id2 = id.clone();
-        let server = Server::builder(&arm, &rep, SERVICE, &pe)
-            .on_connect(|_, _, _| {})
-            .on_message(|_, _, _| {})
-            .on_consumer(move |_, _, i, created| id2.set(created.then_some(i)))
-            .start()
-            .unwrap();
-        let page = SharedPage::new();
-        let peer = Peer::spawn_progressing("fast-echo", peer_core, &[page.fd()], || {
-            pe.progress();
-        });
+        let ServerSide {
+            arm,
+            pe,
+            server,
+            page,
+            peer,
+            peer_consumer,
+        } = ServerSide::start("fast-echo", peer_core);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while id.get().is_none() {
-            assert!(Instant::now() < deadline, "the peer's consumer never came");
-            pe.progress();
-        }
         let conn = server.channel().connections()[0];
         let got: Rc<Cell<Option<[u8; N]>>> = Rc::default();
         let g = got.clone();
@@ -577,7 +592,7 @@ impl FastEcho {
             consumer: Some(consumer),
             server: Some(server),
             pe,
-            peer_consumer: id.get().unwrap(),
+            peer_consumer,
             got,
             _page: page,
             _peer: peer,
