@@ -93,9 +93,8 @@ fn recv(ep: *mut doca_comm_channel_ep_t, buf: &mut [u8]) -> (usize, *mut doca_co
 #[test]
 fn null_parameters_are_invalid_value() {
     setup();
-    let arm = open_dev(ARM);
-    let rep = open_rep(arm);
-    let host = open_dev(HOST);
+    let devices = Devices::open();
+    let Devices { arm, rep, host } = devices;
     let svc = service(arm, rep, c"cc-null");
     let (ep, peer) = client(host, svc, c"cc-null");
     let mut buf = [0u8; 8];
@@ -286,17 +285,14 @@ fn null_parameters_are_invalid_value() {
     );
     expect!(doca_comm_channel_ep_destroy(ep), DOCA_SUCCESS);
     expect!(doca_comm_channel_ep_destroy(svc), DOCA_SUCCESS);
-    expect!(doca_dev_close(host), DOCA_SUCCESS);
-    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
-    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+    devices.close();
 }
 
 #[test]
 fn destroyed_endpoints_and_peer_addresses_are_invalid_value() {
     setup();
-    let arm = open_dev(ARM);
-    let rep = open_rep(arm);
-    let host = open_dev(HOST);
+    let devices = Devices::open();
+    let Devices { arm, rep, host } = devices;
     let svc = service(arm, rep, c"cc-destroyed");
     let (ep, peer) = client(host, svc, c"cc-destroyed");
     expect!(doca_comm_channel_ep_disconnect(ep, peer), DOCA_SUCCESS);
@@ -338,17 +334,14 @@ fn destroyed_endpoints_and_peer_addresses_are_invalid_value() {
     );
     expect!(doca_comm_channel_ep_destroy(ep), DOCA_SUCCESS);
     expect!(doca_comm_channel_ep_destroy(svc), DOCA_SUCCESS);
-    expect!(doca_dev_close(host), DOCA_SUCCESS);
-    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
-    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+    devices.close();
 }
 
 #[test]
 fn properties_sides_and_flags_are_checked() {
     setup();
-    let arm = open_dev(ARM);
-    let rep = open_rep(arm);
-    let host = open_dev(HOST);
+    let devices = Devices::open();
+    let Devices { arm, rep, host } = devices;
     let ep = endpoint();
     // Defaults, and the rules of each setter.
     let mut v = 0u16;
@@ -486,17 +479,14 @@ fn properties_sides_and_flags_are_checked() {
     for e in [blocking, client_ep, host_ep, other, ep] {
         expect!(doca_comm_channel_ep_destroy(e), DOCA_SUCCESS);
     }
-    expect!(doca_dev_close(host), DOCA_SUCCESS);
-    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
-    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+    devices.close();
 }
 
 #[test]
 fn messages_statistics_and_a_one_sided_disconnect() {
     setup();
-    let arm = open_dev(ARM);
-    let rep = open_rep(arm);
-    let host = open_dev(HOST);
+    let devices = Devices::open();
+    let Devices { arm, rep, host } = devices;
     let svc = service(arm, rep, c"cc-flow");
     let (ep, to_service) = client(host, svc, c"cc-flow");
     let mut buf = [0u8; 4080];
@@ -580,7 +570,5 @@ fn messages_statistics_and_a_one_sided_disconnect() {
     );
     expect!(doca_comm_channel_ep_destroy(ep), DOCA_SUCCESS);
     expect!(doca_comm_channel_ep_destroy(svc), DOCA_SUCCESS);
-    expect!(doca_dev_close(host), DOCA_SUCCESS);
-    expect!(doca_dev_rep_close(rep), DOCA_SUCCESS);
-    expect!(doca_dev_close(arm), DOCA_SUCCESS);
+    devices.close();
 }

@@ -210,6 +210,31 @@ pub fn open_rep(arm: *mut doca_dev) -> *mut doca_dev_rep {
     rep
 }
 
+/// The host PF, the Arm device and its representor of the host PF: both sides of one
+/// BlueField, as a Comch or Comm Channel test opens them.
+pub struct Devices {
+    pub arm: *mut doca_dev,
+    pub rep: *mut doca_dev_rep,
+    pub host: *mut doca_dev,
+}
+
+impl Devices {
+    pub fn open() -> Devices {
+        let arm = open_dev(ARM);
+        let rep = open_rep(arm);
+        let host = open_dev(HOST);
+        Devices { arm, rep, host }
+    }
+
+    /// Closes them (each close must succeed: nothing may still hold them).
+    #[track_caller]
+    pub fn close(self) {
+        expect!(doca_dev_close(self.host), DOCA_SUCCESS);
+        expect!(doca_dev_rep_close(self.rep), DOCA_SUCCESS);
+        expect!(doca_dev_close(self.arm), DOCA_SUCCESS);
+    }
+}
+
 pub fn new_pe() -> *mut doca_pe {
     let mut pe = null_mut();
     expect!(doca_pe_create(&mut pe), DOCA_SUCCESS);
