@@ -72,15 +72,7 @@ fuzz_target!(
 
 fn init() {
     // A private runtime directory for the Comch sockets of this process, removed at exit.
-    let dir = std::env::temp_dir().join(format!("dpakit-fuzz-{}", std::process::id()));
-    // SAFETY: set before the soft device reads the environment, on the only thread.
-    unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", &dir) };
-    extern "C" fn remove_dir() {
-        let dir = std::env::temp_dir().join(format!("dpakit-fuzz-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    // SAFETY: registers a plain function.
-    unsafe { libc::atexit(remove_dir) };
+    support::private_runtime_dir("dpakit-fuzz");
     // libFuzzer's hook aborts on any panic. A kernel's panic (in the kit's kernels or the
     // device runtime they call) is the kernel's bug, which the soft device reports as a fatal
     // DPA error: not a finding. Every other panic is.

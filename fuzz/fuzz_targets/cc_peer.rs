@@ -33,7 +33,6 @@ use dpakit_wire::{Connect, Listener, Recv, SeqPacket};
 use libfuzzer_sys::fuzz_target;
 use std::cell::RefCell;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use support::Bytes;
 
@@ -66,18 +65,7 @@ fuzz_target!(
 );
 
 fn init() {
-    let dir = runtime_dir();
-    // SAFETY: set before anything reads the environment, on the only thread.
-    unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", &dir) };
-    extern "C" fn remove_dir() {
-        let _ = std::fs::remove_dir_all(runtime_dir());
-    }
-    // SAFETY: registers a plain function.
-    unsafe { libc::atexit(remove_dir) };
-}
-
-fn runtime_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("dpakit-fuzz-cc-{}", std::process::id()))
+    support::private_runtime_dir("dpakit-fuzz-cc");
 }
 
 impl Rig {

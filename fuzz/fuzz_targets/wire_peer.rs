@@ -65,7 +65,6 @@ use libfuzzer_sys::fuzz_target;
 use protocol::{COMP, HEADER, POST};
 use rig::Rig;
 use std::ffi::CStr;
-use std::path::PathBuf;
 
 /// The server's name and the host function its representor stands for (its clients').
 const NAME: &CStr = c"wire-peer";
@@ -82,22 +81,11 @@ fuzz_target!(
 
 fn init() {
     // A private runtime directory for this process's server socket, removed at exit.
-    let dir = runtime_dir();
-    // SAFETY: set before the soft device reads the environment, on the only thread.
-    unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", &dir) };
-    extern "C" fn remove_dir() {
-        let _ = std::fs::remove_dir_all(runtime_dir());
-    }
-    // SAFETY: registers a plain function.
-    unsafe { libc::atexit(remove_dir) };
+    support::private_runtime_dir("dpakit-fuzz-wire");
     let layout = dpakit_emu::fuzzing::ring_bytes(2);
     assert_eq!(
         layout,
         Some(HEADER + 2 * (POST + COMP)),
         "the ring layout changed"
     );
-}
-
-fn runtime_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("dpakit-fuzz-wire-{}", std::process::id()))
 }

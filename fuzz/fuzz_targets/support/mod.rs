@@ -1,5 +1,35 @@
-//! What the fuzz targets share: reading values off the input, and memory with a guard page.
+//! What the fuzz targets share: reading values off the input, memory with a guard page, and
+//! a runtime directory of the process's own.
 #![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+static RUNTIME_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Points the soft device at a runtime directory of this process's own for its sockets
+/// (`<tmp>/<prefix>-<pid>`), removed when the process exits. Call it first, on the only thread.
+pub fn private_runtime_dir(prefix: &str) {
+    let dir = RUNTIME_DIR
+        .get_or_init(|| std::env::temp_dir().join(format!("{prefix}-{}", std::process::id())));
+    // SAFETY: set before the soft device reads the environment, on the only thread.
+    unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", dir) };
+    extern "C" fn remove_dir() {
+        if let Some(dir) = RUNTIME_DIR.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    // SAFETY: registers a plain function.
+    unsafe { libc::atexit(remove_dir) };
+}
+
+/// The directory [`private_runtime_dir`] chose.
+pub fn runtime_dir() -> PathBuf {
+    RUNTIME_DIR
+        .get()
+        .expect("private_runtime_dir was called first")
+        .clone()
+}
 
 /// Reads values off the fuzz input; once it runs out, every value is zero.
 pub struct Bytes<'a>(&'a [u8]);

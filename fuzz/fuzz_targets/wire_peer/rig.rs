@@ -6,7 +6,8 @@ use crate::program::{
     client_sent, on_connect, on_consumer, on_consumer_expired, on_disconnect, on_message,
     server_sent,
 };
-use crate::{HOST, NAME, runtime_dir};
+use crate::support::runtime_dir;
+use crate::{HOST, NAME};
 use dpakit_sys::*;
 use std::ffi::CStr;
 use std::os::fd::OwnedFd;
