@@ -25,6 +25,7 @@ const HEADERS: &[&str] = &[
     "doca_mmap.h",
     "doca_buf.h",
     "doca_buf_inventory.h",
+    "doca_buf_pool.h",
     "doca_comch.h",
     "doca_comch_msgq.h",
     "doca_comch_consumer.h",

@@ -54,10 +54,8 @@ impl BufInventory {
             )
         };
         check("doca_buf_inventory_buf_get_by_args", rc)?;
-        Ok(Buf {
-            raw,
-            _borrow: PhantomData,
-        })
+        // SAFETY: DOCA handed out this buffer with one reference, which the Buf now owns.
+        Ok(unsafe { Buf::from_raw(raw) })
     }
 
     /// A buffer over `[addr, addr + len)` holding no data yet (DOCA's `buf_get_by_addr`).
@@ -107,6 +105,17 @@ impl fmt::Debug for Buf<'_> {
 }
 
 impl Buf<'_> {
+    /// Wraps a buffer DOCA handed out with one reference.
+    ///
+    /// # Safety
+    /// `raw` is a live `doca_buf` whose reference the new value owns (it drops it).
+    pub(crate) unsafe fn from_raw(raw: *mut sys::doca_buf) -> Self {
+        Buf {
+            raw,
+            _borrow: PhantomData,
+        }
+    }
+
     /// `doca_buf_get_head`: start of the region.
     #[doc(alias = "doca_buf_get_head")]
     pub fn head(&self) -> Result<*mut u8> {

@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod buf;
+pub mod buf_pool;
 pub mod comch;
 pub mod comm_channel;
 pub mod ctx;

@@ -256,32 +256,58 @@ impl BufInventory {
                 ),
             ));
         }
-        mmap.acquire_buf(addr.addr(), len)?;
-        let Some(index) = s.free.pop() else {
-            mmap.release_buf();
-            return Err(Error::new(
+        let num_elements = self.inner.num_elements;
+        let taken = self.take(&mut s, mmap, |_| (addr, len, data, data_len))?;
+        taken.ok_or_else(|| {
+            Error::new(
                 ErrorCode::NoMemory,
                 format!(
-                    "the buffer inventory is empty: all {} elements are in use; return buffers \
-                     (dec_refcount to 0 or drop them) or create the inventory with more elements",
-                    self.inner.num_elements
+                    "the buffer inventory is empty: all {num_elements} elements are in use; \
+                     return buffers (dec_refcount to 0 or drop them) or create the inventory \
+                     with more elements"
                 ),
-            ));
+            )
+        })
+    }
+
+    /// Takes a free element (`None` when every one is in use) and places it where `place` says
+    /// for its index: `(head, len, data, data_len)`, counted on `mmap` (which checks the range).
+    /// The buffer pool gives each index a fixed element of its mmap through this.
+    pub(crate) fn take_placed(
+        &self,
+        mmap: &Mmap,
+        place: impl FnOnce(u32) -> (*mut u8, usize, *mut u8, usize),
+    ) -> Result<Option<Buf>> {
+        let mut s = self.inner.lock();
+        self.take(&mut s, mmap, place)
+    }
+
+    fn take(
+        &self,
+        s: &mut InvState,
+        mmap: &Mmap,
+        place: impl FnOnce(u32) -> (*mut u8, usize, *mut u8, usize),
+    ) -> Result<Option<Buf>> {
+        let Some(&index) = s.free.last() else {
+            return Ok(None);
         };
+        let (head, len, data, data_len) = place(index);
+        mmap.acquire_buf(head.addr(), len)?;
+        s.free.pop();
         let slot = &mut s.slots[index as usize];
         slot.live = true;
         slot.refcount = 1;
         slot.handles = 1;
         slot.mmap = Some(mmap.clone());
-        slot.head = RawPtr(addr);
+        slot.head = RawPtr(head);
         slot.len = len;
         slot.data = RawPtr(data);
         slot.data_len = data_len;
-        Ok(Buf {
+        Ok(Some(Buf {
             inv: self.inner.clone(),
             index,
             generation: slot.generation,
-        })
+        }))
     }
 }
 
@@ -512,6 +538,8 @@ impl Buf {
         })
     }
 }
+
+pub mod pool;
 
 #[cfg(test)]
 mod tests;

@@ -635,6 +635,70 @@ unsafe extern "C" {
 }
 #[repr(C)]
 #[derive(Debug)]
+pub struct doca_buf_pool {
+    _unused: [u8; 0],
+}
+unsafe extern "C" {
+    pub fn doca_buf_pool_create(
+        num_elements: usize,
+        element_size: usize,
+        mmap: *const doca_mmap,
+        buf_pool: *mut *mut doca_buf_pool,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_pool_destroy(buf_pool: *mut doca_buf_pool) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_pool_start(buf_pool: *mut doca_buf_pool) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_pool_stop(buf_pool: *mut doca_buf_pool) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_pool_buf_alloc(
+        buf_pool: *mut doca_buf_pool,
+        buf: *mut *mut doca_buf,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_pool_set_user_data(
+        buf_pool: *mut doca_buf_pool,
+        user_data: doca_data,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_pool_set_element_alignment(
+        buf_pool: *mut doca_buf_pool,
+        element_alignment: usize,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_pool_get_num_elements(
+        buf_pool: *const doca_buf_pool,
+        num_of_elements: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_pool_get_num_free_elements(
+        buf_pool: *const doca_buf_pool,
+        num_of_free_elements: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_pool_get_user_data(
+        buf_pool: *const doca_buf_pool,
+        user_data: *mut doca_data,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_buf_pool_get_element_alignment(
+        buf_pool: *const doca_buf_pool,
+        element_alignment: *mut usize,
+    ) -> doca_error_t;
+}
+#[repr(C)]
+#[derive(Debug)]
 pub struct doca_comch_connection {
     _unused: [u8; 0],
 }

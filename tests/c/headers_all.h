@@ -8,6 +8,7 @@
 #include <doca_argp.h>
 #include <doca_buf.h>
 #include <doca_buf_inventory.h>
+#include <doca_buf_pool.h>
 #include <doca_cc.h>
 #include <doca_cc_consumer.h>
 #include <doca_cc_producer.h>
@@ -102,6 +103,18 @@ static headers_all_fn headers_all_functions[] = {
 	HEADERS_ALL_FN(doca_buf_inventory_stop),
 	HEADERS_ALL_FN(doca_buf_inventory_get_num_elements),
 	HEADERS_ALL_FN(doca_buf_inventory_get_num_free_elements),
+	/* doca_buf_pool.h */
+	HEADERS_ALL_FN(doca_buf_pool_create),
+	HEADERS_ALL_FN(doca_buf_pool_destroy),
+	HEADERS_ALL_FN(doca_buf_pool_start),
+	HEADERS_ALL_FN(doca_buf_pool_stop),
+	HEADERS_ALL_FN(doca_buf_pool_buf_alloc),
+	HEADERS_ALL_FN(doca_buf_pool_set_user_data),
+	HEADERS_ALL_FN(doca_buf_pool_get_user_data),
+	HEADERS_ALL_FN(doca_buf_pool_set_element_alignment),
+	HEADERS_ALL_FN(doca_buf_pool_get_element_alignment),
+	HEADERS_ALL_FN(doca_buf_pool_get_num_elements),
+	HEADERS_ALL_FN(doca_buf_pool_get_num_free_elements),
 	/* doca_rdma.h */
 	HEADERS_ALL_FN(doca_rdma_create),
 	HEADERS_ALL_FN(doca_rdma_create_with_srq),

@@ -16,6 +16,7 @@ const C_PROGRAMS: &[(&str, &[&str])] = &[
     ("tests/c/ctx_state.c", &[]),
     ("tests/c/argp_log.c", &[]),
     ("tests/c/sync_event.c", &[]),
+    ("tests/c/buf_pool.c", &[]),
     ("tests/c/cc_2_5_client_server.c", &[]),
 ];
 

@@ -16,6 +16,7 @@
 #![allow(non_snake_case, clippy::missing_safety_doc)]
 
 mod buf;
+mod buf_pool;
 mod client;
 mod comch;
 mod comch_api;
@@ -47,6 +48,7 @@ mod unsupported;
 mod version;
 
 pub use buf::*;
+pub use buf_pool::*;
 pub use client::*;
 pub use comch_api::*;
 pub use comm_channel::*;

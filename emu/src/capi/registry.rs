@@ -49,10 +49,11 @@ pub(crate) enum Kind {
     SyncEvent,
     CommChannelEp,
     CommChannelAddr,
+    BufPool,
 }
 
 impl Kind {
-    const ALL: [Kind; 26] = [
+    const ALL: [Kind; 27] = [
         Kind::Devinfo,
         Kind::DevinfoRep,
         Kind::Dev,
@@ -79,6 +80,7 @@ impl Kind {
         Kind::SyncEvent,
         Kind::CommChannelEp,
         Kind::CommChannelAddr,
+        Kind::BufPool,
     ];
 
     fn from_tag(tag: u64) -> Option<Kind> {
@@ -116,6 +118,7 @@ impl Kind {
             Kind::SyncEvent => "struct doca_sync_event",
             Kind::CommChannelEp => "struct doca_comm_channel_ep_t",
             Kind::CommChannelAddr => "struct doca_comm_channel_addr_t",
+            Kind::BufPool => "struct doca_buf_pool",
         }
     }
 }

@@ -93,6 +93,7 @@ opaque!(
     doca_mmap,
     doca_buf,
     doca_buf_inventory,
+    doca_buf_pool,
     doca_comch_msgq,
     doca_comch_consumer,
     doca_comch_producer,
