@@ -171,7 +171,7 @@ impl Raw {
         // SAFETY: no pointers: the handshake waits for its answer.
         unsafe { libc::fcntl(raw.0.as_raw_fd(), libc::F_SETFL, 0) };
         let mut hello = vec![1u8];
-        hello.extend_from_slice(&1u32.to_le_bytes());
+        hello.extend_from_slice(&2u32.to_le_bytes()); // protocol version
         hello.extend_from_slice(&4080u32.to_le_bytes());
         for s in [HOST, name] {
             hello.extend_from_slice(&(s.len() as u16).to_le_bytes());

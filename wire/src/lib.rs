@@ -5,6 +5,7 @@
 //!   finds the servers of its own PCI function only (Comch's isolation by representor);
 //! * [`socket`]: `SOCK_SEQPACKET` sockets and the poller a progress engine waits on;
 //! * [`proto`]: the handshake and control messages, decoded without trusting the peer;
+//! * [`ctrl_ring`]: the control path in shared memory, a ring per direction of a connection;
 //! * [`fast_path`]: the shared-memory rings of the Comch fast path and their announcement,
 //!   with every byte and descriptor a peer hands over checked.
 //!
@@ -12,6 +13,7 @@
 //! limits ([`dpakit_abi::soft::limits`]), nothing of the model or the C API above it. Its API is
 //! the soft device's own, unstable, and not for programs.
 
+pub mod ctrl_ring;
 pub mod fast_path;
 pub mod proto;
 pub mod runtime;

@@ -5,7 +5,7 @@ use crate::Result;
 use dpakit_abi::bail;
 
 /// Protocol version, checked in the handshake.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Room a receive buffer needs beyond the largest control message (tag and handshake fields).
 pub const OVERHEAD: usize = 512;
@@ -23,6 +23,9 @@ pub const TAG_CONSUMER_GONE: u8 = 7;
 pub const TAG_CC_HELLO: u8 = 8;
 pub const TAG_CC_WELCOME: u8 = 9;
 pub const TAG_CC_ACK: u8 = 10;
+pub const TAG_WAKE: u8 = 11;
+pub const TAG_CTRL_RING: u8 = 12;
+pub const TAG_CTRL_RING_ACK: u8 = 13;
 
 /// A decoded message; borrowed fields point into the receive buffer.
 #[derive(Debug, PartialEq, Eq)]
@@ -67,6 +70,14 @@ pub enum Message<'a> {
     CcWelcome { max_msg_size: u32, recv_queue: u32 },
     /// Legacy Comm Channel: the receiver's program took this many more messages (credits back).
     CcAck { count: u32 },
+    /// The sender laid out a control ring for what it receives (its memfd travels with the
+    /// message): `depth` slots of the agreed max message size, `ring_len` bytes.
+    CtrlRing { depth: u64, ring_len: u64 },
+    /// The peer mapped this side's control ring: from now on its control messages come
+    /// through it, none on the socket.
+    CtrlRingAck,
+    /// Something waits in a control ring (or room was freed in one): look.
+    Wake,
 }
 
 /// `HELLO`.
@@ -118,6 +129,14 @@ pub fn cc_welcome(max_msg_size: u32, recv_queue: u32) -> [u8; 9] {
     let mut m = [TAG_CC_WELCOME; 9];
     m[1..5].copy_from_slice(&max_msg_size.to_le_bytes());
     m[5..9].copy_from_slice(&recv_queue.to_le_bytes());
+    m
+}
+
+/// `CTRL_RING`.
+pub fn ctrl_ring(depth: u64, ring_len: u64) -> [u8; 17] {
+    let mut m = [TAG_CTRL_RING; 17];
+    m[1..9].copy_from_slice(&depth.to_le_bytes());
+    m[9..17].copy_from_slice(&ring_len.to_le_bytes());
     m
 }
 
@@ -210,6 +229,12 @@ pub fn decode(buf: &[u8]) -> Result<Message<'_>> {
             recv_queue: r.u32()?,
         },
         TAG_CC_ACK => Message::CcAck { count: r.u32()? },
+        TAG_CTRL_RING => Message::CtrlRing {
+            depth: r.u64()?,
+            ring_len: r.u64()?,
+        },
+        TAG_CTRL_RING_ACK => Message::CtrlRingAck,
+        TAG_WAKE => Message::Wake,
         other => bail!(InvalidValue, "unknown Comch protocol message tag {other}"),
     };
     r.end()?;
@@ -284,6 +309,15 @@ mod tests {
         );
         assert_eq!(decode(&[TAG_DATA, 1, 2]).unwrap(), Message::Data(&[1, 2]));
         assert_eq!(decode(&[TAG_DATA]).unwrap(), Message::Data(&[]));
+        assert_eq!(
+            decode(&ctrl_ring(128, 1 << 20)).unwrap(),
+            Message::CtrlRing {
+                depth: 128,
+                ring_len: 1 << 20
+            }
+        );
+        assert_eq!(decode(&[TAG_CTRL_RING_ACK]).unwrap(), Message::CtrlRingAck);
+        assert_eq!(decode(&[TAG_WAKE]).unwrap(), Message::Wake);
     }
 
     #[test]
@@ -292,6 +326,8 @@ mod tests {
         assert!(decode(&[99]).is_err());
         assert!(decode(&[TAG_HELLO, 1, 0]).is_err());
         assert!(decode(&[TAG_BYE, 0]).is_err());
+        assert!(decode(&[TAG_WAKE, 0]).is_err());
+        assert!(decode(&ctrl_ring(1, 2)[..16]).is_err());
         let mut h = hello(1, "a", "b");
         h.pop();
         assert!(decode(&h).is_err());

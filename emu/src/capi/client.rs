@@ -153,6 +153,9 @@ impl ClientObj {
                 return 0;
             }
         };
+        if let Ok(conn) = connection(handle.cast(), "connection") {
+            conn.offer_ring(self.ep.recv_queue_size.get(), self.ep.max_msg_size.get());
+        }
         self.stop_timer();
         *self.phase.borrow_mut() = Phase::Connected(handle);
         self.ep.core.transition(CtxState::Running);
@@ -174,6 +177,13 @@ impl ClientObj {
     }
 
     fn poll_once(&self) -> usize {
+        // Sends the server took complete first, so their tasks are free for the callbacks of
+        // what arrives in this pass.
+        if let Phase::Connected(h) = &*self.phase.borrow() {
+            if let Ok(conn) = connection(h.cast(), "connection") {
+                self.ep.reap(conn);
+            }
+        }
         let mut n = self.ep.run_done();
         let connected = match &*self.phase.borrow() {
             Phase::Idle => None,
@@ -196,12 +206,21 @@ impl ClientObj {
             }
             Some(Some(h)) => {
                 if let Ok(conn) = connection(h.cast(), "connection") {
-                    let (got, flow) = self.ep.receive(h, conn);
+                    let woke = self.ep.woke();
+                    if woke {
+                        conn.awake();
+                    }
+                    // The socket only when due: a busy pass over rings makes no system call.
+                    let (got, flow) = if self.ep.socket_due(conn.on_rings(), woke) {
+                        self.ep.receive(h, conn)
+                    } else {
+                        self.ep.receive_ring(h, conn, self.ep.recv_queue_size.get())
+                    };
                     n += got;
                     if flow == Flow::Closed || conn.state.get() != ConnState::Connected {
                         n += self.lost(h);
                     } else {
-                        if conn.has_waiting() {
+                        if conn.needs_flush() {
                             self.ep.flush(conn);
                         }
                         conn.shared.flush_unsent();
@@ -283,7 +302,12 @@ impl Context for ClientObj {
     }
 
     fn has_pending(&self) -> bool {
-        self.ep.has_done()
+        // Armed: the server wakes this engine from now on.
+        let armed = match &*self.phase.borrow() {
+            Phase::Connected(h) => connection(h.cast(), "connection").is_ok_and(|c| self.ep.arm(c)),
+            _ => false,
+        };
+        armed || self.ep.has_done()
     }
 
     fn after_progress(&self) -> usize {

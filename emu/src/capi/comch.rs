@@ -9,8 +9,8 @@ use super::task::{Task, TaskCore, TaskNames, Tasks};
 use super::types::*;
 use crate::error::{ErrorCode, Result, bail, err};
 use crate::limits::{
-    COMCH_DEFAULT_RECV_QUEUE_SIZE, COMCH_MAX_MSG_SIZE, COMCH_MAX_NAME_LEN,
-    COMCH_MAX_RECV_QUEUE_SIZE, COMCH_MAX_SEND_TASKS,
+    COMCH_CTRL_RING_MAX_DEPTH, COMCH_DEFAULT_RECV_QUEUE_SIZE, COMCH_MAX_MSG_SIZE,
+    COMCH_MAX_NAME_LEN, COMCH_MAX_RECV_QUEUE_SIZE, COMCH_MAX_SEND_TASKS,
 };
 use dpakit_wire::Recv;
 use dpakit_wire::fast_path::RemoteConsumer;
@@ -53,7 +53,20 @@ pub(crate) struct Endpoint {
     /// Sends written to the socket (or failed), whose callbacks run at the next progress.
     done: RefCell<VecDeque<(u32, doca_error_t)>>,
     recv_buf: RefCell<Box<[u8]>>,
+    /// Progress passes since the sockets were last looked at (see [`socket_due`]).
+    ///
+    /// [`socket_due`]: Self::socket_due
+    passes: Cell<u32>,
+    /// Whether the progress engine asked to sleep since the last pass.
+    slept: Cell<bool>,
 }
+
+/// How often the socket of a connection whose control messages go through rings is looked at
+/// by a busy progress engine: once every this many passes (and at the first pass after it
+/// slept). The socket then carries only wake-ups, disconnections and fast-path
+/// announcements, which can wait a few passes; a system call per pass would cost more than the
+/// round trip.
+const SOCKET_EVERY: u32 = 16;
 
 /// A `struct doca_comch_task_send`.
 /// `#[repr(C)]`, core first: see [`Task`].
@@ -142,6 +155,8 @@ impl Endpoint {
             }),
             done: RefCell::new(VecDeque::new()),
             recv_buf: RefCell::new(Box::new([])),
+            passes: Cell::new(0),
+            slept: Cell::new(false),
         }
     }
 
@@ -358,32 +373,121 @@ impl Endpoint {
         conn.flush(&mut self.done.borrow_mut());
     }
 
+    /// Completes the sends of `conn` its peer has taken from its ring.
+    pub(crate) fn reap(&self, conn: &ConnObj) {
+        conn.reap(&mut self.done.borrow_mut());
+    }
+
     /// Fails the sends of `conn` still waiting: their error callbacks run at the next progress.
     pub(crate) fn fail_pending(&self, conn: &ConnObj) {
         conn.fail_pending(&mut self.done.borrow_mut());
     }
 
-    /// Delivers what arrived on connection `handle`: at most the receive queue size of
-    /// messages per progress, each to the receive callback (its buffer valid during the call).
-    pub(crate) fn receive(&self, handle: *mut c_void, conn: &ConnObj) -> (usize, Flow) {
+    /// Whether this pass looks at the sockets: always while any connection (or handshake)
+    /// still uses its socket for control messages (`on_rings` false), else every
+    /// [`SOCKET_EVERY`] passes and at the first pass after the progress engine slept (`woke`).
+    pub(crate) fn socket_due(&self, on_rings: bool, woke: bool) -> bool {
+        let n = self.passes.get().wrapping_add(1);
+        self.passes.set(n);
+        !on_rings || woke || n % SOCKET_EVERY == 0
+    }
+
+    /// The progress engine may sleep: `conn`'s peer wakes it from now on. Whether a message
+    /// is there already (then it must not sleep).
+    pub(crate) fn arm(&self, conn: &ConnObj) -> bool {
+        self.slept.set(true);
+        conn.sleep()
+    }
+
+    /// At the start of a pass: whether the progress engine slept since the last one (then
+    /// its connections' peers need not wake it any more: [`ConnObj::awake`]).
+    pub(crate) fn woke(&self) -> bool {
+        self.slept.replace(false)
+    }
+
+    fn violation(&self, why: &str) {
+        let e = err(
+            ErrorCode::InvalidValue,
+            format!("the peer broke the protocol, the connection is dropped: {why}"),
+        );
+        super::report(&format!("comch {}", self.role), &e);
+    }
+
+    /// The receive buffer, for a message to be delivered from it. No `RefCell` borrow is held
+    /// across the callback, which may call back into the endpoint.
+    fn recv_slice<'a>(&self) -> &'a mut [u8] {
+        let (buf, cap) = {
+            let mut b = self.recv_buf.borrow_mut();
+            (b.as_mut_ptr(), b.len())
+        };
+        // SAFETY: the endpoint's receive buffer, not resized while it runs; one message at a
+        // time is read into it and delivered from it.
+        unsafe { std::slice::from_raw_parts_mut(buf, cap) }
+    }
+
+    /// Hands one control message to the receive callback (valid during the call, as DOCA
+    /// documents).
+    fn deliver(&self, handle: *mut c_void, conn: &ConnObj, payload: &[u8]) {
+        conn.count_recv(payload.len());
+        if let Some(cb) = self.recv_cb.get() {
+            // SAFETY: the program's callback; the payload lies in our buffer.
+            unsafe {
+                cb(
+                    self.core.handle.get().cast(),
+                    payload.as_ptr() as *mut u8,
+                    payload.len() as u32,
+                    handle.cast(),
+                )
+            };
+        }
+    }
+
+    /// Delivers what waits in connection `handle`'s control ring: at most `budget` messages.
+    pub(crate) fn receive_ring(
+        &self,
+        handle: *mut c_void,
+        conn: &ConnObj,
+        budget: u32,
+    ) -> (usize, Flow) {
         let mut n = 0;
-        for _ in 0..self.recv_queue_size.get() {
+        while n < budget as usize && conn.state.get() == ConnState::Connected {
+            let slice = self.recv_slice();
+            match conn.pop(slice) {
+                Ok(Some(len)) => self.deliver(handle, conn, &slice[..len]),
+                Ok(None) => break,
+                Err(e) => {
+                    self.violation(e.message());
+                    return (n, Flow::Closed);
+                }
+            }
+            n += 1;
+        }
+        if n > 0 {
+            conn.after_pops();
+        }
+        (n, Flow::Open)
+    }
+
+    /// Delivers what arrived on connection `handle`: its control ring's messages, then its
+    /// socket's, at most the receive queue size of each per progress. A socket message other
+    /// than a wake-up is handled only after the ring is emptied, so each side's messages keep
+    /// their order.
+    pub(crate) fn receive(&self, handle: *mut c_void, conn: &ConnObj) -> (usize, Flow) {
+        let budget = self.recv_queue_size.get();
+        let (mut n, flow) = self.receive_ring(handle, conn, budget);
+        if flow == Flow::Closed {
+            return (n, flow);
+        }
+        for _ in 0..budget {
             if conn.state.get() != ConnState::Connected {
                 return (n, Flow::Open);
             }
-            let (buf, cap) = {
-                let mut b = self.recv_buf.borrow_mut();
-                (b.as_mut_ptr(), b.len())
-            };
-            // SAFETY: the endpoint's receive buffer, not resized while it runs; no RefCell
-            // borrow is held across the callback, which may call back into the endpoint.
-            let slice = unsafe { std::slice::from_raw_parts_mut(buf, cap) };
+            let slice = self.recv_slice();
             // The descriptors that came with this message, closed with it (on every way out:
             // a peer that is dropped must not leave any of its descriptors open here) unless
             // an announcement keeps them. Only announcements carry any.
             let mut fds: Vec<OwnedFd> = Vec::new();
             let got = conn.sock.recv(slice, &mut fds);
-            let carried_fds = !fds.is_empty();
             let len = match got {
                 Ok(Recv::Message(len)) => len,
                 Ok(Recv::Empty) => return (n, Flow::Open),
@@ -393,40 +497,68 @@ impl Endpoint {
                     return (n, Flow::Closed);
                 }
             };
-            let violation = |why: String| {
-                let e = err(
-                    ErrorCode::InvalidValue,
-                    format!("the peer broke the protocol, the connection is dropped: {why}"),
-                );
-                super::report(&format!("comch {}", self.role), &e);
+            let message = proto::decode(&slice[..len]);
+            // Only announcements carry descriptors: a consumer's three (checked when it is
+            // attached) and a control ring's one.
+            let allowed = match &message {
+                Ok(Message::ConsumerNew { .. }) | Err(_) => None,
+                Ok(Message::CtrlRing { .. }) => Some(1),
+                Ok(_) => Some(0),
             };
-            match proto::decode(&slice[..len]) {
+            if allowed.is_some_and(|k| k != fds.len()) {
+                self.violation(&format!(
+                    "{} descriptor(s) attached to a message that carries {}",
+                    fds.len(),
+                    allowed.unwrap_or(0)
+                ));
+                return (n, Flow::Closed);
+            }
+            // Ring first: what the peer put there was sent before this.
+            if !matches!(message, Ok(Message::Wake)) {
+                let (m, flow) = self.receive_ring(handle, conn, COMCH_CTRL_RING_MAX_DEPTH as u32);
+                n += m;
+                if flow == Flow::Closed {
+                    return (n, flow);
+                }
+            }
+            match message {
                 Ok(Message::Data(payload)) if payload.len() > self.max_msg_size.get() as usize => {
-                    violation(format!(
+                    self.violation(&format!(
                         "a {}-byte message, more than the {} bytes agreed",
                         payload.len(),
                         self.max_msg_size.get()
                     ));
                     return (n, Flow::Closed);
                 }
-                Ok(Message::Data(_)) | Ok(Message::ConsumerGone { .. }) if carried_fds => {
-                    violation("descriptors attached to a message that carries none".into());
+                Ok(Message::Data(_)) if conn.rx_active() => {
+                    self.violation(
+                        "a control message on the socket after its control ring was acknowledged",
+                    );
                     return (n, Flow::Closed);
                 }
-                Ok(Message::Data(payload)) => {
-                    conn.count_recv(payload.len());
-                    if let Some(cb) = self.recv_cb.get() {
-                        // SAFETY: the program's callback; the payload lies in our buffer and is
-                        // valid for the call, as DOCA documents.
-                        unsafe {
-                            cb(
-                                self.core.handle.get().cast(),
-                                payload.as_ptr() as *mut u8,
-                                payload.len() as u32,
-                                handle.cast(),
-                            )
-                        };
+                Ok(Message::Data(payload)) => self.deliver(handle, conn, payload),
+                Ok(Message::Wake) => {
+                    let (m, flow) = self.receive_ring(handle, conn, budget);
+                    n += m;
+                    if flow == Flow::Closed {
+                        return (n, flow);
                     }
+                    continue;
+                }
+                Ok(Message::CtrlRing { depth, ring_len }) => {
+                    let fd = fds.pop().expect("one descriptor, checked above");
+                    if let Err(e) = conn.peer_ring(fd, depth, ring_len) {
+                        self.violation(e.message());
+                        return (n, Flow::Closed);
+                    }
+                    continue;
+                }
+                Ok(Message::CtrlRingAck) => {
+                    if let Err(e) = conn.ring_acknowledged() {
+                        self.violation(e.message());
+                        return (n, Flow::Closed);
+                    }
+                    continue;
                 }
                 Ok(Message::ConsumerNew {
                     id,
@@ -438,14 +570,14 @@ impl Endpoint {
                     let added = RemoteConsumer::attach(id, depth, imm_len, ring_len, data_len, fds)
                         .and_then(|c| conn.shared.add_remote(c));
                     if let Err(e) = added {
-                        violation(e.message().to_string());
+                        self.violation(e.message());
                         return (n, Flow::Closed);
                     }
                     self.consumer_event(handle, id, true);
                 }
                 Ok(Message::ConsumerGone { id }) => {
                     if let Err(e) = conn.shared.remove_remote(id) {
-                        violation(e.message().to_string());
+                        self.violation(e.message());
                         return (n, Flow::Closed);
                     }
                     self.consumer_event(handle, id, false);

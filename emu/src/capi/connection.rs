@@ -1,16 +1,19 @@
-//! `struct doca_comch_connection`: one client ↔ server connection, its socket, user data,
-//! statistics, and the sends waiting for room in the socket.
+//! `struct doca_comch_connection`: one client ↔ server connection, its socket, its control
+//! rings (dpakit_wire::ctrl_ring: control messages travel through shared memory once both
+//! sides mapped them), user data, statistics, and the sends waiting for room.
 
 use super::registry::{self, Kind, Object};
 use super::types::*;
 use super::{call, call_value, out};
 use crate::error::{ErrorCode, Result, bail};
 use dpakit_wire::SeqPacket;
+use dpakit_wire::ctrl_ring::{CtrlReceiver, CtrlSender, Pushed, depth_for};
 use dpakit_wire::fast_path::ConnShared;
-use dpakit_wire::proto::TAG_DATA;
+use dpakit_wire::proto::{self, TAG_CTRL_RING_ACK, TAG_DATA, TAG_WAKE};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 /// Where a connection is in its life.
@@ -22,7 +25,14 @@ pub(crate) enum ConnState {
     Closed,
 }
 
-/// A send waiting for room in the socket: task index, message.
+/// Which way a control message went.
+#[derive(Clone, Copy)]
+enum Via {
+    Socket,
+    Ring,
+}
+
+/// A send waiting for room in the socket or the peer's ring: task index, message.
 struct Waiting {
     index: u32,
     msg: *const u8,
@@ -41,6 +51,22 @@ pub(crate) struct ConnObj {
     /// how many exist: the connection cannot disconnect while any do).
     pub shared: Arc<ConnShared>,
     waiting: RefCell<VecDeque<Waiting>>,
+    /// This side's control ring, once announced; read from once the peer acknowledged it
+    /// (`rx_active`), since everything it sent on the socket before that comes first.
+    rx: RefCell<Option<CtrlReceiver>>,
+    rx_active: Cell<bool>,
+    /// The peer's control ring, once mapped and acknowledged: sends go there, not the socket.
+    tx: RefCell<Option<CtrlSender>>,
+    /// Sends in the peer's ring not taken yet (task indices, oldest first): a send completes
+    /// once the peer took its message ("delivered to the remote side"), which also bounds
+    /// what one side can have in flight by its send tasks. `ring_done` counts those completed.
+    ring_sent: RefCell<VecDeque<u32>>,
+    ring_done: Cell<u64>,
+    /// A ring the peer announced while sends waited for the socket (or the acknowledgement
+    /// could not be sent yet): taken up once they are out, so order holds.
+    tx_offer: RefCell<Option<(OwnedFd, u64, u64)>>,
+    /// The max message size both sides agreed on in the handshake: the rings' slot size.
+    max_msg: Cell<u32>,
     /// Sent messages, sent bytes, received messages, received bytes: live, and as of the last
     /// `doca_comch_connection_update_info`.
     live: [Cell<u64>; 4],
@@ -76,25 +102,32 @@ impl ConnObj {
             state: Cell::new(ConnState::Connected),
             user_data: Cell::new(doca_data::default()),
             waiting: RefCell::new(VecDeque::with_capacity(max_waiting)),
+            rx: RefCell::new(None),
+            rx_active: Cell::new(false),
+            tx: RefCell::new(None),
+            tx_offer: RefCell::new(None),
+            ring_sent: RefCell::new(VecDeque::new()),
+            ring_done: Cell::new(0),
+            max_msg: Cell::new(0),
             live: Default::default(),
             shown: Default::default(),
         }))
     }
 
-    /// Sends task `index`'s message, or keeps it for [`flush`](Self::flush) when the socket is
-    /// full (behind any already waiting, so order holds). What finished goes to `done`.
+    /// Sends task `index`'s message, or keeps it for [`flush`](Self::flush) when there is no
+    /// room (behind any already waiting, so order holds). What finished goes to `done`.
     pub(crate) fn send(&self, index: u32, msg: &[u8], done: &mut VecDeque<(u32, doca_error_t)>) {
         let mut waiting = self.waiting.borrow_mut();
         if waiting.is_empty() {
-            match self.sock.send(&[&[TAG_DATA], msg], &[]) {
-                Ok(true) => {
+            match self.write(msg) {
+                Ok(Some(via)) => {
                     self.count(0, msg.len());
-                    done.push_back((index, 0));
+                    self.sent(index, via, done);
                     return;
                 }
-                Ok(false) => {}
-                Err(_) => {
-                    done.push_back((index, ErrorCode::NotConnected.raw() as doca_error_t));
+                Ok(None) => {}
+                Err(code) => {
+                    done.push_back((index, code.raw() as doca_error_t));
                     return;
                 }
             }
@@ -106,7 +139,81 @@ impl ConnObj {
         });
     }
 
-    /// Writes waiting sends while the socket takes them.
+    /// One control message: into the peer's ring once there is one, else on the socket.
+    /// `Ok(None)` while there is no room.
+    fn write(&self, msg: &[u8]) -> Result<Option<Via>, ErrorCode> {
+        if let Some(tx) = self.tx.borrow_mut().as_mut() {
+            return match tx.push(msg) {
+                Ok(Pushed::Sent { wake }) => {
+                    if wake {
+                        self.wake_peer();
+                    }
+                    Ok(Some(Via::Ring))
+                }
+                Ok(Pushed::Full) => Ok(None),
+                Err(e) => {
+                    self.broken(&e);
+                    Err(ErrorCode::ConnectionAborted)
+                }
+            };
+        }
+        match self.sock.send(&[&[TAG_DATA], msg], &[]) {
+            Ok(true) => Ok(Some(Via::Socket)),
+            Ok(false) => Ok(None),
+            Err(_) => Err(ErrorCode::NotConnected),
+        }
+    }
+
+    /// Task `index`'s message is out: a socket send is done, a ring send once the peer takes it
+    /// ([`reap`](Self::reap)).
+    fn sent(&self, index: u32, via: Via, done: &mut VecDeque<(u32, doca_error_t)>) {
+        match via {
+            Via::Socket => done.push_back((index, 0)),
+            Via::Ring => self.ring_sent.borrow_mut().push_back(index),
+        }
+    }
+
+    /// Completes the ring sends the peer has taken since the last call.
+    pub(crate) fn reap(&self, done: &mut VecDeque<(u32, doca_error_t)>) {
+        let taken = match self.tx.borrow().as_ref().map(CtrlSender::taken) {
+            None => return,
+            Some(Ok(taken)) => taken,
+            Some(Err(e)) => {
+                self.broken(&e);
+                return;
+            }
+        };
+        let mut sent = self.ring_sent.borrow_mut();
+        while self.ring_done.get() != taken {
+            let Some(index) = sent.pop_front() else { break };
+            self.ring_done.set(self.ring_done.get().wrapping_add(1));
+            done.push_back((index, 0));
+        }
+    }
+
+    /// Tells the peer to look at a ring. Never waits: a full socket already holds a wake-up.
+    pub(crate) fn wake_peer(&self) {
+        let _ = self.sock.send(&[&[TAG_WAKE]], &[]);
+    }
+
+    /// The peer broke the control-ring protocol: the connection ends (its owner sees the
+    /// socket closed at its next progress and drops it, as for the other violations).
+    fn broken(&self, e: &crate::error::Error) {
+        super::report(
+            "comch connection",
+            &crate::error::err(
+                ErrorCode::InvalidValue,
+                format!(
+                    "the peer broke the protocol, the connection is dropped: {}",
+                    e.message()
+                ),
+            ),
+        );
+        self.sock.shutdown();
+    }
+
+    /// Writes waiting sends while there is room, then takes up a ring the peer announced
+    /// meanwhile.
     pub(crate) fn flush(&self, done: &mut VecDeque<(u32, doca_error_t)>) {
         let mut waiting = self.waiting.borrow_mut();
         while let Some(w) = waiting.front() {
@@ -116,13 +223,13 @@ impl ConnObj {
                 // SAFETY: the program keeps a submitted message valid until its task completes.
                 unsafe { std::slice::from_raw_parts(w.msg, w.len) }
             };
-            match self.sock.send(&[&[TAG_DATA], msg], &[]) {
-                Ok(true) => {
+            match self.write(msg) {
+                Ok(Some(via)) => {
                     self.count(0, msg.len());
-                    done.push_back((w.index, 0));
+                    self.sent(w.index, via, done);
                     waiting.pop_front();
                 }
-                Ok(false) => return,
+                Ok(None) => return,
                 Err(_) => {
                     drop(waiting);
                     self.fail_pending(done);
@@ -130,21 +237,151 @@ impl ConnObj {
                 }
             }
         }
+        drop(waiting);
+        self.take_offer();
     }
 
-    /// Fails every waiting send with `CONNECTION_RESET`.
+    /// Whether [`flush`](Self::flush) has anything to do.
+    pub(crate) fn needs_flush(&self) -> bool {
+        !self.waiting.borrow().is_empty() || self.tx_offer.borrow().is_some()
+    }
+
+    /// Lays out this side's control ring (`recv_queue_size` deep, rounded up, for messages of
+    /// the agreed `max_msg_size`) and announces it. Without room to announce it, or memory,
+    /// the peer keeps sending on the socket.
+    pub(crate) fn offer_ring(&self, recv_queue_size: u32, max_msg_size: u32) {
+        self.max_msg.set(max_msg_size);
+        let made = CtrlReceiver::create(depth_for(recv_queue_size), max_msg_size as usize);
+        let Ok((rx, fd, len)) = made else { return };
+        let msg = proto::ctrl_ring(depth_for(recv_queue_size), len);
+        if matches!(self.sock.send(&[&msg], &[fd.as_raw_fd()]), Ok(true)) {
+            *self.rx.borrow_mut() = Some(rx);
+        }
+    }
+
+    /// The peer announced its ring (`fd`, `depth` slots, `ring_len` bytes): mapped and
+    /// acknowledged now, or once the sends waiting on the socket are out. `INVALID_VALUE` (a
+    /// violation) for a second announcement or a ring that is not what was agreed.
+    pub(crate) fn peer_ring(&self, fd: OwnedFd, depth: u64, ring_len: u64) -> Result<()> {
+        if self.tx.borrow().is_some() || self.tx_offer.borrow().is_some() {
+            bail!(InvalidValue, "the peer announced a second control ring");
+        }
+        *self.tx_offer.borrow_mut() = Some((fd, depth, ring_len));
+        if self.waiting.borrow().is_empty() {
+            return self.take_offer_checked();
+        }
+        Ok(())
+    }
+
+    fn take_offer(&self) {
+        if let Err(e) = self.take_offer_checked() {
+            self.broken(&e);
+        }
+    }
+
+    /// Maps the announced ring and acknowledges it; from the acknowledgement on, sends go into
+    /// the ring. Keeps the offer while the socket has no room for the acknowledgement.
+    fn take_offer_checked(&self) -> Result<()> {
+        let Some((fd, depth, ring_len)) = self.tx_offer.borrow_mut().take() else {
+            return Ok(());
+        };
+        let max_msg = self.max_msg.get() as usize;
+        let tx = CtrlSender::attach(&fd, depth, ring_len, max_msg)?;
+        match self.sock.send(&[&[TAG_CTRL_RING_ACK]], &[]) {
+            Ok(true) => {
+                // Room for every message the ring can hold: no allocation per send.
+                self.ring_sent.borrow_mut().reserve(depth as usize);
+                *self.tx.borrow_mut() = Some(tx);
+            }
+            Ok(false) => *self.tx_offer.borrow_mut() = Some((fd, depth, ring_len)),
+            Err(_) => {}
+        }
+        Ok(())
+    }
+
+    /// The peer mapped this side's ring: read from it from now on. `INVALID_VALUE` (a
+    /// violation) if there is none to acknowledge.
+    pub(crate) fn ring_acknowledged(&self) -> Result<()> {
+        if self.rx.borrow().is_none() || self.rx_active.get() {
+            bail!(
+                InvalidValue,
+                "the peer acknowledged a control ring this side did not announce"
+            );
+        }
+        self.rx_active.set(true);
+        Ok(())
+    }
+
+    /// Whether control messages arrive through the ring (then none may come on the socket).
+    pub(crate) fn rx_active(&self) -> bool {
+        self.rx_active.get()
+    }
+
+    /// Whether both directions go through rings and nothing waits: the socket then carries
+    /// only wake-ups, disconnections and fast-path announcements, and is looked at less often.
+    pub(crate) fn on_rings(&self) -> bool {
+        self.rx_active.get() && self.tx.borrow().is_some() && !self.needs_flush()
+    }
+
+    /// Takes the next message of this side's ring into `buf`: its length, `None` when empty
+    /// (or not in use yet), `INVALID_VALUE` when the peer broke the protocol.
+    pub(crate) fn pop(&self, buf: &mut [u8]) -> Result<Option<usize>> {
+        if !self.rx_active.get() {
+            return Ok(None);
+        }
+        match self.rx.borrow_mut().as_mut() {
+            Some(rx) => rx.pop(buf),
+            None => Ok(None),
+        }
+    }
+
+    /// After taking messages from this side's ring: wakes a sender that waits for room.
+    pub(crate) fn after_pops(&self) {
+        let waiting = self
+            .rx
+            .borrow()
+            .as_ref()
+            .is_some_and(|rx| rx.sender_waiting());
+        if waiting {
+            self.wake_peer();
+        }
+    }
+
+    /// Before the owner's progress engine sleeps: the peer wakes it from now on. Whether a
+    /// message is there already.
+    /// Also, with sends in the peer's ring, the peer wakes it when it takes them.
+    pub(crate) fn sleep(&self) -> bool {
+        let arrived =
+            self.rx_active.get() && self.rx.borrow_mut().as_mut().is_some_and(|rx| rx.sleep());
+        let taken = !self.ring_sent.borrow().is_empty()
+            && self
+                .tx
+                .borrow()
+                .as_ref()
+                .is_some_and(|tx| tx.sleep_until_taken(self.ring_done.get()));
+        arrived | taken
+    }
+
+    /// The owner runs again.
+    pub(crate) fn awake(&self) {
+        if let Some(rx) = self.rx.borrow_mut().as_mut() {
+            rx.awake();
+        }
+    }
+
+    /// Fails every send not delivered with `CONNECTION_RESET`.
     pub(crate) fn fail_pending(&self, done: &mut VecDeque<(u32, doca_error_t)>) {
+        // What the peer took before it went is delivered; the rest of the ring is not.
+        self.reap(done);
         let status = ErrorCode::ConnectionReset.raw() as doca_error_t;
+        // Ring sends first: they were out before the waiting ones.
+        done.extend(self.ring_sent.borrow_mut().drain(..).map(|i| (i, status)));
         done.extend(
             self.waiting
                 .borrow_mut()
                 .drain(..)
                 .map(|w| (w.index, status)),
         );
-    }
-
-    pub(crate) fn has_waiting(&self) -> bool {
-        !self.waiting.borrow().is_empty()
     }
 
     /// Marks the connection closed and shuts the socket, so the peer sees it at once.

@@ -48,7 +48,7 @@ pub fn hello(b: &mut Bytes<'_>) -> Vec<u8> {
             }
         }
     };
-    let version = if fuzzed && b.bool() { b.u32() } else { 1 };
+    let version = if fuzzed && b.bool() { b.u32() } else { 2 };
     let max = if fuzzed {
         [MAX_MSG as u32, MAX_MSG as u32 - 1, 0, b.u32()][usize::from(b.u8() % 4)]
     } else {

@@ -99,6 +99,11 @@ pub const COMCH_MAX_SHARED_BYTES_PER_CONNECTION: u64 = 4 << 30;
 /// socket full all along) before its start fails, in milliseconds.
 pub const COMCH_ANNOUNCE_TIMEOUT_MS: u64 = 1000;
 
+/// Most slots of a connection's control ring, one per direction (each side's ring is its
+/// receive queue size rounded up to a power of two, at most this): with 4,080-byte messages a
+/// ring is at most 1 MiB, and a server maps at most one per client.
+pub const COMCH_CTRL_RING_MAX_DEPTH: usize = 256;
+
 /// Smallest maximal message size of a legacy Comm Channel endpoint, in bytes; smaller requests
 /// are raised to it.
 pub const COMM_CHANNEL_MIN_MSG_SIZE: usize = 256;

@@ -199,8 +199,8 @@ impl ConnShared {
 
 /// A memory mapping of a shared file, unmapped on drop.
 pub struct Mapping {
-    pub(super) ptr: *mut u8,
-    pub(super) len: usize,
+    pub(crate) ptr: *mut u8,
+    pub(crate) len: usize,
     /// Heap memory standing in for a mapping (the ring's loom model), freed instead of
     /// unmapped.
     heap: bool,
@@ -224,7 +224,7 @@ unsafe impl Sync for Mapping {}
 
 /// `INVALID_VALUE` unless `fd` is a memory file of at least `len` bytes that cannot shrink:
 /// mapping anything else from a peer could fault on access.
-pub(super) fn check_shared_file(fd: RawFd, len: usize) -> Result<()> {
+pub(crate) fn check_shared_file(fd: RawFd, len: usize) -> Result<()> {
     // SAFETY: no pointers.
     let seals = unsafe { libc::fcntl(fd, libc::F_GET_SEALS) };
     // SAFETY: stat is plain data; fstat fills it.
@@ -245,7 +245,7 @@ pub(super) fn check_shared_file(fd: RawFd, len: usize) -> Result<()> {
 }
 
 impl Mapping {
-    pub(super) fn map(fd: RawFd, len: usize) -> Result<Mapping> {
+    pub(crate) fn map(fd: RawFd, len: usize) -> Result<Mapping> {
         // SAFETY: a fresh shared mapping of `len` bytes of `fd`; the result is checked.
         let ptr = unsafe {
             libc::mmap(
@@ -269,7 +269,7 @@ impl Mapping {
 
     /// `len` zeroed bytes of heap, aligned to a cache line, in place of a mapping.
     #[cfg_attr(not(loom), allow(dead_code))]
-    pub(super) fn heap(len: usize) -> Mapping {
+    pub(crate) fn heap(len: usize) -> Mapping {
         let layout = Self::heap_layout(len);
         // SAFETY: a non-zero size (at least one cache line).
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
@@ -287,7 +287,18 @@ impl Mapping {
         std::alloc::Layout::from_size_align(len.max(64), 64).expect("a valid layout")
     }
 
-    pub(super) fn is_heap(&self) -> bool {
+    /// A second handle on this heap memory, for the other side of a loom model. It must be
+    /// forgotten, never dropped (it would unmap heap memory).
+    #[cfg(loom)]
+    pub(crate) fn alias(&self) -> Mapping {
+        Mapping {
+            ptr: self.ptr,
+            len: self.len,
+            heap: false,
+        }
+    }
+
+    pub(crate) fn is_heap(&self) -> bool {
         self.heap
     }
 }
@@ -304,7 +315,7 @@ impl Drop for Mapping {
     }
 }
 
-pub(super) fn memfd(name: &std::ffi::CStr, len: usize) -> Result<OwnedFd> {
+pub(crate) fn memfd(name: &std::ffi::CStr, len: usize) -> Result<OwnedFd> {
     // SAFETY: a NUL-terminated name; the result is checked.
     let fd =
         unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };

@@ -235,6 +235,9 @@ impl ServerObj {
             connection::unregister(handle);
             return 0;
         }
+        if let Ok(conn) = connection(handle.cast(), "connection") {
+            conn.offer_ring(self.ep.recv_queue_size.get(), self.ep.max_msg_size.get());
+        }
         self.conns.borrow_mut().push(handle);
         self.connection_event(handle, true, true);
         1
@@ -275,31 +278,25 @@ impl ServerObj {
 
     /// One progress pass while starting, running or stopping.
     fn poll_once(&self) -> usize {
+        // Sends the peers took complete first, so their tasks are free for the callbacks of
+        // what arrives in this pass.
+        let mut i = 0;
+        while let Some(h) = self.conn_at(i) {
+            i += 1;
+            if let Ok(conn) = connection(h.cast(), "connection") {
+                self.ep.reap(conn);
+            }
+        }
         let mut n = self.ep.run_done();
         if self.ep.core.state() == CtxState::Running {
             if !self.handshakes.borrow().is_empty() {
                 self.expire_handshakes();
             }
-            let mut tokens = [0u64; 64];
-            let ready = self.poller.ready(&mut tokens);
-            for &token in &tokens[..ready] {
-                n += match token {
-                    LISTENER => self.accept().unwrap_or_else(|e| {
-                        super::note("comch server accept", &e);
-                        0
-                    }),
-                    t if t & HANDSHAKE != 0 => self.handshake((t & !HANDSHAKE) as i32),
-                    handle => self.serve(handle as *mut c_void),
-                };
-            }
-            let conns: &[*mut c_void] = &self.conns.borrow();
-            for &h in conns {
-                if let Ok(conn) = connection(h.cast(), "connection") {
-                    if conn.has_waiting() {
-                        self.ep.flush(conn);
-                    }
-                    conn.shared.flush_unsent();
-                }
+            let woke = self.ep.woke();
+            n += self.poll_rings(woke);
+            let on_rings = self.handshakes.borrow().is_empty() && self.all_on_rings();
+            if self.ep.socket_due(on_rings, woke) {
+                n += self.poll_sockets();
             }
         }
         loop {
@@ -309,6 +306,64 @@ impl ServerObj {
             n += self.drop_connection(handle);
         }
         n + self.ep.run_done()
+    }
+
+    /// The connection at `i` of the list (callbacks may change the list between two calls).
+    fn conn_at(&self, i: usize) -> Option<*mut c_void> {
+        self.conns.borrow().get(i).copied()
+    }
+
+    /// Every connection's control ring and waiting sends, without a system call (`woke`: the
+    /// engine slept since the last pass, so the peers need not wake it any more).
+    fn poll_rings(&self, woke: bool) -> usize {
+        let mut n = 0;
+        let mut i = 0;
+        while let Some(h) = self.conn_at(i) {
+            i += 1;
+            let Ok(conn) = connection(h.cast(), "connection") else {
+                continue;
+            };
+            if woke {
+                conn.awake();
+            }
+            let (got, flow) = self.ep.receive_ring(h, conn, self.ep.recv_queue_size.get());
+            n += got;
+            if flow == Flow::Closed {
+                self.closing.borrow_mut().push(h);
+                continue;
+            }
+            if conn.needs_flush() {
+                self.ep.flush(conn);
+            }
+            conn.shared.flush_unsent();
+        }
+        n
+    }
+
+    /// Whether every connection's control messages go through rings both ways.
+    fn all_on_rings(&self) -> bool {
+        self.conns
+            .borrow()
+            .iter()
+            .all(|&h| connection(h.cast(), "connection").is_ok_and(|c| c.on_rings()))
+    }
+
+    /// The listener, the handshakes and the connections' sockets the poller says are ready.
+    fn poll_sockets(&self) -> usize {
+        let mut n = 0;
+        let mut tokens = [0u64; 64];
+        let ready = self.poller.ready(&mut tokens);
+        for &token in &tokens[..ready] {
+            n += match token {
+                LISTENER => self.accept().unwrap_or_else(|e| {
+                    super::note("comch server accept", &e);
+                    0
+                }),
+                t if t & HANDSHAKE != 0 => self.handshake((t & !HANDSHAKE) as i32),
+                handle => self.serve(handle as *mut c_void),
+            };
+        }
+        n
     }
 
     fn serve(&self, handle: *mut c_void) -> usize {
@@ -420,7 +475,14 @@ impl Context for ServerObj {
     }
 
     fn has_pending(&self) -> bool {
-        self.ep.has_done() || !self.closing.borrow().is_empty()
+        // Every connection is armed (no short cut): its peer wakes this engine from now on.
+        let mut waiting = false;
+        let mut i = 0;
+        while let Some(h) = self.conn_at(i) {
+            i += 1;
+            waiting |= connection(h.cast(), "connection").is_ok_and(|c| self.ep.arm(c));
+        }
+        waiting || self.ep.has_done() || !self.closing.borrow().is_empty()
     }
 
     fn after_progress(&self) -> usize {
