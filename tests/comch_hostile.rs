@@ -672,6 +672,146 @@ fn descriptors_on_a_broken_connection_are_closed_with_it() {
     s.check("descriptors on a message that carries none", rss);
 }
 
+/// Control-ring layout (wire/src/ctrl_ring.rs): four counter lines (tail, head, sleeping,
+/// sender waiting), then slots of a 4-byte length, 4 of padding and room for the agreed max
+/// message size (4080 here), each rounded up to 64 bytes.
+const CTRL_HEADER: usize = 256;
+const CTRL_SLOT: usize = 4096;
+
+fn ctrl_ring_len(depth: u64) -> u64 {
+    (CTRL_HEADER + depth as usize * CTRL_SLOT) as u64
+}
+
+fn ctrl_ring_msg(depth: u64, ring_len: u64) -> Vec<u8> {
+    let mut m = vec![12u8];
+    m.extend_from_slice(&depth.to_le_bytes());
+    m.extend_from_slice(&ring_len.to_le_bytes());
+    m
+}
+
+impl Raw {
+    /// The server's control-ring announcement, which follows WELCOME: its depth, length and
+    /// memory file.
+    fn server_ring(&self) -> (u64, u64, OwnedFd) {
+        let mut buf = [0u8; 64];
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        #[repr(C, align(8))]
+        struct Control([u8; 64]);
+        let mut control = Control([0; 64]);
+        // SAFETY: msghdr is plain data; the pointers stay valid during recvmsg.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.0.as_mut_ptr().cast();
+        msg.msg_controllen = control.0.len() as _;
+        // SAFETY: `msg` describes live buffers (the socket blocks: set in `handshake`).
+        let n = unsafe { libc::recvmsg(self.0.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        assert_eq!((n, buf[0]), (17, 12), "CTRL_RING after WELCOME");
+        // SAFETY: the kernel wrote one SCM_RIGHTS header with one descriptor.
+        let fd = unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            assert!(!c.is_null() && (*c).cmsg_type == libc::SCM_RIGHTS);
+            let mut fd: RawFd = -1;
+            std::ptr::copy_nonoverlapping(libc::CMSG_DATA(c).cast(), &mut fd, 1);
+            OwnedFd::from_raw_fd(fd)
+        };
+        let depth = u64::from_le_bytes(buf[1..9].try_into().unwrap());
+        let len = u64::from_le_bytes(buf[9..17].try_into().unwrap());
+        (depth, len, fd)
+    }
+}
+
+/// Writes `value` at `offset` of the server's control ring (mapped for the write).
+fn poke_ring(fd: &OwnedFd, len: u64, offset: usize, value: u64) {
+    // SAFETY: a fresh shared mapping of the server's sealed ring file, unmapped below; the
+    // write lands inside it (offsets are the header's and slot 0's).
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        std::ptr::write_volatile(p.cast::<u8>().add(offset).cast::<u64>(), value);
+        libc::munmap(p, len as usize);
+    }
+}
+
+/// 8. The control path in shared memory: a ring announced in a file that can shrink, or of
+///    the wrong size, or without its file; an acknowledgement repeated; a control message on
+///    the socket once the ring is acknowledged; and, in the server's own ring, a published
+///    count past the ring or a message longer than agreed. Each drops its peer alone.
+#[test]
+fn control_ring_violations_drop_their_peer() {
+    let mut s = Scene::new("ctrl-ring");
+    let rss = rss_kib(s.server.child.id());
+    let len = ctrl_ring_len(128);
+    // SAFETY: a NUL-terminated name; a fresh descriptor, sized but not sealed.
+    let unsealed = unsafe {
+        let fd = libc::memfd_create(c"unsealed".as_ptr(), libc::MFD_CLOEXEC);
+        assert!(fd >= 0);
+        assert_eq!(libc::ftruncate(fd, len as libc::off_t), 0);
+        OwnedFd::from_raw_fd(fd)
+    };
+    let sealed = memfd(len as usize, &[]);
+    let announcements: [(&str, Vec<u8>, Vec<RawFd>); 3] = [
+        (
+            "a ring that can shrink",
+            ctrl_ring_msg(128, len),
+            vec![unsealed.as_raw_fd()],
+        ),
+        (
+            "a ring of the wrong size",
+            ctrl_ring_msg(128, len - 64),
+            vec![sealed.as_raw_fd()],
+        ),
+        ("a ring without its file", ctrl_ring_msg(128, len), vec![]),
+    ];
+    for (what, msg, fds) in announcements {
+        let peer = s.handshake();
+        peer.send(&msg, &fds);
+        assert!(peer.closed_within(T), "{what} drops the peer");
+    }
+    let twice = s.handshake();
+    twice.send(&[13], &[]);
+    twice.send(&[13], &[]);
+    assert!(
+        twice.closed_within(T),
+        "a second acknowledgement drops the peer"
+    );
+
+    let socket_after_ack = s.handshake();
+    socket_after_ack.send(&[13], &[]);
+    socket_after_ack.send(&[4, 1, 2, 3], &[]);
+    assert!(
+        socket_after_ack.closed_within(T),
+        "a control message on the socket after the acknowledgement drops the peer"
+    );
+
+    for (what, offset, value) in [
+        ("a published count past the ring", 0, 1000u64),
+        ("a message longer than agreed", CTRL_HEADER, 5000),
+    ] {
+        let peer = s.handshake();
+        let (depth, ring_len, fd) = peer.server_ring();
+        assert_eq!((depth, ring_len), (128, len), "the server's ring");
+        peer.send(&[13], &[]);
+        poke_ring(&fd, ring_len, offset, value);
+        if offset != 0 {
+            poke_ring(&fd, ring_len, 0, 1); // one message published
+        }
+        peer.send(&[11], &[]); // WAKE
+        assert!(peer.closed_within(T), "{what} drops the peer");
+    }
+    s.check("control ring violations", rss);
+}
+
 /// Whether reading `fd` (a pipe's read end) finds its end of file within `timeout`.
 fn end_of_file_within(fd: &OwnedFd, timeout: Duration) -> bool {
     // SAFETY: no pointers.

@@ -6,10 +6,11 @@ use crate::fds::{Held, MAX_FILE, descriptor, maybe_fds, memfd, random_fds, seals
 use crate::peer::Peer;
 use crate::program::with;
 use crate::protocol::{
-    TAG_BYE, TAG_CONSUMER_GONE, consumer_new, data_frame, hello, ring_contents, ring_len,
+    TAG_BYE, TAG_CONSUMER_GONE, TAG_CTRL_RING_ACK, TAG_WAKE, consumer_new, ctrl_ring,
+    ctrl_ring_len, data_frame, hello, ring_contents, ring_len,
 };
 use crate::rig::{MEM_LEN, Rig};
-use crate::scribbler::{Job, scribble, scribbles};
+use crate::scribbler::{Job, ctrl_scribbles, scribble, scribbles};
 use crate::support::Bytes;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -119,9 +120,18 @@ impl Rig {
                             self.pass();
                         }
                     }
-                    _ => {
+                    _ if b.bool() => {
                         let hello = hello(b);
                         peer.send(self, &hello, &[]);
+                    }
+                    _ => {
+                        if let Some(job) = self.control_ring(b, &mut peer, &mut held) {
+                            jobs.lock().unwrap_or_else(|p| p.into_inner()).push(job);
+                            with(|p| p.stats.scribbled += 1);
+                            if scribbler.is_none() {
+                                scribbler = Some(s.spawn(|| scribble(&jobs, &stop)));
+                            }
+                        }
                     }
                 }
             }
@@ -223,6 +233,53 @@ impl Rig {
         }
         fds.retain(|&fd| fd >= 0);
         peer.send(self, &msg, &fds);
+        job
+    }
+}
+
+impl Rig {
+    /// The control path in shared memory: an acknowledgement, a wake-up, or an announcement
+    /// of a control ring (right, fuzzed or with other descriptors) that the target writes its
+    /// messages into; the job that scribbles on it, if the target could map it.
+    fn control_ring(&self, b: &mut Bytes<'_>, peer: &mut Peer, held: &mut Held) -> Option<Job> {
+        match b.u8() % 4 {
+            0 => {
+                let fds = maybe_fds(b, self, peer, held);
+                peer.send(self, &[TAG_CTRL_RING_ACK], &fds);
+                return None;
+            }
+            1 => {
+                let fds = maybe_fds(b, self, peer, held);
+                peer.send(self, &[TAG_WAKE], &fds);
+                return None;
+            }
+            _ => {}
+        }
+        let depth = match b.u8() % 4 {
+            0 | 1 => 1u64 << (b.u8() % 9),
+            2 => 1u64 << (b.u8() % 64),
+            _ => b.u64(),
+        };
+        let good = ctrl_ring_len(depth);
+        let ring_len = match b.u8() % 4 {
+            3 => b.u64(),
+            2 => good.map_or(0, |n| n.wrapping_add(u64::from(b.u8())).wrapping_sub(128)),
+            _ => good.unwrap_or_else(|| b.u64()),
+        };
+        let size = if b.u8() % 8 == 7 {
+            b.u64() % MAX_FILE
+        } else {
+            ring_len.min(MAX_FILE)
+        };
+        let (fd, map) = memfd(size, &[], seals(b), true, held);
+        let job = map.and_then(|(addr, len)| ctrl_scribbles(b, addr, len, depth));
+        let mut fds = if b.u8() % 8 == 7 {
+            random_fds(b, self, peer, held)
+        } else {
+            vec![fd]
+        };
+        fds.retain(|&fd| fd >= 0);
+        peer.send(self, &ctrl_ring(depth, ring_len), &fds);
         job
     }
 }

@@ -1,5 +1,5 @@
-//! The Comch wire protocol as the attacker speaks it: tags, HELLO, DATA and CONSUMER_NEW
-//! messages (right, fuzzed, truncated or garbage), and the fast-path ring a consumer shares.
+//! The Comch wire protocol as the attacker speaks it: tags, HELLO, DATA, CONSUMER_NEW and
+//! CTRL_RING messages (right, fuzzed, truncated or garbage), and the rings a peer shares.
 
 use crate::fds::MAX_OWN_MAP;
 use crate::support::Bytes;
@@ -25,6 +25,32 @@ const TAG_DATA: u8 = 4;
 pub const TAG_BYE: u8 = 5;
 const TAG_CONSUMER_NEW: u8 = 6;
 pub const TAG_CONSUMER_GONE: u8 = 7;
+pub const TAG_WAKE: u8 = 11;
+const TAG_CTRL_RING: u8 = 12;
+pub const TAG_CTRL_RING_ACK: u8 = 13;
+
+/// Control-ring layout (wire/src/ctrl_ring.rs): four counter lines (tail, head, sleeping,
+/// sender waiting), then slots of a length and room for the max message size, 64-aligned.
+pub const CTRL_HEAD: usize = 64;
+pub const CTRL_SLEEPING: usize = 128;
+pub const CTRL_SEND_WAITING: usize = 192;
+pub const CTRL_HEADER: usize = 256;
+pub const CTRL_SLOT: usize = (8 + MAX_MSG).next_multiple_of(64);
+
+/// Bytes of a control ring of `depth` slots (`None` where that overflows).
+pub fn ctrl_ring_len(depth: u64) -> Option<u64> {
+    depth
+        .checked_mul(CTRL_SLOT as u64)?
+        .checked_add(CTRL_HEADER as u64)
+}
+
+/// A `CTRL_RING` announcement.
+pub fn ctrl_ring(depth: u64, ring_len: u64) -> Vec<u8> {
+    let mut m = vec![TAG_CTRL_RING];
+    m.extend_from_slice(&depth.to_le_bytes());
+    m.extend_from_slice(&ring_len.to_le_bytes());
+    m
+}
 
 /// A HELLO: right, with fuzzed fields, truncated, or garbage.
 pub fn hello(b: &mut Bytes<'_>) -> Vec<u8> {

@@ -1,7 +1,10 @@
 //! The scribbler: a second thread that keeps writing into the rings the target mapped, what a
 //! consumer in another process can do at any moment, while the server's producer sends.
 
-use crate::protocol::{ALIVE, COMP, COMP_TAIL, HEADER, POST, POST_HEAD, POST_TAIL};
+use crate::protocol::{
+    ALIVE, COMP, COMP_TAIL, CTRL_HEAD, CTRL_HEADER, CTRL_SEND_WAITING, CTRL_SLEEPING, CTRL_SLOT,
+    HEADER, POST, POST_HEAD, POST_TAIL,
+};
 use crate::support::Bytes;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -37,6 +40,35 @@ pub fn scribbles(b: &mut Bytes<'_>, addr: usize, len: usize, depth: u64) -> Opti
             3 => ALIVE,
             4 => HEADER + i * POST + 8 * usize::from(b.u8() % 3),
             5 => HEADER + d * POST + i * COMP,
+            _ => usize::from(b.u16()) * 8,
+        };
+        let w = match b.u8() % 6 {
+            0 => Write::Set(0),
+            1 => Write::Set(1),
+            2 => Write::Set(u64::MAX),
+            3 => Write::Add(1),
+            4 => Write::Add(u64::MAX),
+            _ => Write::Set(b.u64()),
+        };
+        if at + 8 <= len {
+            writes.push((at, w));
+        }
+    }
+    (!writes.is_empty()).then_some(Job { addr, writes })
+}
+
+/// Writes into a control ring the attacker announced (mapped at `addr`, `len` bytes, of
+/// `depth`), which the target writes its messages into: its read position, its flags, slot
+/// lengths or anywhere.
+pub fn ctrl_scribbles(b: &mut Bytes<'_>, addr: usize, len: usize, depth: u64) -> Option<Job> {
+    let d = depth.clamp(1, 1 << 16) as usize;
+    let mut writes = Vec::new();
+    for _ in 0..b.u8() % 8 {
+        let at = match b.u8() % 5 {
+            0 => CTRL_HEAD,
+            1 => CTRL_SLEEPING,
+            2 => CTRL_SEND_WAITING,
+            3 => CTRL_HEADER + (usize::from(b.u16()) % d) * CTRL_SLOT,
             _ => usize::from(b.u16()) * 8,
         };
         let w = match b.u8() % 6 {

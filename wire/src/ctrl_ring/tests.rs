@@ -5,13 +5,17 @@ use dpakit_abi::ErrorCode;
 mod unit {
     use super::*;
 
+    use std::mem::ManuallyDrop;
+
     const MAX: usize = 100;
 
-    /// A receiver and a sender over the same shared memory file, as two processes have them.
-    fn pair(depth: u64) -> (CtrlReceiver, CtrlSender) {
-        let (rx, fd, len) = CtrlReceiver::create(depth, MAX).unwrap();
-        let tx = CtrlSender::attach(&fd, depth, len, MAX).unwrap();
-        (rx, tx)
+    /// A receiver and a sender over the same memory, as two processes have them: heap memory,
+    /// so miri runs these tests too (the sender's view is never dropped: the receiver owns it).
+    fn pair(depth: u64) -> (CtrlReceiver, ManuallyDrop<CtrlSender>) {
+        let len = Ring::bytes(depth, MAX).unwrap();
+        let rx = CtrlReceiver::lay_out(Mapping::heap(len), depth, MAX);
+        let view = rx.ring.mem.alias();
+        (rx, ManuallyDrop::new(CtrlSender::over(view, depth, MAX)))
     }
 
     fn pop(rx: &mut CtrlReceiver) -> Option<Vec<u8>> {
@@ -101,8 +105,13 @@ mod unit {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "memfd and mmap are system calls miri does not run")]
     fn only_a_sealed_memfd_of_the_ring_size_is_mapped() {
-        let (_rx, fd, len) = CtrlReceiver::create(8, MAX).unwrap();
+        let (mut rx, fd, len) = CtrlReceiver::create(8, MAX).unwrap();
+        // The right announcement maps the receiver's own memory.
+        let mut tx = CtrlSender::attach(&fd, 8, len, MAX).unwrap();
+        tx.push(b"shared").unwrap();
+        assert_eq!(pop(&mut rx).unwrap(), b"shared");
         for (depth, ring_len) in [(8, len + 64), (8, len - 64), (6, len), (512, len), (0, len)] {
             let err = CtrlSender::attach(&fd, depth, ring_len, MAX).unwrap_err();
             assert_eq!(err.code(), ErrorCode::InvalidValue, "{depth} {ring_len}");

@@ -268,7 +268,7 @@ impl Mapping {
     }
 
     /// `len` zeroed bytes of heap, aligned to a cache line, in place of a mapping.
-    #[cfg_attr(not(loom), allow(dead_code))]
+    #[cfg_attr(not(any(test, loom)), allow(dead_code))]
     pub(crate) fn heap(len: usize) -> Mapping {
         let layout = Self::heap_layout(len);
         // SAFETY: a non-zero size (at least one cache line).
@@ -287,9 +287,9 @@ impl Mapping {
         std::alloc::Layout::from_size_align(len.max(64), 64).expect("a valid layout")
     }
 
-    /// A second handle on this heap memory, for the other side of a loom model. It must be
-    /// forgotten, never dropped (it would unmap heap memory).
-    #[cfg(loom)]
+    /// A second handle on this heap memory, for the other side of a model (loom, or a unit
+    /// test miri runs). It must be forgotten, never dropped (it would unmap heap memory).
+    #[cfg(any(test, loom))]
     pub(crate) fn alias(&self) -> Mapping {
         Mapping {
             ptr: self.ptr,
