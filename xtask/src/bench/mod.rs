@@ -103,6 +103,10 @@ pub const BASELINES: &[(&str, &str)] = &[
         "memcpy",
         "copy_from_slice on the CPU: what a DMA copy competes with",
     ),
+    (
+        "memcpy_ws",
+        "copy_from_slice over a stream's working set (16 sources into 16 destinations in turn)",
+    ),
 ];
 
 /// Criterion arguments of `--quick`: short warm-up and measurement, the minimum sample count
