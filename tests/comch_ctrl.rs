@@ -1,7 +1,7 @@
 //! The Comch control path in one process: server and client on their own progress engines.
 
 use dpakit::ErrorCode;
-use dpakit::comch::{Client, Server};
+use dpakit::comch::{Client, Connection, Server};
 use dpakit::dev::{Dev, DevRep};
 use dpakit::pe::Pe;
 use std::cell::RefCell;
@@ -153,22 +153,89 @@ fn a_stopped_client_is_a_disconnection_on_the_server() {
     assert!(server.channel().connections().is_empty());
 }
 
+/// A connected pair with a few round trips done, so control messages travel through the
+/// shared-memory rings both ways: a sleeping side is then woken by its peer's WAKE on the
+/// socket, not by the message itself.
+fn warm_pair(name: &str, spe: &Pe, cpe: &Pe) -> (Server, Client, Connection) {
+    let (server, client, log) = pair(name, spe, cpe);
+    until(&[spe, cpe], || log.borrow().len() == 1);
+    let conn = client.connection().unwrap();
+    for _ in 0..3 {
+        client.channel().send(conn, b"warm", 0).unwrap();
+        until(&[spe, cpe], || client.channel().in_flight() == 0);
+    }
+    for _ in 0..100 {
+        spe.progress();
+        cpe.progress();
+    }
+    (server, client, conn)
+}
+
+/// Whether `pe`'s notification handle, armed before, is signalled within `timeout` (without
+/// arming it again, which would look at the rings itself); the signal is consumed.
+fn signalled(pe: &Pe, timeout: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: pe.notification_handle(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let rc = unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as i32) };
+    pe.clear_notification().unwrap();
+    rc == 1
+}
+
 #[test]
 fn a_message_wakes_a_sleeping_progress_engine() {
     private_runtime_dir();
     let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
-    let (_server, client, log) = pair("wakes", &spe, &cpe);
-    until(&[&spe, &cpe], || log.borrow().len() == 1);
-    let conn = client.connection().unwrap();
+    let (_server, client, conn) = warm_pair("wakes", &spe, &cpe);
     // Nothing pending: the server's PE sleeps until the timeout.
     while spe.progress() {}
     assert!(!spe.wait(Duration::from_millis(20)).unwrap());
+    spe.request_notification().unwrap();
     client.channel().send(conn, b"wake", 0).unwrap();
-    until(&[&cpe], || client.channel().in_flight() == 0);
+    cpe.progress();
     assert!(
-        spe.wait(Duration::from_secs(5)).unwrap(),
-        "a message on the socket must signal the notification handle"
+        signalled(&spe, Duration::from_secs(5)),
+        "a message must signal the sleeping server's notification handle"
     );
+    until(&[&spe, &cpe], || client.channel().in_flight() == 0);
+}
+
+#[test]
+fn a_sleeping_client_is_woken_by_a_message_and_by_a_delivery() {
+    private_runtime_dir();
+    let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
+    let (server, client, conn) = warm_pair("wakes-client", &spe, &cpe);
+    // A message from the server wakes the client.
+    while cpe.progress() {}
+    assert!(!cpe.wait(Duration::from_millis(20)).unwrap());
+    cpe.request_notification().unwrap();
+    let sconn = server.channel().connections()[0];
+    server.channel().send(sconn, b"hello", 0).unwrap();
+    spe.progress();
+    assert!(
+        signalled(&cpe, Duration::from_secs(5)),
+        "a message must signal the sleeping client's notification handle"
+    );
+    until(&[&spe, &cpe], || server.channel().in_flight() == 0);
+    // A client sleeping with a send in flight is woken once the server has taken it: its
+    // completion (DOCA: delivered to the remote side) is work for it.
+    client.channel().send(conn, b"deliver me", 0).unwrap();
+    while cpe.progress() {}
+    assert_eq!(
+        client.channel().in_flight(),
+        1,
+        "delivered only once the server took it"
+    );
+    cpe.request_notification().unwrap();
+    spe.progress();
+    assert!(
+        signalled(&cpe, Duration::from_secs(5)),
+        "the delivery must signal the sleeping client's notification handle"
+    );
+    until(&[&cpe], || client.channel().in_flight() == 0);
 }
 
 #[test]
