@@ -16,6 +16,18 @@ enum Write {
     Add(u64),
 }
 
+/// A value a peer would write into a counter (0, 1, one more, one less) or any other.
+fn write(b: &mut Bytes<'_>) -> Write {
+    match b.u8() % 6 {
+        0 => Write::Set(0),
+        1 => Write::Set(1),
+        2 => Write::Set(u64::MAX),
+        3 => Write::Add(1),
+        4 => Write::Add(u64::MAX),
+        _ => Write::Set(b.u64()),
+    }
+}
+
 /// The writes the scribbler keeps making into one ring the target mapped.
 pub struct Job {
     addr: usize,
@@ -42,14 +54,7 @@ pub fn scribbles(b: &mut Bytes<'_>, addr: usize, len: usize, depth: u64) -> Opti
             5 => HEADER + d * POST + i * COMP,
             _ => usize::from(b.u16()) * 8,
         };
-        let w = match b.u8() % 6 {
-            0 => Write::Set(0),
-            1 => Write::Set(1),
-            2 => Write::Set(u64::MAX),
-            3 => Write::Add(1),
-            4 => Write::Add(u64::MAX),
-            _ => Write::Set(b.u64()),
-        };
+        let w = write(b);
         if at + 8 <= len {
             writes.push((at, w));
         }
@@ -71,14 +76,7 @@ pub fn ctrl_scribbles(b: &mut Bytes<'_>, addr: usize, len: usize, depth: u64) ->
             3 => CTRL_HEADER + (usize::from(b.u16()) % d) * CTRL_SLOT,
             _ => usize::from(b.u16()) * 8,
         };
-        let w = match b.u8() % 6 {
-            0 => Write::Set(0),
-            1 => Write::Set(1),
-            2 => Write::Set(u64::MAX),
-            3 => Write::Add(1),
-            4 => Write::Add(u64::MAX),
-            _ => Write::Set(b.u64()),
-        };
+        let w = write(b);
         if at + 8 <= len {
             writes.push((at, w));
         }
