@@ -210,12 +210,14 @@ impl ClientObj {
                     if woke {
                         conn.awake();
                     }
-                    // The socket only when due: a busy pass over rings makes no system call.
-                    let (got, flow) = if self.ep.socket_due(conn.on_rings(), woke) {
-                        self.ep.receive(h, conn)
-                    } else {
-                        self.ep.receive_ring(h, conn, self.ep.recv_queue_size.get())
-                    };
+                    // The ring at every pass, the socket only when due: a busy pass over rings
+                    // makes no system call.
+                    let (mut got, mut flow) =
+                        self.ep.receive_ring(h, conn, self.ep.recv_queue_size.get());
+                    if flow == Flow::Open && self.ep.socket_due(conn.on_rings(), woke) {
+                        let (more, then) = self.ep.receive(h, conn);
+                        (got, flow) = (got + more, then);
+                    }
                     n += got;
                     if flow == Flow::Closed || conn.state.get() != ConnState::Connected {
                         n += self.lost(h);

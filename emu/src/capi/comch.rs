@@ -468,16 +468,13 @@ impl Endpoint {
         (n, Flow::Open)
     }
 
-    /// Delivers what arrived on connection `handle`: its control ring's messages, then its
-    /// socket's, at most the receive queue size of each per progress. A socket message other
-    /// than a wake-up is handled only after the ring is emptied, so each side's messages keep
-    /// their order.
+    /// Delivers what arrived on connection `handle`'s socket, at most the receive queue size
+    /// of messages per progress (its ring is read by [`receive_ring`](Self::receive_ring)). A
+    /// socket message other than a wake-up is handled only after the ring is emptied, so each
+    /// side's messages keep their order.
     pub(crate) fn receive(&self, handle: *mut c_void, conn: &ConnObj) -> (usize, Flow) {
         let budget = self.recv_queue_size.get();
-        let (mut n, flow) = self.receive_ring(handle, conn, budget);
-        if flow == Flow::Closed {
-            return (n, flow);
-        }
+        let mut n = 0;
         for _ in 0..budget {
             if conn.state.get() != ConnState::Connected {
                 return (n, Flow::Open);
