@@ -283,3 +283,89 @@ fn oversized_messages_are_refused_before_they_are_sent() {
     );
     client.channel().send(conn, &big[..max], 0).unwrap();
 }
+
+/// Messages still in the server's ring when the client stops are read before the
+/// disconnection, as a socket's bytes are read to its end.
+#[test]
+fn messages_in_flight_when_a_client_stops_are_delivered_in_order() {
+    private_runtime_dir();
+    let arm = Dev::open_by_pci(ARM).unwrap();
+    let rep = DevRep::open_by_pci(&arm, HOST).unwrap();
+    let host = Dev::open_by_pci(HOST).unwrap();
+    let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
+    let got: Rc<RefCell<Vec<Vec<u8>>>> = Rc::default();
+    let g = got.clone();
+    let _server = Server::builder(&arm, &rep, "stop-in-flight", &spe)
+        .on_message(move |_, _, msg| g.borrow_mut().push(msg.to_vec()))
+        .start()
+        .unwrap();
+    let client = Client::builder(&host, "stop-in-flight", &cpe)
+        .on_message(|_, _, _| {})
+        .start()
+        .unwrap();
+    until(&[&spe, &cpe], || {
+        client.state().unwrap() == dpakit::ctx::CtxState::Running
+    });
+    let conn = client.connection().unwrap();
+    client.channel().send(conn, b"warm", 0).unwrap();
+    until(&[&spe, &cpe], || {
+        got.borrow().len() == 1 && client.channel().in_flight() == 0
+    });
+    // The rings are up once both sides had a few passes.
+    for _ in 0..100 {
+        spe.progress();
+        cpe.progress();
+    }
+    got.borrow_mut().clear();
+    for m in [&b"one"[..], b"two", b"three"] {
+        client.channel().send(conn, m, 0).unwrap();
+    }
+    cpe.progress();
+    client.stop().unwrap();
+    until(&[&spe, &cpe], || {
+        got.borrow().len() == 3 && client.state().unwrap() == dpakit::ctx::CtxState::Idle
+    });
+    assert_eq!(*got.borrow(), [&b"one"[..], b"two", b"three"]);
+}
+
+/// Messages still in the client's ring when the server stops (it closes its connections
+/// without a word) are read before the client sees the end of the connection.
+#[test]
+fn messages_in_flight_when_a_server_stops_are_delivered_in_order() {
+    private_runtime_dir();
+    let arm = Dev::open_by_pci(ARM).unwrap();
+    let rep = DevRep::open_by_pci(&arm, HOST).unwrap();
+    let host = Dev::open_by_pci(HOST).unwrap();
+    let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
+    let got: Rc<RefCell<Vec<Vec<u8>>>> = Rc::default();
+    let g = got.clone();
+    let server = Server::builder(&arm, &rep, "server-stop-in-flight", &spe)
+        .on_message(|ch, conn, msg| ch.send(conn, msg, 0).unwrap())
+        .start()
+        .unwrap();
+    let client = Client::builder(&host, "server-stop-in-flight", &cpe)
+        .on_message(move |_, _, msg| g.borrow_mut().push(msg.to_vec()))
+        .start()
+        .unwrap();
+    until(&[&spe, &cpe], || {
+        client.state().unwrap() == dpakit::ctx::CtxState::Running
+    });
+    let conn = client.connection().unwrap();
+    client.channel().send(conn, b"warm", 0).unwrap();
+    until(&[&spe, &cpe], || got.borrow().len() == 1);
+    for _ in 0..100 {
+        spe.progress();
+        cpe.progress();
+    }
+    got.borrow_mut().clear();
+    let sconn = server.channel().connections()[0];
+    for m in [&b"one"[..], b"two", b"three"] {
+        server.channel().send(sconn, m, 0).unwrap();
+    }
+    spe.progress();
+    server.stop().unwrap();
+    until(&[&spe, &cpe], || {
+        client.state().unwrap() == dpakit::ctx::CtxState::Idle
+    });
+    assert_eq!(*got.borrow(), [&b"one"[..], b"two", b"three"]);
+}

@@ -166,7 +166,7 @@ impl ClientObj {
     fn lost(&self, handle: *mut c_void) -> usize {
         if let Ok(conn) = connection(handle.cast(), "connection") {
             conn.close();
-            self.ep.fail_pending(conn);
+            self.ep.end_pending(conn, false);
         }
         self.closed.set(handle);
         *self.phase.borrow_mut() = Phase::Idle;
@@ -277,7 +277,7 @@ impl Context for ClientObj {
                 }
                 let _ = conn.sock.send(&[&[proto::TAG_BYE]], &[]);
                 conn.close();
-                self.ep.fail_pending(conn);
+                self.ep.end_pending(conn, true);
                 self.closed.set(h);
             }
             Phase::Handshaking(sock) => {

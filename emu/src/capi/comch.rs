@@ -378,9 +378,10 @@ impl Endpoint {
         conn.reap(&mut self.done.borrow_mut());
     }
 
-    /// Fails the sends of `conn` still waiting: their error callbacks run at the next progress.
-    pub(crate) fn fail_pending(&self, conn: &ConnObj) {
-        conn.fail_pending(&mut self.done.borrow_mut());
+    /// Ends the sends of `conn` not completed (see [`ConnObj::end_pending`]): their callbacks
+    /// run at the next progress. `ours`: this side closed the connection in order.
+    pub(crate) fn end_pending(&self, conn: &ConnObj, ours: bool) {
+        conn.end_pending(ours, &mut self.done.borrow_mut());
     }
 
     /// Whether this pass looks at the sockets: always while any connection (or handshake)
@@ -488,7 +489,12 @@ impl Endpoint {
             let len = match got {
                 Ok(Recv::Message(len)) => len,
                 Ok(Recv::Empty) => return (n, Flow::Open),
-                Ok(Recv::Closed) => return (n, Flow::Closed),
+                Ok(Recv::Closed) => {
+                    // What the peer put in the ring before it closed is delivered, as a
+                    // socket's bytes are read to its end.
+                    let (m, _) = self.receive_ring(handle, conn, COMCH_CTRL_RING_MAX_DEPTH as u32);
+                    return (n + m, Flow::Closed);
+                }
                 Err(e) => {
                     super::note(&format!("comch {}", self.role), &e);
                     return (n, Flow::Closed);

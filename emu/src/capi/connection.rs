@@ -232,7 +232,7 @@ impl ConnObj {
                 Ok(None) => return,
                 Err(_) => {
                     drop(waiting);
-                    self.fail_pending(done);
+                    self.end_pending(false, done);
                     return;
                 }
             }
@@ -369,18 +369,21 @@ impl ConnObj {
         }
     }
 
-    /// Fails every send not delivered with `CONNECTION_RESET`.
-    pub(crate) fn fail_pending(&self, done: &mut VecDeque<(u32, doca_error_t)>) {
-        // What the peer took before it went is delivered; the rest of the ring is not.
+    /// Ends every send not completed: what the peer took from the ring is delivered; the rest
+    /// of the ring is delivered too when this side closes in order (`ours`: the peer empties the
+    /// ring before it acts on the close, as it reads a socket to its end) and fails with
+    /// `CONNECTION_RESET` when the peer went; sends still waiting for room fail either way.
+    pub(crate) fn end_pending(&self, ours: bool, done: &mut VecDeque<(u32, doca_error_t)>) {
         self.reap(done);
-        let status = ErrorCode::ConnectionReset.raw() as doca_error_t;
+        let reset = ErrorCode::ConnectionReset.raw() as doca_error_t;
+        let in_ring = if ours { 0 } else { reset };
         // Ring sends first: they were out before the waiting ones.
-        done.extend(self.ring_sent.borrow_mut().drain(..).map(|i| (i, status)));
+        done.extend(self.ring_sent.borrow_mut().drain(..).map(|i| (i, in_ring)));
         done.extend(
             self.waiting
                 .borrow_mut()
                 .drain(..)
-                .map(|w| (w.index, status)),
+                .map(|w| (w.index, reset)),
         );
     }
 

@@ -262,15 +262,16 @@ impl ServerObj {
         }
     }
 
-    /// Ends connection `handle`: waiting sends fail, the program hears of it, the handle goes.
-    fn drop_connection(&self, handle: *mut c_void) -> usize {
+    /// Ends connection `handle`: sends not completed end (`ours`: this side closed it in
+    /// order, see [`ConnObj::end_pending`]), the program hears of it, the handle goes.
+    fn drop_connection(&self, handle: *mut c_void, ours: bool) -> usize {
         self.conns.borrow_mut().retain(|&h| h != handle);
         let Ok(conn) = connection(handle.cast(), "connection") else {
             return 0;
         };
         self.poller.remove(conn.sock.fd());
         conn.close();
-        self.ep.fail_pending(conn);
+        self.ep.end_pending(conn, ours);
         self.connection_event(handle, false, true);
         connection::unregister(handle);
         1
@@ -303,7 +304,7 @@ impl ServerObj {
             let Some(handle) = self.closing.borrow_mut().pop() else {
                 break;
             };
-            n += self.drop_connection(handle);
+            n += self.drop_connection(handle, true);
         }
         n + self.ep.run_done()
     }
@@ -329,7 +330,9 @@ impl ServerObj {
             let (got, flow) = self.ep.receive_ring(h, conn, self.ep.recv_queue_size.get());
             n += got;
             if flow == Flow::Closed {
-                self.closing.borrow_mut().push(h);
+                // The peer broke the protocol: dropped now (the list shifts down by one).
+                n += self.drop_connection(h, false);
+                i -= 1;
                 continue;
             }
             if conn.needs_flush() {
@@ -372,7 +375,7 @@ impl ServerObj {
         };
         let (n, flow) = self.ep.receive(handle, conn);
         if flow == Flow::Closed {
-            return n + self.drop_connection(handle);
+            return n + self.drop_connection(handle, false);
         }
         n
     }
