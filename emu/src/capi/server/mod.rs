@@ -294,8 +294,9 @@ impl ServerObj {
                 self.expire_handshakes();
             }
             let woke = self.ep.woke();
-            n += self.poll_rings(woke);
-            let on_rings = self.handshakes.borrow().is_empty() && self.all_on_rings();
+            let (got, on_rings) = self.poll_rings(woke);
+            n += got;
+            let on_rings = on_rings && self.handshakes.borrow().is_empty();
             if self.ep.socket_due(on_rings, woke) {
                 n += self.poll_sockets();
             }
@@ -315,9 +316,11 @@ impl ServerObj {
     }
 
     /// Every connection's control ring and waiting sends, without a system call (`woke`: the
-    /// engine slept since the last pass, so the peers need not wake it any more).
-    fn poll_rings(&self, woke: bool) -> usize {
+    /// engine slept since the last pass, so the peers need not wake it any more). Also whether
+    /// every connection's control messages go through rings both ways.
+    fn poll_rings(&self, woke: bool) -> (usize, bool) {
         let mut n = 0;
+        let mut on_rings = true;
         let mut i = 0;
         while let Some(h) = self.conn_at(i) {
             i += 1;
@@ -339,16 +342,9 @@ impl ServerObj {
                 self.ep.flush(conn);
             }
             conn.shared.flush_unsent();
+            on_rings &= conn.on_rings();
         }
-        n
-    }
-
-    /// Whether every connection's control messages go through rings both ways.
-    fn all_on_rings(&self) -> bool {
-        self.conns
-            .borrow()
-            .iter()
-            .all(|&h| connection(h.cast(), "connection").is_ok_and(|c| c.on_rings()))
+        (n, on_rings)
     }
 
     /// The listener, the handshakes and the connections' sockets the poller says are ready.
