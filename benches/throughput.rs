@@ -9,8 +9,12 @@
 //! - `rtrb`: an rtrb ring of that capacity, both sides spinning;
 //! - `crossbeam`: `crossbeam_channel::bounded(capacity)`, both sides blocking when they wait.
 //!
-//! Time per iteration is one 32-byte message (a batch of `iters` messages, timed until the last
-//! was consumed). `cargo bench --bench throughput`
+//! One iteration is a batch of [`BATCH`] 32-byte messages; a sample streams `iters` batches and
+//! is timed until the last message was consumed. The batch keeps that final drain (a consumer
+//! that parked must be woken, a pipeline must empty) from weighing on the steady rate: with one
+//! message per iteration criterion's small samples measured mostly drains. The interleaved
+//! `throughput` example (`cargo run --release --example throughput`) is the cross-check.
+//! `cargo bench --bench throughput`
 
 #[path = "support/mod.rs"]
 mod support;
@@ -20,6 +24,9 @@ use dpakit::soft::{SchedMode, pin_current_thread};
 use std::time::Instant;
 use support::cores;
 use support::sink::{CrossbeamSink, DpakitSink, OneWay, RtrbSink, message, send_all};
+
+/// Messages per criterion iteration.
+const BATCH: u64 = 4096;
 
 type Group<'a> = BenchmarkGroup<'a, criterion::measurement::WallTime>;
 
@@ -41,7 +48,7 @@ fn subject<S: OneWay>(
         },
         |s, iters| {
             let start = Instant::now();
-            send_all(s, &msg, iters);
+            send_all(s, &msg, iters * BATCH);
             start.elapsed()
         },
     );
@@ -51,7 +58,7 @@ fn credits<const CREDITS: usize>(c: &mut Criterion) {
     let (host, responder) = cores();
     pin_current_thread(host).expect("pin to a core this machine has");
     let mut g = c.benchmark_group(format!("throughput/credits_{CREDITS}"));
-    g.throughput(Throughput::Elements(1));
+    g.throughput(Throughput::Elements(BATCH));
     subject(&mut g, "dpakit", CREDITS, || {
         DpakitSink::start(SchedMode::BusyPoll, responder, CREDITS)
     });
