@@ -284,39 +284,67 @@ fn oversized_messages_are_refused_before_they_are_sent() {
     client.channel().send(conn, &big[..max], 0).unwrap();
 }
 
+/// What one side's receive callback saw.
+type Log = Rc<RefCell<Vec<Vec<u8>>>>;
+
+/// A server and a client of `name`, each on its PE, connected and past a first message, so
+/// their control rings are up. The server answers with `server_answers`; the messages the
+/// server (`log_at_server`) or else the client receives are logged, and the log starts empty.
+fn ring_pair(
+    name: &str,
+    spe: &Pe,
+    cpe: &Pe,
+    server_answers: bool,
+    log_at_server: bool,
+) -> (Server, Client, Log) {
+    let arm = Dev::open_by_pci(ARM).unwrap();
+    let rep = DevRep::open_by_pci(&arm, HOST).unwrap();
+    let host = Dev::open_by_pci(HOST).unwrap();
+    let log: Log = Rc::default();
+    let (at_server, at_client) = (log.clone(), log.clone());
+    let server = Server::builder(&arm, &rep, name, spe)
+        .on_message(move |ch, conn, msg| {
+            if log_at_server {
+                at_server.borrow_mut().push(msg.to_vec());
+            }
+            if server_answers {
+                ch.send(conn, msg, 0).unwrap();
+            }
+        })
+        .start()
+        .unwrap();
+    let client = Client::builder(&host, name, cpe)
+        .on_message(move |_, _, msg| {
+            if !log_at_server {
+                at_client.borrow_mut().push(msg.to_vec());
+            }
+        })
+        .start()
+        .unwrap();
+    until(&[spe, cpe], || {
+        client.state().unwrap() == dpakit::ctx::CtxState::Running
+    });
+    let conn = client.connection().unwrap();
+    client.channel().send(conn, b"warm", 0).unwrap();
+    until(&[spe, cpe], || {
+        log.borrow().len() == 1 && client.channel().in_flight() == 0
+    });
+    for _ in 0..100 {
+        spe.progress();
+        cpe.progress();
+    }
+    log.borrow_mut().clear();
+    (server, client, log)
+}
+
 /// Messages still in the server's ring when the client stops are read before the
 /// disconnection, as a socket's bytes are read to its end.
 #[test]
 fn messages_in_flight_when_a_client_stops_are_delivered_in_order() {
     private_runtime_dir();
-    let arm = Dev::open_by_pci(ARM).unwrap();
-    let rep = DevRep::open_by_pci(&arm, HOST).unwrap();
-    let host = Dev::open_by_pci(HOST).unwrap();
     let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
-    let got: Rc<RefCell<Vec<Vec<u8>>>> = Rc::default();
-    let g = got.clone();
-    let _server = Server::builder(&arm, &rep, "stop-in-flight", &spe)
-        .on_message(move |_, _, msg| g.borrow_mut().push(msg.to_vec()))
-        .start()
-        .unwrap();
-    let client = Client::builder(&host, "stop-in-flight", &cpe)
-        .on_message(|_, _, _| {})
-        .start()
-        .unwrap();
-    until(&[&spe, &cpe], || {
-        client.state().unwrap() == dpakit::ctx::CtxState::Running
-    });
+    let (_server, client, got) = ring_pair("stop-in-flight", &spe, &cpe, false, true);
     let conn = client.connection().unwrap();
-    client.channel().send(conn, b"warm", 0).unwrap();
-    until(&[&spe, &cpe], || {
-        got.borrow().len() == 1 && client.channel().in_flight() == 0
-    });
-    // The rings are up once both sides had a few passes.
-    for _ in 0..100 {
-        spe.progress();
-        cpe.progress();
-    }
-    got.borrow_mut().clear();
     for m in [&b"one"[..], b"two", b"three"] {
         client.channel().send(conn, m, 0).unwrap();
     }
@@ -333,31 +361,8 @@ fn messages_in_flight_when_a_client_stops_are_delivered_in_order() {
 #[test]
 fn messages_in_flight_when_a_server_stops_are_delivered_in_order() {
     private_runtime_dir();
-    let arm = Dev::open_by_pci(ARM).unwrap();
-    let rep = DevRep::open_by_pci(&arm, HOST).unwrap();
-    let host = Dev::open_by_pci(HOST).unwrap();
     let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
-    let got: Rc<RefCell<Vec<Vec<u8>>>> = Rc::default();
-    let g = got.clone();
-    let server = Server::builder(&arm, &rep, "server-stop-in-flight", &spe)
-        .on_message(|ch, conn, msg| ch.send(conn, msg, 0).unwrap())
-        .start()
-        .unwrap();
-    let client = Client::builder(&host, "server-stop-in-flight", &cpe)
-        .on_message(move |_, _, msg| g.borrow_mut().push(msg.to_vec()))
-        .start()
-        .unwrap();
-    until(&[&spe, &cpe], || {
-        client.state().unwrap() == dpakit::ctx::CtxState::Running
-    });
-    let conn = client.connection().unwrap();
-    client.channel().send(conn, b"warm", 0).unwrap();
-    until(&[&spe, &cpe], || got.borrow().len() == 1);
-    for _ in 0..100 {
-        spe.progress();
-        cpe.progress();
-    }
-    got.borrow_mut().clear();
+    let (server, client, got) = ring_pair("server-stop-in-flight", &spe, &cpe, true, false);
     let sconn = server.channel().connections()[0];
     for m in [&b"one"[..], b"two", b"three"] {
         server.channel().send(sconn, m, 0).unwrap();
