@@ -248,8 +248,7 @@ impl CtrlReceiver {
     /// flag, so one wake-up answers one wait.
     pub fn sender_waiting(&self) -> bool {
         fence(Ordering::SeqCst);
-        let flag = &self.ring.header().send_waiting.0;
-        flag.load(Ordering::Relaxed) != 0 && flag.swap(0, Ordering::Relaxed) != 0
+        take_flag(&self.ring.header().send_waiting.0)
     }
 
     /// Before the receiver may sleep: from now on the sender wakes it. Returns whether a
@@ -313,12 +312,7 @@ impl CtrlSender {
             // Ask to be woken, then look again: either this look sees the slot the receiver
             // freed meanwhile, or the receiver sees the flag (fences here and in
             // `CtrlReceiver::sender_waiting`).
-            self.ring
-                .header()
-                .send_waiting
-                .0
-                .store(1, Ordering::Relaxed);
-            fence(Ordering::SeqCst);
+            self.ask_to_be_woken();
             if !self.has_room()? {
                 return Ok(Pushed::Full);
             }
@@ -338,9 +332,7 @@ impl CtrlSender {
             .0
             .store(self.tail, Ordering::Release);
         fence(Ordering::SeqCst);
-        let sleeping = &self.ring.header().sleeping.0;
-        let wake =
-            sleeping.load(Ordering::Relaxed) != 0 && sleeping.swap(0, Ordering::Relaxed) != 0;
+        let wake = take_flag(&self.ring.header().sleeping.0);
         Ok(Pushed::Sent { wake })
     }
 
@@ -360,28 +352,32 @@ impl CtrlSender {
     /// Before the sender sleeps with messages in the ring: the receiver wakes it when it takes
     /// one. Whether the receiver took any since `seen` (then do not sleep).
     pub fn sleep_until_taken(&self, seen: u64) -> bool {
+        self.ask_to_be_woken();
+        self.ring.header().head.0.load(Ordering::Acquire) != seen
+    }
+
+    /// Sets the flag that makes the receiver wake this sender after it takes a message; the
+    /// fence orders it before the sender's next look at the read position.
+    fn ask_to_be_woken(&self) {
         self.ring
             .header()
             .send_waiting
             .0
             .store(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
-        self.ring.header().head.0.load(Ordering::Acquire) != seen
     }
 
     /// Whether the slot at `tail` is free; `INVALID_VALUE` for a read position the receiver
     /// could not have reached.
     fn has_room(&self) -> Result<bool> {
-        let head = self.ring.header().head.0.load(Ordering::Acquire);
-        let used = self.tail.wrapping_sub(head);
-        if used > self.ring.depth {
-            bail!(
-                InvalidValue,
-                "the peer's control ring says it took messages that were never sent"
-            );
-        }
-        Ok(used < self.ring.depth)
+        Ok(self.tail.wrapping_sub(self.taken()?) < self.ring.depth)
     }
+}
+
+/// Clears a wake-up flag the other side set: whether it was set (then wake it). Looks before it
+/// swaps, so an unset flag costs no write to the other side's line.
+fn take_flag(flag: &AtomicU64) -> bool {
+    flag.load(Ordering::Relaxed) != 0 && flag.swap(0, Ordering::Relaxed) != 0
 }
 
 #[cfg(test)]
