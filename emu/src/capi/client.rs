@@ -154,7 +154,7 @@ impl ClientObj {
             }
         };
         if let Ok(conn) = connection(handle.cast(), "connection") {
-            conn.offer_ring(self.ep.recv_queue_size.get(), self.ep.max_msg_size.get());
+            self.ep.offer_ring(conn);
         }
         self.stop_timer();
         *self.phase.borrow_mut() = Phase::Connected(handle);

@@ -373,6 +373,12 @@ impl Endpoint {
         conn.flush(&mut self.done.borrow_mut());
     }
 
+    /// A new connection announces its control ring, sized from this endpoint's receive queue
+    /// for messages of the max size both sides agreed on.
+    pub(crate) fn offer_ring(&self, conn: &ConnObj) {
+        conn.offer_ring(self.recv_queue_size.get(), self.max_msg_size.get());
+    }
+
     /// Completes the sends of `conn` its peer has taken from its ring.
     pub(crate) fn reap(&self, conn: &ConnObj) {
         conn.reap(&mut self.done.borrow_mut());
@@ -407,11 +413,7 @@ impl Endpoint {
     }
 
     fn violation(&self, why: &str) {
-        let e = err(
-            ErrorCode::InvalidValue,
-            format!("the peer broke the protocol, the connection is dropped: {why}"),
-        );
-        super::report(&format!("comch {}", self.role), &e);
+        super::connection::report_violation(self.role, why);
     }
 
     /// The receive buffer, for a message to be delivered from it. No `RefCell` borrow is held

@@ -199,16 +199,8 @@ impl ConnObj {
     /// The peer broke the control-ring protocol: the connection ends (its owner sees the
     /// socket closed at its next progress and drops it, as for the other violations).
     fn broken(&self, e: &crate::error::Error) {
-        super::report(
-            "comch connection",
-            &crate::error::err(
-                ErrorCode::InvalidValue,
-                format!(
-                    "the peer broke the protocol, the connection is dropped: {}",
-                    e.message()
-                ),
-            ),
-        );
+        let role = if self.is_server { "server" } else { "client" };
+        report_violation(role, e.message());
         self.sock.shutdown();
     }
 
@@ -251,9 +243,11 @@ impl ConnObj {
     /// the peer keeps sending on the socket.
     pub(crate) fn offer_ring(&self, recv_queue_size: u32, max_msg_size: u32) {
         self.max_msg.set(max_msg_size);
-        let made = CtrlReceiver::create(depth_for(recv_queue_size), max_msg_size as usize);
-        let Ok((rx, fd, len)) = made else { return };
-        let msg = proto::ctrl_ring(depth_for(recv_queue_size), len);
+        let depth = depth_for(recv_queue_size);
+        let Ok((rx, fd, len)) = CtrlReceiver::create(depth, max_msg_size as usize) else {
+            return;
+        };
+        let msg = proto::ctrl_ring(depth, len);
         if matches!(self.sock.send(&[&msg], &[fd.as_raw_fd()]), Ok(true)) {
             *self.rx.borrow_mut() = Some(rx);
         }
@@ -347,9 +341,8 @@ impl ConnObj {
         }
     }
 
-    /// Before the owner's progress engine sleeps: the peer wakes it from now on. Whether a
-    /// message is there already.
-    /// Also, with sends in the peer's ring, the peer wakes it when it takes them.
+    /// Before the owner's progress engine sleeps: the peer wakes it from now on, when it sends
+    /// and, with sends in its ring, when it takes them. Whether either happened already.
     pub(crate) fn sleep(&self) -> bool {
         let arrived =
             self.rx_active.get() && self.rx.borrow_mut().as_mut().is_some_and(|rx| rx.sleep());
@@ -422,6 +415,16 @@ impl ConnObj {
     pub(crate) fn count_recv(&self, bytes: usize) {
         self.count(2, bytes);
     }
+}
+
+/// Reports that the peer of a Comch `role` ("server" or "client") broke the protocol and is
+/// dropped, with `why`, kept as the last error.
+pub(crate) fn report_violation(role: &str, why: &str) {
+    let e = crate::error::err(
+        ErrorCode::InvalidValue,
+        format!("the peer broke the protocol, the connection is dropped: {why}"),
+    );
+    super::report(&format!("comch {role}"), &e);
 }
 
 /// `doca_comch_connection_set_user_data`.

@@ -236,7 +236,7 @@ impl ServerObj {
             return 0;
         }
         if let Ok(conn) = connection(handle.cast(), "connection") {
-            conn.offer_ring(self.ep.recv_queue_size.get(), self.ep.max_msg_size.get());
+            self.ep.offer_ring(conn);
         }
         self.conns.borrow_mut().push(handle);
         self.connection_event(handle, true, true);
