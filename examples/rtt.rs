@@ -16,7 +16,7 @@ use dpakit::pe::Pe;
 use dpakit::soft::{SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::time::{Duration, Instant};
-use support::{PingPong, cores};
+use support::{PingPong, cores, median};
 
 const BATCH: u32 = 1_000;
 const BATCHES: usize = 50;
@@ -71,11 +71,6 @@ fn dpakit_echo(responder: usize) -> Result<Batches, dpakit::Error> {
     });
     dpa.check()?;
     failure.map_or(Ok(result), Err)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() -> Result<(), dpakit::Error> {

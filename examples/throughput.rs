@@ -13,8 +13,8 @@ mod support;
 
 use dpakit::soft::{SchedMode, pin_current_thread};
 use std::time::Instant;
-use support::cores;
 use support::sink::{CrossbeamSink, DpakitSink, OneWay, RtrbSink, message, send_all};
+use support::{cores, median};
 
 /// Messages per round and subject, after as many for warm-up.
 const MESSAGES: u64 = 200_000;
@@ -26,11 +26,6 @@ fn rate(mut s: impl OneWay) -> f64 {
     let t = Instant::now();
     send_all(&mut s, &msg, MESSAGES);
     MESSAGES as f64 / t.elapsed().as_secs_f64()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() -> Result<(), dpakit::Error> {

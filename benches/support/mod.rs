@@ -65,6 +65,13 @@ pub fn dpa_isa(mode: SchedMode, core: usize) -> Dpa {
 #[path = "../../examples/support/image.rs"]
 mod image;
 
+/// The median of `v` (the upper one of an even count): what the measuring examples report
+/// over rounds and batches.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// An `N`-byte message whose bytes all differ from their neighbours.
 pub fn payload<const N: usize>() -> [u8; N] {
     std::array::from_fn(|i| (i as u8).wrapping_mul(7).wrapping_add(1))
