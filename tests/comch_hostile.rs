@@ -131,6 +131,22 @@ fn server_socket(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("comch-{HOST}-{hash:016x}"))
 }
 
+/// Room for the descriptors a message carries, aligned for its control headers.
+#[repr(C, align(8))]
+struct Control([u8; 64]);
+
+/// A message header over one buffer and all of `control`, for sendmsg and recvmsg; both must
+/// outlive its use.
+fn message(iov: &mut libc::iovec, control: &mut Control) -> libc::msghdr {
+    // SAFETY: msghdr is plain data; all zero is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = control.0.len() as _;
+    msg
+}
+
 impl Raw {
     /// Connects without saying anything.
     fn connect(path: &Path) -> Option<Raw> {
@@ -191,16 +207,13 @@ impl Raw {
             iov_base: bytes.as_ptr() as *mut libc::c_void,
             iov_len: bytes.len(),
         };
-        #[repr(C, align(8))]
-        struct Control([u8; 64]);
         let mut control = Control([0; 64]);
-        // SAFETY: msghdr is plain data; the pointers stay valid during sendmsg.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        if !fds.is_empty() {
+        let mut msg = message(&mut iov, &mut control);
+        if fds.is_empty() {
+            msg.msg_control = std::ptr::null_mut();
+            msg.msg_controllen = 0;
+        } else {
             let len = std::mem::size_of_val(fds) as u32;
-            msg.msg_control = control.0.as_mut_ptr().cast();
             // SAFETY: arithmetic, then a header written inside the 64-byte control buffer.
             unsafe {
                 msg.msg_controllen = libc::CMSG_SPACE(len) as _;
@@ -698,15 +711,8 @@ impl Raw {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
         };
-        #[repr(C, align(8))]
-        struct Control([u8; 64]);
         let mut control = Control([0; 64]);
-        // SAFETY: msghdr is plain data; the pointers stay valid during recvmsg.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.0.as_mut_ptr().cast();
-        msg.msg_controllen = control.0.len() as _;
+        let mut msg = message(&mut iov, &mut control);
         // SAFETY: `msg` describes live buffers (the socket blocks: set in `handshake`).
         let n = unsafe { libc::recvmsg(self.0.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
         assert_eq!((n, buf[0]), (17, 12), "CTRL_RING after WELCOME");
