@@ -73,7 +73,7 @@ pub fn in_test() {
         return;
     }
     let opts = Options {
-        time: 20,
+        time: 30,
         targets: Vec::new(),
     };
     if let Err(e) = run(&opts) {

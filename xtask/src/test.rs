@@ -84,7 +84,7 @@ pub fn run() -> Result {
     clock.lap("loom");
     miri();
     clock.lap("miri");
-    // Each fuzz target for 20 s: regression inputs first, then new ones.
+    // Each fuzz target for 30 s: regression inputs first, then new ones.
     fuzz::in_test();
     clock.lap("fuzz");
     clock.report();
