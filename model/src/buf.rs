@@ -207,6 +207,21 @@ impl BufInventory {
         self.inner.lock().free.len() as u32
     }
 
+    /// `IN_USE` naming `call` while buffers of this inventory, or of the `owner` kept on it
+    /// ("inventory", "pool"), are still referenced: what stop and destroy answer then.
+    pub fn check_all_returned(&self, call: &str, owner: &str) -> Result<()> {
+        match self.get_num_elements() - self.get_num_free_elements() {
+            0 => Ok(()),
+            n => Err(Error::new(
+                ErrorCode::InUse,
+                format!(
+                    "{call}: {n} buffer(s) of the {owner} are still referenced; \
+                     doca_buf_dec_refcount them to 0 first"
+                ),
+            )),
+        }
+    }
+
     /// `doca_buf_inventory_buf_get_by_addr`: a buffer over `[addr, addr + len)` with no data
     /// (data at `addr`, data length 0), refcount 1.
     pub fn buf_get_by_addr(&self, mmap: &Mmap, addr: *mut u8, len: usize) -> Result<Buf> {

@@ -57,14 +57,7 @@ pub unsafe extern "C" fn doca_buf_inventory_destroy(
 ) -> doca_error_t {
     call("doca_buf_inventory_destroy", || {
         let inv = &self::inventory(inventory)?.inv;
-        let in_use = inv.get_num_elements() - inv.get_num_free_elements();
-        if in_use > 0 {
-            bail!(
-                InUse,
-                "{in_use} buffer(s) of the inventory are still referenced: \
-                 doca_buf_dec_refcount them first"
-            );
-        }
+        inv.check_all_returned("doca_buf_inventory_destroy", "inventory")?;
         drop(registry::unregister::<BufInventoryObj>(inventory.cast()));
         Ok(())
     })
@@ -87,14 +80,7 @@ pub unsafe extern "C" fn doca_buf_inventory_stop(
 ) -> doca_error_t {
     call("doca_buf_inventory_stop", || {
         let inv = &self::inventory(inventory)?.inv;
-        let in_use = inv.get_num_elements() - inv.get_num_free_elements();
-        if in_use > 0 {
-            bail!(
-                InUse,
-                "{in_use} buffer(s) of the inventory are still referenced: \
-                 doca_buf_dec_refcount them first"
-            );
-        }
+        inv.check_all_returned("doca_buf_inventory_stop", "inventory")?;
         inv.stop()
     })
 }

@@ -173,11 +173,6 @@ impl BufPool {
         self.inner.inv.get_num_free_elements()
     }
 
-    /// Buffers taken and not returned yet.
-    pub fn in_use(&self) -> u32 {
-        self.inner.num_elements - self.get_num_free_elements()
-    }
-
     /// `doca_buf_pool_start`: fixes the elements' places. `BAD_STATE` if started already or if
     /// the mmap is not started; `INITIALIZATION` if the aligned elements do not fit in the
     /// mmap's memrange.
@@ -224,16 +219,7 @@ impl BufPool {
 
     /// `IN_USE` naming `call` while buffers of the pool are referenced (stop and destroy).
     pub fn check_all_returned(&self, call: &str) -> Result<()> {
-        match self.in_use() {
-            0 => Ok(()),
-            n => Err(Error::new(
-                ErrorCode::InUse,
-                format!(
-                    "{call}: {n} buffer(s) of the pool are still referenced; \
-                     doca_buf_dec_refcount them to 0 first"
-                ),
-            )),
-        }
+        self.inner.inv.check_all_returned(call, "pool")
     }
 
     /// `doca_buf_pool_buf_alloc`: the next free element, empty (data at its start, length 0),
