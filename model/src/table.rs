@@ -154,7 +154,12 @@ impl<T: Send + Sync> Table<T> {
     /// The slot an id from [`id_for`](Self::id_for) names (the occupant may have another id).
     #[inline]
     pub(crate) fn index_of_id(&self, id: u32) -> usize {
-        (id as usize).wrapping_sub(1) % self.slots.len().max(1)
+        let first = (id as usize).wrapping_sub(1);
+        // A slot's first occupant has id index + 1: no division on the common path.
+        if first < self.slots.len() {
+            return first;
+        }
+        first % self.slots.len().max(1)
     }
 
     /// The object `id` names: the occupant of its slot if `id_of` says it has that id.

@@ -13,7 +13,7 @@ use super::{Dpa, DpaShared, Kind};
 use crate::error::{Result, bail};
 use crate::limits;
 use crate::ring::CompletionRing;
-use crate::sync::{AtomicPtr, AtomicU32, Ordering, fence};
+use crate::sync::{AtomicPtr, AtomicU32, CachePadded, Ordering, fence};
 use dpakit_abi::handles::{
     CompletionHandle, ConsumerCompletionHandle, NotificationCompletionHandle,
 };
@@ -23,12 +23,12 @@ use std::sync::{Arc, Weak};
 
 /// Arming and triggering the attached thread.
 ///
-/// Aligned to its own pair of cache lines: the DPA re-arms it on every activation, and it sits
-/// beside fields the CPU side reads on every send (`imm_data_len`, the ring's geometry), which
-/// would otherwise miss in the sender's cache each time.
-#[repr(align(128))]
+/// The trigger sits on its own pair of cache lines: the DPA re-arms it on every activation, and
+/// the CPU side reads the fields beside it on every send (`scanned` here, `imm_data_len` and
+/// the ring's geometry next to the notifier), which would otherwise miss in the sender's cache
+/// each time.
 pub(crate) struct Notifier {
-    trigger: Trigger,
+    trigger: CachePadded<Trigger>,
     thread: Option<Arc<ThreadShared>>,
     dpa: Weak<DpaShared>,
     /// The one thread index allowed to read the context (+1; 0 = nobody yet).
@@ -63,7 +63,7 @@ fn same_dpa(dpa: &Dpa, thread: Option<&DpaThread>, what: &str) -> Result<()> {
 impl Notifier {
     fn new(dpa: &Dpa, thread: Option<&DpaThread>) -> Self {
         Self {
-            trigger: Trigger::new(),
+            trigger: CachePadded(Trigger::new()),
             reader: Reader::new(thread.map(|t| t.shared().index)),
             thread: thread.map(|t| t.shared().clone()),
             dpa: Arc::downgrade(&dpa.shared),
@@ -237,7 +237,10 @@ impl ConsumerCompletionShared {
         if !ptr.is_null() && ptr != reserved {
             // SAFETY: attached consumers live in the DPA's handle table until the DPA drops,
             // and this context (an entry of the same DPA) is borrowed for the call.
-            unsafe { (*ptr).fetch_add(1, Ordering::Relaxed) };
+            let count = unsafe { &*ptr };
+            // Only the context's one reader counts (device functions check it), so a plain
+            // increment does: no locked instruction on the message's path.
+            count.store(count.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         }
     }
 }
