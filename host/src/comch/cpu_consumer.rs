@@ -78,7 +78,9 @@ struct Inner {
     posted: Cell<u32>,
     /// Completed tasks kept for the next post (DOCA resubmits a completed receive task rather
     /// than freeing and allocating one); never more than `num_tasks`, reserved up front.
-    spare: RefCell<Vec<*mut sys::doca_comch_consumer_task_post_recv>>,
+    /// Completed receive tasks kept for reposting, each with the user data it carries: a
+    /// repost with the same user data skips setting it again.
+    spare: RefCell<Vec<(*mut sys::doca_comch_consumer_task_post_recv, u64)>>,
     /// Stopping: completed tasks are freed, not kept, so the context can reach IDLE.
     stopping: Cell<bool>,
     on_recv: RefCell<Option<RecvCb>>,
@@ -112,8 +114,8 @@ impl Inner {
     #[inline]
     fn post_recv(&self, user_data: u64) -> Result<()> {
         let spare = self.spare.borrow_mut().pop();
-        let recv = match spare {
-            Some(task) => task,
+        let (recv, carried) = match spare {
+            Some((task, carried)) => (task, Some(carried)),
             None => {
                 let mut task = std::ptr::null_mut();
                 doca!(doca_comch_consumer_task_post_recv_alloc_init(
@@ -121,16 +123,19 @@ impl Inner {
                     std::ptr::null_mut(),
                     &mut task
                 ))?;
-                task
+                (task, None)
             }
         };
         // SAFETY: a task we own (allocated, or completed and kept). Its generic view is taken
         // here rather than in the completion callback, which is on the reply's critical path.
         let task = unsafe { sys::doca_comch_consumer_task_post_recv_as_task(recv) };
-        // SAFETY: as above.
-        unsafe { sys::doca_task_set_user_data(task, sys::doca_data { u64_: user_data }) };
+        // A new task's user data is unspecified; a kept one carries what its last post set.
+        if carried != Some(user_data) {
+            // SAFETY: as above.
+            unsafe { sys::doca_task_set_user_data(task, sys::doca_data { u64_: user_data }) };
+        }
         if let Err(e) = doca!(doca_task_submit(task)) {
-            self.spare.borrow_mut().push(recv);
+            self.spare.borrow_mut().push((recv, user_data));
             return Err(e);
         }
         self.posted.set(self.posted.get() + 1);
@@ -211,7 +216,7 @@ fn deliver(
     copy[..len].copy_from_slice(&imm[..len]);
     if status == ErrorCode::Success && !inner.stopping.get() {
         // Capacity for every task was reserved, so this never allocates.
-        inner.spare.borrow_mut().push(task);
+        inner.spare.borrow_mut().push((task, user_data));
     } else {
         // SAFETY: a completed task of ours, not kept anywhere.
         unsafe { sys::doca_task_free(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
@@ -349,7 +354,7 @@ impl CpuConsumer {
     #[doc(alias = "doca_ctx_stop")]
     pub fn stop(&self) -> Result<()> {
         self.inner.stopping.set(true);
-        for task in self.inner.spare.borrow_mut().drain(..) {
+        for (task, _) in self.inner.spare.borrow_mut().drain(..) {
             // SAFETY: completed tasks we kept; nothing refers to them any more.
             unsafe { sys::doca_task_free(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
         }

@@ -48,6 +48,8 @@ pub(super) struct Inner {
     num_tasks: u32,
     in_flight: Cell<u32>,
     on_send: RefCell<Option<SendCb>>,
+    /// Whether there is an `on_send` callback to hand the user data to.
+    reports: bool,
     pub(super) on_state_changed: Option<StateChangedCb>,
     _msgq: Msgq,
 }
@@ -115,6 +117,9 @@ unsafe fn finish(
     // SAFETY: the task is owned by us again after its completion.
     unsafe { sys::doca_task_free(sys::doca_comch_producer_task_send_as_task(task)) };
     inner.in_flight.set(inner.in_flight.get().saturating_sub(1));
+    if !inner.reports {
+        return;
+    }
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_send.borrow_mut().as_mut() {
             cb(SendCompletion { user_data, status });
@@ -165,6 +170,7 @@ impl<'a> CpuProducerBuilder<'a> {
                 id,
                 num_tasks: self.num_tasks,
                 in_flight: Cell::new(0),
+                reports: self.on_send.is_some(),
                 on_send: RefCell::new(self.on_send),
                 on_state_changed: self.on_state_changed,
                 _msgq: self.msgq.clone(),
@@ -234,8 +240,11 @@ impl CpuProducer {
         ))?;
         // SAFETY: a task we just allocated.
         let task = unsafe { sys::doca_comch_producer_task_send_as_task(task) };
-        // SAFETY: as above.
-        unsafe { sys::doca_task_set_user_data(task, sys::doca_data { u64_: user_data }) };
+        // Only the completion callback sees the user data: without one it is not set.
+        if inner.reports {
+            // SAFETY: as above.
+            unsafe { sys::doca_task_set_user_data(task, sys::doca_data { u64_: user_data }) };
+        }
         if let Err(e) = doca!(doca_task_submit(task)) {
             // SAFETY: the submit failed, so the task is still ours.
             unsafe { sys::doca_task_free(task) };

@@ -1,14 +1,13 @@
 //! The CPU consumer of a DPA→CPU MsgQ (`doca_comch_consumer` with post-receive tasks).
 
 use super::callback::Callback;
+use super::fifo::Fifo;
 use super::{CpuConsumerShared, FLUSHED};
 use crate::ctx::{CtxState, StateChangedCb, StateMachine};
 use crate::error::{ErrorCode, Result, bail};
 use crate::limits;
 use crate::msgq::{Direction, Msgq, MsgqShared};
 use crate::pe::{Pe, PeClient};
-use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -56,9 +55,9 @@ struct Inner {
     state: StateMachine,
     num_tasks: u32,
     /// User data of posted receives, in posting order (receives complete in that order).
-    posted: RefCell<VecDeque<u64>>,
+    posted: Fifo<u64>,
     /// Receives taken back by [`CpuConsumer::flush`], to report as flushed.
-    flushed: RefCell<VecDeque<u64>>,
+    flushed: Fifo<u64>,
     on_recv: Callback<dyn FnMut(&RecvCompletion<'_>)>,
 }
 
@@ -165,8 +164,8 @@ impl<'a> CpuConsumerBuilder<'a> {
             msgq: msgq.clone(),
             state: StateMachine::new("the CPU consumer"),
             num_tasks: self.num_tasks,
-            posted: RefCell::new(VecDeque::with_capacity(self.num_tasks as usize)),
-            flushed: RefCell::new(VecDeque::with_capacity(self.num_tasks as usize)),
+            posted: Fifo::new(self.num_tasks as usize, 0),
+            flushed: Fifo::new(self.num_tasks as usize, 0),
             on_recv: Callback::new(self.on_recv),
         });
         if let Some(cb) = self.on_state_changed {
@@ -206,22 +205,23 @@ impl CpuConsumer {
     pub fn post_recv(&self, user_data: u64) -> Result<()> {
         let inner = &*self.inner;
         inner.state.require_running("post a receive")?;
-        let mut posted = inner.posted.borrow_mut();
-        if posted.len() + inner.flushed.borrow().len() >= inner.num_tasks as usize {
+        if inner.posted.len() + inner.flushed.len() >= inner.num_tasks as usize {
             bail!(
                 NoMemory,
                 "all {} receive tasks are posted: wait for completions, or configure more with num_recv_tasks",
                 inner.num_tasks
             );
         }
-        posted.push_back(user_data);
+        // Room is checked above: posted and flushed receives share the num_tasks.
+        let queued = inner.posted.push(user_data);
+        debug_assert!(queued.is_ok());
         inner.shared.post();
         Ok(())
     }
 
     /// Receives posted and not completed yet (flushed ones count until reported).
     pub fn posted(&self) -> usize {
-        self.inner.posted.borrow().len() + self.inner.flushed.borrow().len()
+        self.inner.posted.len() + self.inner.flushed.len()
     }
 
     /// `doca_ctx_get_state`.
@@ -234,10 +234,13 @@ impl CpuConsumer {
     /// many it took back.
     pub fn flush(&self) -> usize {
         let taken = self.inner.shared.flush() as usize;
-        let mut posted = self.inner.posted.borrow_mut();
-        // Messages fill receives in posting order, so the ones taken back are the newest.
-        let keep = posted.len().saturating_sub(taken);
-        self.inner.flushed.borrow_mut().extend(posted.drain(keep..));
+        // Messages fill receives in posting order, so the ones taken back are the newest. They
+        // and the flushed ones together never exceed num_tasks, the queues' capacity.
+        let inner = &*self.inner;
+        inner.posted.drain_newest(taken, |user_data| {
+            let queued = inner.flushed.push(user_data);
+            debug_assert!(queued.is_ok());
+        });
         taken
     }
 
@@ -245,7 +248,7 @@ impl CpuConsumer {
     /// (their callbacks do not run).
     pub fn stop(&self) -> Result<()> {
         self.flush();
-        self.inner.flushed.borrow_mut().clear();
+        self.inner.flushed.clear();
         self.inner.state.stop()
     }
 }
@@ -259,7 +262,7 @@ impl PeClient for Inner {
         let mut buf = [0u8; limits::MAX_IMM_DATA_LEN];
         // A message only lands in a receive posted before this call (a receive posted by a
         // callback is filled in the next one): one call stays bounded while callbacks send.
-        let mut budget = self.posted.borrow().len();
+        let mut budget = self.posted.len();
         while budget > 0 {
             // SAFETY: the CPU consumer is the ring's only reader, and it is bound to this thread.
             let Some((len, producer_id)) = (unsafe { self.shared.ring.pop_into(&mut buf) }) else {
@@ -267,7 +270,7 @@ impl PeClient for Inner {
             };
             budget -= 1;
             // A message only arrives for a posted receive (the DPA side checks), so one is here.
-            let user_data = self.posted.borrow_mut().pop_front().unwrap_or_default();
+            let user_data = self.posted.pop().unwrap_or_default();
             n += 1;
             let imm = &buf[..len as usize];
             self.on_recv.run(|cb| {
@@ -279,9 +282,9 @@ impl PeClient for Inner {
                 })
             });
         }
-        let flushed = self.flushed.borrow().len();
+        let flushed = self.flushed.len();
         for _ in 0..flushed {
-            let Some(user_data) = self.flushed.borrow_mut().pop_front() else {
+            let Some(user_data) = self.flushed.pop() else {
                 break;
             };
             n += 1;
@@ -298,7 +301,7 @@ impl PeClient for Inner {
     }
 
     fn has_pending(&self) -> bool {
-        crate::sync_hint::has_unpolled(&self.shared.ring) || !self.flushed.borrow().is_empty()
+        crate::sync_hint::has_unpolled(&self.shared.ring) || !self.flushed.is_empty()
     }
 }
 

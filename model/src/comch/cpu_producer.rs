@@ -1,6 +1,7 @@
 //! The CPU producer of a CPU→DPA MsgQ (`doca_comch_producer` with send tasks).
 
 use super::callback::Callback;
+use super::fifo::Fifo;
 use super::{CreditWaiter, Delivery, DpaConsumerShared, FLUSHED};
 use crate::ctx::{CtxState, StateChangedCb, StateMachine};
 use crate::error::{ErrorCode, Result, bail};
@@ -78,7 +79,8 @@ struct Inner {
     /// Sends waiting for a credit, in submission order.
     pending: RefCell<VecDeque<PendingSend>>,
     /// Finished sends (delivered or flushed) whose completion has not been reported yet.
-    completed: RefCell<VecDeque<(u64, ErrorCode)>>,
+    /// At most `num_tasks`, as the sends in flight are.
+    completed: Fifo<(u64, ErrorCode)>,
     on_send: Callback<dyn FnMut(SendCompletion)>,
 }
 
@@ -146,7 +148,7 @@ impl<'a> CpuProducerBuilder<'a> {
             num_tasks: self.num_tasks,
             in_flight: Cell::new(0),
             pending: RefCell::new(VecDeque::with_capacity(n)),
-            completed: RefCell::new(VecDeque::with_capacity(n)),
+            completed: Fifo::new(n, (0, ErrorCode::Success)),
             on_send: Callback::new(self.on_send),
         });
         if let Some(cb) = self.on_state_changed {
@@ -227,10 +229,7 @@ impl CpuProducer {
             Delivery::NoCredit
         };
         if outcome == Delivery::Delivered {
-            inner
-                .completed
-                .borrow_mut()
-                .push_back((user_data, ErrorCode::Success));
+            inner.complete(user_data, ErrorCode::Success);
         } else {
             if pending.is_empty() {
                 inner.msgq.credit_waiters.set_waiting(&inner.waiter, true);
@@ -263,13 +262,12 @@ impl CpuProducer {
     pub fn flush(&self) -> usize {
         let inner = &*self.inner;
         let mut pending = inner.pending.borrow_mut();
-        let mut completed = inner.completed.borrow_mut();
         let before = pending.len();
         pending.retain(|p| {
             if p.credit_held {
                 return true;
             }
-            completed.push_back((p.user_data, FLUSHED));
+            inner.complete(p.user_data, FLUSHED);
             false
         });
         if pending.is_empty() {
@@ -292,6 +290,14 @@ impl CpuProducer {
 }
 
 impl Inner {
+    /// A send in flight finished: its callback runs at the next progress.
+    #[inline]
+    fn complete(&self, user_data: u64, status: ErrorCode) {
+        // Sends in flight never exceed num_tasks, the queue's capacity.
+        let queued = self.completed.push((user_data, status));
+        debug_assert!(queued.is_ok(), "more completions than send tasks");
+    }
+
     /// The live consumer `id` names (ids are not reused, so never a later one).
     fn consumer(&self, id: u32) -> Option<&DpaConsumerShared> {
         self.msgq.dpa_consumers.get_by_id(id, |c| c.id)
@@ -314,9 +320,7 @@ impl PeClient for Inner {
                     None => ErrorCode::NotFound,
                 };
                 let done = pending.pop_front().expect("front exists");
-                self.completed
-                    .borrow_mut()
-                    .push_back((done.user_data, status));
+                self.complete(done.user_data, status);
                 if pending.is_empty() {
                     self.msgq.credit_waiters.set_waiting(&self.waiter, false);
                 }
@@ -324,10 +328,10 @@ impl PeClient for Inner {
         }
         // Only the completions queued now: sends made by the callbacks complete in the next
         // call, so one progress call stays bounded however eagerly callbacks send.
-        let ready = self.completed.borrow().len();
+        let ready = self.completed.len();
         let mut n = 0;
         for _ in 0..ready {
-            let Some((user_data, status)) = self.completed.borrow_mut().pop_front() else {
+            let Some((user_data, status)) = self.completed.pop() else {
                 break;
             };
             self.in_flight.set(self.in_flight.get() - 1);
@@ -339,7 +343,7 @@ impl PeClient for Inner {
     }
 
     fn has_pending(&self) -> bool {
-        !self.completed.borrow().is_empty()
+        !self.completed.is_empty()
             || self.pending.borrow().front().is_some_and(|f| {
                 self.consumer(f.consumer)
                     .is_none_or(|c| f.credit_held || c.can_deliver())

@@ -12,6 +12,7 @@ mod cpu_consumer;
 mod cpu_producer;
 mod credits;
 mod dpa_endpoints;
+mod fifo;
 
 pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};
 pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCompletion};

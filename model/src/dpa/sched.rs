@@ -65,6 +65,20 @@ struct Worker {
     thread: OnceLock<std::thread::Thread>,
 }
 
+/// The deterministic mode's ready list, and its length outside the lock: the host's progress
+/// asks for a round on every call, and most calls find nothing ready.
+struct Deterministic {
+    state: Mutex<DeterministicState>,
+    /// `state.ready.len()`, written under the lock.
+    ready: AtomicUsize,
+}
+
+impl Deterministic {
+    fn lock(&self) -> std::sync::MutexGuard<'_, DeterministicState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 struct DeterministicState {
     ready: Vec<usize>,
     rng: u64,
@@ -77,7 +91,7 @@ pub(crate) struct Scheduler {
     pin: Vec<usize>,
     dpa: Weak<DpaShared>,
     workers: Box<[Worker]>,
-    det: Option<Mutex<DeterministicState>>,
+    det: Option<Deterministic>,
     shutdown: AtomicBool,
     /// A thread's stop timed out: one worker is stuck in a kernel.
     stuck: AtomicBool,
@@ -120,12 +134,15 @@ impl Scheduler {
             })
             .collect();
         let det = match cfg.mode {
-            SchedMode::Deterministic { seed } => Some(Mutex::new(DeterministicState {
-                ready: Vec::with_capacity(crate::limits::DPA_MAX_THREADS),
-                // xorshift needs a non-zero state.
-                rng: seed ^ 0x9e37_79b9_7f4a_7c15 | 1,
-                trace: std::collections::VecDeque::new(),
-            })),
+            SchedMode::Deterministic { seed } => Some(Deterministic {
+                state: Mutex::new(DeterministicState {
+                    ready: Vec::with_capacity(crate::limits::DPA_MAX_THREADS),
+                    // xorshift needs a non-zero state.
+                    rng: seed ^ 0x9e37_79b9_7f4a_7c15 | 1,
+                    trace: std::collections::VecDeque::new(),
+                }),
+                ready: AtomicUsize::new(0),
+            }),
             _ => None,
         };
         Self {
@@ -228,10 +245,9 @@ impl Scheduler {
     #[inline]
     pub(crate) fn enqueue(&self, thread: &ThreadShared) {
         if let Some(det) = &self.det {
-            det.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .ready
-                .push(thread.index);
+            let mut st = det.lock();
+            st.ready.push(thread.index);
+            det.ready.store(st.ready.len(), Ordering::Release);
             return;
         }
         let worker = &self.workers[thread.index % self.workers.len()];
@@ -259,7 +275,7 @@ impl Scheduler {
         let number = thread.activations.load(Ordering::Relaxed) + 1;
         thread.activations.store(number, Ordering::Relaxed);
         if let Some(det) = &self.det {
-            let mut st = det.lock().unwrap_or_else(|p| p.into_inner());
+            let mut st = det.lock();
             if st.trace.len() == TRACE_CAPACITY {
                 st.trace.pop_front();
             }
@@ -289,8 +305,17 @@ impl Scheduler {
     /// hold the host in one call.
     pub(crate) fn run_round(&self) -> usize {
         let Some(det) = &self.det else { return 0 };
-        let ready = det.lock().unwrap_or_else(|p| p.into_inner()).ready.len();
-        (0..ready).take_while(|_| self.step()).count()
+        if det.ready.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
+        let Some(dpa) = self.dpa.upgrade() else {
+            return 0;
+        };
+        // The host thread reads the tables (and runs the activations) as a reader.
+        let _reading = self.grace.host();
+        // The threads ready now, not the ones their activations ready: a round stays bounded.
+        let ready = det.ready.load(Ordering::Acquire);
+        (0..ready).take_while(|_| self.step_with(det, &dpa)).count()
     }
 
     /// Deterministic mode: runs one ready activation; false when none is ready (or not
@@ -300,8 +325,14 @@ impl Scheduler {
         let Some(dpa) = self.dpa.upgrade() else {
             return false;
         };
+        let _reading = self.grace.host();
+        self.step_with(det, &dpa)
+    }
+
+    /// One step of the deterministic mode, the caller holding the DPA and reading as the host.
+    fn step_with(&self, det: &Deterministic, dpa: &Arc<DpaShared>) -> bool {
         let index = {
-            let mut st = det.lock().unwrap_or_else(|p| p.into_inner());
+            let mut st = det.lock();
             if st.ready.is_empty() {
                 return false;
             }
@@ -311,12 +342,12 @@ impl Scheduler {
             st.rng ^= st.rng >> 27;
             let pick =
                 (st.rng.wrapping_mul(0x2545_f491_4f6c_dd1d) % st.ready.len() as u64) as usize;
-            st.ready.swap_remove(pick)
+            let index = st.ready.swap_remove(pick);
+            det.ready.store(st.ready.len(), Ordering::Release);
+            index
         };
-        // The host thread reads the tables (and runs the activation) as a reader.
-        let _reading = self.grace.host();
         if let Some(thread) = dpa.threads.get(index) {
-            self.run(&dpa, thread);
+            self.run(dpa, thread);
         }
         true
     }
@@ -327,7 +358,7 @@ impl Scheduler {
 
     pub(crate) fn trace(&self) -> Vec<TraceEvent> {
         self.det.as_ref().map_or_else(Vec::new, |d| {
-            let st = d.lock().unwrap_or_else(|p| p.into_inner());
+            let st = d.lock();
             st.trace.iter().copied().collect()
         })
     }
