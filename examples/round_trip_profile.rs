@@ -5,16 +5,17 @@
 //!
 //! `cargo xtask profile` runs this under callgrind twice (two counts) and reports the
 //! difference per round trip, split by layer; `--isa` runs the echo from the kit's DPA image
-//! in ISA mode. By hand:
+//! in ISA mode; `--one-way` streams N messages to the sink kernel instead (1024 credits, as
+//! the throughput bench), the cost per message of the throughput path. By hand:
 //!
 //! ```sh
-//! valgrind --tool=callgrind target/release/examples/round_trip_profile 10000 [--isa]
+//! valgrind --tool=callgrind target/release/examples/round_trip_profile 10000 [--isa|--one-way]
 //! ```
 
 #[path = "support/image.rs"]
 mod image;
 
-use dpakit::abi::{Echo, ImmMessage};
+use dpakit::abi::{Echo, ImmMessage, PingPong};
 use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
 use dpakit::soft::SchedMode;
@@ -34,6 +35,9 @@ fn main() -> Result<(), dpakit::Error> {
     }
     let dpa = dpa.start()?;
     let pe = Pe::new()?;
+    if args.iter().any(|a| a == "--one-way") {
+        return one_way(&dpa, &pe, n);
+    }
     let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
         .depth(64)
         .start()?;
@@ -55,5 +59,23 @@ fn main() -> Result<(), dpakit::Error> {
     }
     dpa.check()?;
     println!("{n} round trips");
+    Ok(())
+}
+
+/// Streams `n` messages to the sink kernel and waits until it counted them all.
+fn one_way(dpa: &Dpa, pe: &Pe, n: u64) -> Result<(), dpakit::Error> {
+    let path = MsgqPath::builder(dpa, pe, &kernels::SINK)
+        .depth(1024)
+        .start()?;
+    let msg = ImmMessage::new(7, &PingPong::default());
+    for _ in 0..n {
+        path.send(msg.as_bytes())?;
+    }
+    // The sink's count is a u32 that wraps; n stays far below it here.
+    while u64::from(path.kernel_state()?.sends) != n {
+        pe.progress();
+    }
+    dpa.check()?;
+    println!("{n} messages");
     Ok(())
 }

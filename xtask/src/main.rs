@@ -49,10 +49,12 @@ commands:
                           for SECS seconds (default 60); targets: capi_sequence,
                           message_decode, wire_peer, cc_peer. Corpus, crashes and logs go
                           to target/fuzz/
-  profile [--isa]         instructions per 32-byte MsgQ round trip (callgrind, deterministic
+  profile [--isa|--one-way]
+                          instructions per 32-byte MsgQ round trip (callgrind, deterministic
                           mode, both sides), split by layer, with the costliest functions;
-                          --isa: the echo from the kit's DPA image in ISA mode; callgrind
-                          files in target/profile/
+                          --isa: the echo from the kit's DPA image in ISA mode; --one-way:
+                          per message streamed to the sink kernel (1024 credits), the
+                          throughput path; callgrind files in target/profile/
   api [--bless]           the public API of dpakit, dpakit-host, dpakit-abi, dpakit-dev and
                           dpakit-build (rustdoc JSON, nightly) against api/<crate>.txt;
                           --bless writes the files
@@ -109,9 +111,10 @@ fn main() -> ExitCode {
         }),
         Some("test") => no_options(&args[1..]).and_then(|()| test::run()),
         Some("profile") => match &args[1..] {
-            [] => profile::run(false),
-            [flag] if flag == "--isa" => profile::run(true),
-            _ => Err(format!("profile: expected [--isa]\n\n{USAGE}")),
+            [] => profile::run(profile::Mode::Native),
+            [flag] if flag == "--isa" => profile::run(profile::Mode::Isa),
+            [flag] if flag == "--one-way" => profile::run(profile::Mode::OneWay),
+            _ => Err(format!("profile: expected [--isa|--one-way]\n\n{USAGE}")),
         },
         Some("bench") => parse_bench(&args[1..]).and_then(|opts| bench::run(&opts)),
         Some("fuzz") => parse_fuzz(&args[1..]).and_then(|opts| fuzz::run(&opts)),

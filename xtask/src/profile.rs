@@ -1,8 +1,9 @@
-//! `cargo xtask profile`: instructions per MsgQ round trip, split by layer.
+//! `cargo xtask profile`: instructions per MsgQ round trip (or per one-way message), split by
+//! layer.
 //!
-//! Runs `examples/round_trip_profile` (deterministic mode: both sides of the round trip on one
-//! thread, no spinning) under callgrind with two counts of round trips, and divides the
-//! difference by the difference of the counts, so setup and teardown cancel out. Each
+//! Runs `examples/round_trip_profile` (deterministic mode: both sides on one thread, no
+//! spinning) under callgrind with two counts of messages, and divides the difference by the
+//! difference of the counts, so setup and teardown cancel out. Each
 //! function's own instructions (not those of the functions it calls) go to the layer its name
 //! belongs to. Inlined code counts where it was inlined: a host wrapper inlined into the
 //! example counts as the example's.
@@ -12,9 +13,53 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
-/// Round trips of the short and the long run.
+/// Messages of the short and the long run.
 const SHORT: u64 = 1_000;
 const LONG: u64 = 11_000;
+
+/// What the profiled example does per message.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A round trip through the echo kernel, run natively.
+    Native,
+    /// The same, the echo interpreted from the kit's DPA image.
+    Isa,
+    /// One message streamed to the sink kernel: the throughput path.
+    OneWay,
+}
+
+impl Mode {
+    /// The example's flag, and the name in the callgrind files.
+    fn flag(self) -> Option<&'static str> {
+        match self {
+            Mode::Native => None,
+            Mode::Isa => Some("--isa"),
+            Mode::OneWay => Some("--one-way"),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Native => "native",
+            Mode::Isa => "isa",
+            Mode::OneWay => "one-way",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Mode::Native => {
+                "32-byte MsgQ round trip (callgrind, deterministic mode, the kernel native, both sides"
+            }
+            Mode::Isa => {
+                "32-byte MsgQ round trip (callgrind, deterministic mode, the kernel in ISA mode, both sides"
+            }
+            Mode::OneWay => {
+                "32-byte message streamed CPU -> DPA sink kernel (callgrind, deterministic mode, 1024 credits, both sides"
+            }
+        }
+    }
+}
 
 /// Layers, first match wins: (layer, substrings of a function's demangled name).
 const LAYERS: &[(&str, &[&str])] = &[
@@ -61,7 +106,7 @@ const LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// The kit's kernels that run per round trip of the profile (their symbols are C names).
-const KERNELS: &[&str] = &["echo"];
+const KERNELS: &[&str] = &["echo", "sink"];
 
 /// Layer of a function's demangled name.
 fn layer(function: &str) -> &'static str {
@@ -77,8 +122,8 @@ fn layer(function: &str) -> &'static str {
         )
 }
 
-/// `isa`: the echo runs from the kit's DPA image in the interpreter instead of natively.
-pub fn run(isa: bool) -> Result {
+/// Profiles the example in `mode`.
+pub fn run(mode: Mode) -> Result {
     if Command::new("valgrind").arg("--version").output().is_err() {
         return Err("profile needs valgrind (apt-get install valgrind)".into());
     }
@@ -93,17 +138,16 @@ pub fn run(isa: bool) -> Result {
     let bin = workspace_root().join("target/release/examples/round_trip_profile");
     let dir = workspace_root().join("target/profile");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let short = callgrind(&bin, SHORT, isa, &dir)?;
-    let long = callgrind(&bin, LONG, isa, &dir)?;
+    let short = callgrind(&bin, SHORT, mode, &dir)?;
+    let long = callgrind(&bin, LONG, mode, &dir)?;
     let per_rt = per_round_trip(&short, &long, LONG - SHORT);
-    print!("{}", table(&per_rt, isa));
+    print!("{}", table(&per_rt, mode));
     Ok(())
 }
 
-/// Self instructions per function of one run of `n` round trips.
-fn callgrind(bin: &Path, n: u64, isa: bool, dir: &Path) -> Result<HashMap<String, u64>> {
-    let mode = if isa { "isa" } else { "native" };
-    let out = dir.join(format!("callgrind.{mode}.{n}.out"));
+/// Self instructions per function of one run of `n` messages.
+fn callgrind(bin: &Path, n: u64, mode: Mode, dir: &Path) -> Result<HashMap<String, u64>> {
+    let out = dir.join(format!("callgrind.{}.{n}.out", mode.name()));
     eprintln!("$ valgrind --tool=callgrind {} {n}", bin.display());
     let status = Command::new("valgrind")
         .args([
@@ -114,13 +158,11 @@ fn callgrind(bin: &Path, n: u64, isa: bool, dir: &Path) -> Result<HashMap<String
         .arg(format!("--callgrind-out-file={}", out.display()))
         .arg(bin)
         .arg(n.to_string())
-        .args(isa.then_some("--isa"))
+        .args(mode.flag())
         .status()
         .map_err(|e| format!("cannot run valgrind: {e}"))?;
     if !status.success() {
-        return Err(format!(
-            "callgrind run of {n} round trips failed ({status})"
-        ));
+        return Err(format!("callgrind run of {n} messages failed ({status})"));
     }
     let text = std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     Ok(self_costs(&text))
@@ -167,7 +209,7 @@ fn per_round_trip(
     out
 }
 
-fn table(per_rt: &[(String, f64)], isa: bool) -> String {
+fn table(per_rt: &[(String, f64)], mode: Mode) -> String {
     let total: f64 = per_rt.iter().map(|(_, ir)| ir).sum();
     let mut by_layer: HashMap<&str, f64> = HashMap::new();
     for (f, ir) in per_rt {
@@ -176,14 +218,13 @@ fn table(per_rt: &[(String, f64)], isa: bool) -> String {
     let mut layers: Vec<_> = by_layer.into_iter().collect();
     layers.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut s = format!(
-        "instructions per 32-byte MsgQ round trip (callgrind, deterministic mode, the kernel {}, \
-         both sides, {LONG} − {SHORT} round trips): {total:.0}\n\n| layer | instructions | share |\n|---|---:|---:|\n",
-        if isa { "in ISA mode" } else { "native" }
+        "instructions per {}, {LONG} − {SHORT} messages): {total:.0}\n\n| layer | instructions | share |\n|---|---:|---:|\n",
+        mode.title()
     );
     for (name, ir) in &layers {
         s += &format!("| {name} | {ir:.0} | {:.0} % |\n", 100.0 * ir / total);
     }
-    s += "\nthe 25 costliest functions (own instructions per round trip):\n";
+    s += "\nthe 25 costliest functions (own instructions per message):\n";
     for (f, ir) in per_rt.iter().take(25) {
         s += &format!("{ir:>8.1}  {}  [{}]\n", short_name(f), layer(f));
     }
