@@ -3,8 +3,9 @@
 //! soft device's bus checks them), with and without the decode cache.
 //!
 //! Figure `interp/loop/<subject>`, throughput in instructions: `decode_cache` (code the bus
-//! declares fixed, decoded once) and `decode_each` (every instruction fetched and decoded
-//! each time it runs).
+//! declares fixed, decoded once into cached blocks that run with one exit-pc and budget check
+//! each; the loop body is one block) and `decode_each` (every instruction fetched and decoded
+//! each time it runs). Both check every load and store through the bus.
 //!
 //! `cargo bench -p dpakit-rv`
 

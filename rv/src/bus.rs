@@ -114,11 +114,12 @@ pub trait Bus {
     /// true if it did.
     fn cas(&mut self, addr: u64, size: u8, expected: u64, new: u64) -> Result<bool, MemFault>;
 
-    /// Whether the `len` instruction bytes at `addr` (fetched successfully just now) stay as
-    /// they are, and fetchable, for as long as this bus and the code behind it are in use: a
-    /// read-only code region. [`Hart::run_cached`](crate::Hart::run_cached) then keeps their
-    /// decoding and fetches them no more. The default promises nothing: every instruction is
-    /// fetched and decoded each time it runs.
+    /// Whether the `len` instruction bytes at `addr` stay as they are, and fetchable, for as
+    /// long as this bus and the code behind it are in use: a read-only code region.
+    /// [`Hart::run_cached`](crate::Hart::run_cached) then keeps their decoding and fetches
+    /// them no more (but to decode another cached block that holds them), and may fetch them
+    /// before the hart reaches them, to decode a block of straight-line code at once. The
+    /// default promises nothing: every instruction is fetched and decoded each time it runs.
     fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
         let _ = (addr, len);
         false

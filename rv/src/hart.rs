@@ -1,9 +1,14 @@
-//! The hart: 32 integer registers, the pc, the LR reservation, and the execute loop.
+//! The hart: 32 integer registers, the pc, the LR reservation, and the run loops: one
+//! instruction at a time (fetch, decode, execute) here, a cached block at a time in `block.rs`;
+//! what each instruction does is in `exec.rs`, shared by both.
 
 use super::bus::{Access, Bus, FaultReason, MemFault};
 use super::decode::decode;
 use super::decode_cache::DecodeCache;
-use super::inst::{AluOp, AluWOp, Cond, Inst};
+use super::inst::Inst;
+
+mod block;
+mod exec;
 
 /// ABI names of the integer registers (lp64).
 // The whole ABI register file. A group (t0..t2, a2..a6, …) is documented at its first name.
@@ -110,97 +115,29 @@ pub struct Hart {
     instret: u64,
 }
 
-/// A fault refused by the hart itself: a misaligned access.
+/// An instruction fetched and decoded (and its length), or why it could not be fetched.
+type Single = Result<(Inst, u8), Stop>;
+
+/// Fetches the instruction at `pc`: 16 bits, or 32 when the low half says so (48-bit and
+/// longer formats also fetch 32, which decode as illegal). A fault is the fetching
+/// instruction's.
 #[inline(always)]
-fn misaligned(pc: u64, addr: u64, size: u8, access: Access) -> Stop {
-    Stop::Fault {
-        pc,
-        fault: MemFault {
-            addr,
-            size,
-            access,
+fn fetch<B: Bus>(bus: &mut B, pc: u64) -> Result<u32, Stop> {
+    let fault = |fault| Stop::Fault { pc, fault };
+    if pc & 1 != 0 {
+        return Err(fault(MemFault {
+            addr: pc,
+            size: 2,
+            access: Access::Fetch,
             reason: FaultReason::Misaligned,
-        },
+        }));
     }
-}
-
-/// The low `size` bytes of `value`.
-#[inline(always)]
-fn truncate(value: u64, size: u8) -> u64 {
-    value & (u64::MAX >> (64 - 8 * u32::from(size)))
-}
-
-/// `value` (at most 32 bits) sign-extended to 64 when `size` is 4.
-#[inline(always)]
-fn extend_word(value: u64, size: u8) -> u64 {
-    if size == 4 {
-        value as i32 as i64 as u64
-    } else {
-        value
+    let lo = bus.fetch16(pc).map_err(fault)?;
+    if lo & 3 != 3 {
+        return Ok(u32::from(lo));
     }
-}
-
-/// Whether a branch on `cond` is taken.
-#[inline(always)]
-fn taken(cond: Cond, a: u64, b: u64) -> bool {
-    match cond {
-        Cond::Eq => a == b,
-        Cond::Ne => a != b,
-        Cond::Lt => (a as i64) < (b as i64),
-        Cond::Ge => (a as i64) >= (b as i64),
-        Cond::Ltu => a < b,
-        Cond::Geu => a >= b,
-    }
-}
-
-/// `a op b` on 64-bit values, with the M extension's results for division by zero (quotient
-/// all ones, remainder the dividend) and overflow (`MIN / -1` = `MIN`, remainder 0).
-#[inline(always)]
-pub fn alu(op: AluOp, a: u64, b: u64) -> u64 {
-    match op {
-        AluOp::Add => a.wrapping_add(b),
-        AluOp::Sub => a.wrapping_sub(b),
-        AluOp::Sll => a << (b & 63),
-        AluOp::Slt => u64::from((a as i64) < (b as i64)),
-        AluOp::Sltu => u64::from(a < b),
-        AluOp::Xor => a ^ b,
-        AluOp::Srl => a >> (b & 63),
-        AluOp::Sra => ((a as i64) >> (b & 63)) as u64,
-        AluOp::Or => a | b,
-        AluOp::And => a & b,
-        AluOp::Mul => a.wrapping_mul(b),
-        // The 128-bit products cannot overflow: |i64 × u64| < 2^127.
-        AluOp::Mulh => ((i128::from(a as i64) * i128::from(b as i64)) >> 64) as u64,
-        AluOp::Mulhsu => ((i128::from(a as i64) * i128::from(b)) >> 64) as u64,
-        AluOp::Mulhu => ((u128::from(a) * u128::from(b)) >> 64) as u64,
-        AluOp::Div if b == 0 => u64::MAX,
-        AluOp::Div => (a as i64).wrapping_div(b as i64) as u64,
-        AluOp::Divu => a.checked_div(b).unwrap_or(u64::MAX),
-        AluOp::Rem if b == 0 => a,
-        AluOp::Rem => (a as i64).wrapping_rem(b as i64) as u64,
-        AluOp::Remu => a.checked_rem(b).unwrap_or(a),
-    }
-}
-
-/// `a op b` on the low 32 bits, sign-extended to 64; division corner cases as in [`alu`].
-#[inline(always)]
-pub fn alu_w(op: AluWOp, a: u64, b: u64) -> u64 {
-    let (a, b) = (a as u32, b as u32);
-    let r = match op {
-        AluWOp::Add => a.wrapping_add(b),
-        AluWOp::Sub => a.wrapping_sub(b),
-        AluWOp::Sll => a << (b & 31),
-        AluWOp::Srl => a >> (b & 31),
-        AluWOp::Sra => ((a as i32) >> (b & 31)) as u32,
-        AluWOp::Mul => a.wrapping_mul(b),
-        AluWOp::Div if b == 0 => u32::MAX,
-        AluWOp::Div => (a as i32).wrapping_div(b as i32) as u32,
-        AluWOp::Divu => a.checked_div(b).unwrap_or(u32::MAX),
-        AluWOp::Rem if b == 0 => a,
-        AluWOp::Rem => (a as i32).wrapping_rem(b as i32) as u32,
-        AluWOp::Remu => a.checked_rem(b).unwrap_or(a),
-    };
-    r as i32 as i64 as u64
+    let hi = bus.fetch16(pc.wrapping_add(2)).map_err(fault)?;
+    Ok(u32::from(lo) | u32::from(hi) << 16)
 }
 
 impl Hart {
@@ -254,10 +191,12 @@ impl Hart {
         self.run_with(bus, None, exit_pc, budget)
     }
 
-    /// As [`run`](Self::run), keeping the decoding of instructions in code the bus declares
-    /// fixed ([`Bus::code_is_fixed`]) in `cache`, and taking it from there instead of fetching
-    /// and decoding again. The results are those of `run`; `cache` must hold decodings of the
-    /// code behind this bus only.
+    /// As [`run`](Self::run), keeping the decoding of code the bus declares fixed
+    /// ([`Bus::code_is_fixed`]) in `cache`, as blocks of straight-line instructions, and running
+    /// those blocks from there instead of fetching and decoding again: the exit-pc and budget
+    /// checks are made once per block, and an instruction is dispatched once (loads, stores
+    /// and atomics still go through the bus one by one). The results are those of `run`, to
+    /// the instruction; `cache` must hold decodings of the code behind this bus only.
     pub fn run_cached<B: Bus>(
         &mut self,
         bus: &mut B,
@@ -272,7 +211,7 @@ impl Hart {
     fn run_with<B: Bus>(
         &mut self,
         bus: &mut B,
-        mut cache: Option<&mut DecodeCache>,
+        cache: Option<&mut DecodeCache>,
         exit_pc: u64,
         budget: u64,
     ) -> (Stop, u64) {
@@ -281,206 +220,41 @@ impl Hart {
         self.x[0] = 0;
         // The retired count is the budget's clock too: one counter per instruction, not two.
         // An `ecall` retires and stops the run at once, so it never overshoots the budget.
-        let stop = loop {
-            if self.pc == exit_pc {
-                break Stop::Returned;
-            }
-            if self.instret.wrapping_sub(start) == budget {
-                break Stop::Budget;
-            }
-            if let Err(stop) = self.step(bus, cache.as_deref_mut()) {
-                break stop;
-            }
+        let stop = match cache {
+            None => loop {
+                if self.pc == exit_pc {
+                    break Stop::Returned;
+                }
+                if self.instret.wrapping_sub(start) == budget {
+                    break Stop::Budget;
+                }
+                if let Err(stop) = self.step(bus) {
+                    break stop;
+                }
+            },
+            Some(cache) => self.run_blocks(bus, cache, exit_pc, budget, start),
         };
         (stop, self.instret.wrapping_sub(start))
     }
 
+    /// Fetches, decodes and executes one instruction. On `Err` no register changed; an `ecall`
+    /// retired, an `sc` that faulted lost its reservation.
     #[inline(always)]
-    fn r(&self, i: u8) -> u64 {
-        self.x[usize::from(i & 31)]
-    }
-
-    /// Writes x[i]; a write to x0 is undone at the end of the step (cheaper than a branch here).
-    #[inline(always)]
-    fn w(&mut self, i: u8, v: u64) {
-        self.x[usize::from(i & 31)] = v;
-    }
-
-    /// Fetches the instruction at `pc`: 16 bits, or 32 when the low half says so (48-bit and
-    /// longer formats also fetch 32, which decode as illegal).
-    #[inline(always)]
-    fn fetch<B: Bus>(bus: &mut B, pc: u64) -> Result<u32, Stop> {
-        if pc & 1 != 0 {
-            return Err(misaligned(pc, pc, 2, Access::Fetch));
-        }
-        let fault = |fault| Stop::Fault { pc, fault };
-        let lo = bus.fetch16(pc).map_err(fault)?;
-        if lo & 3 != 3 {
-            return Ok(u32::from(lo));
-        }
-        let hi = bus.fetch16(pc.wrapping_add(2)).map_err(fault)?;
-        Ok(u32::from(lo) | u32::from(hi) << 16)
-    }
-
-    /// Executes one instruction. On `Err` no register changed; an `ecall` retired, an `sc` that
-    /// faulted lost its reservation.
-    #[inline(always)]
-    fn step<B: Bus>(&mut self, bus: &mut B, cache: Option<&mut DecodeCache>) -> Result<(), Stop> {
+    fn step<B: Bus>(&mut self, bus: &mut B) -> Result<(), Stop> {
         let pc = self.pc;
-        let Some(cache) = cache else {
-            let (inst, len) = decode(Self::fetch(bus, pc)?);
-            return self.execute(bus, pc, &inst, len);
-        };
-        if let Some((inst, len)) = cache.get(pc) {
-            // Executed from the cache slot: each arm reads only the fields it uses.
-            return self.execute(bus, pc, inst, len);
-        }
-        let (inst, len) = decode(Self::fetch(bus, pc)?);
-        if inst != Inst::Illegal && bus.code_is_fixed(pc, len) {
-            cache.put(pc, (inst, len));
-        }
-        self.execute(bus, pc, &inst, len)
+        let (inst, len) = decode(fetch(bus, pc)?);
+        self.pc = self.execute(bus, pc, &inst, len)?;
+        self.instret = self.instret.wrapping_add(1);
+        Ok(())
     }
 
-    /// Executes `inst` (`len` bytes long) at `pc`.
-    #[inline(always)]
-    fn execute<B: Bus>(&mut self, bus: &mut B, pc: u64, inst: &Inst, len: u8) -> Result<(), Stop> {
-        let next = pc.wrapping_add(u64::from(len));
-        let fault = |fault| Stop::Fault { pc, fault };
-        let new_pc = match *inst {
-            Inst::Lui { rd, imm } => {
-                self.w(rd, imm as u64);
-                next
-            }
-            Inst::Auipc { rd, imm } => {
-                self.w(rd, pc.wrapping_add(imm as u64));
-                next
-            }
-            Inst::Jal { rd, offset } => {
-                self.w(rd, next);
-                pc.wrapping_add(offset as u64)
-            }
-            Inst::Jalr { rd, rs1, imm } => {
-                // Read rs1 before writing rd: they may be the same register.
-                let target = self.r(rs1).wrapping_add(imm as u64) & !1;
-                self.w(rd, next);
-                target
-            }
-            Inst::Branch {
-                cond,
-                rs1,
-                rs2,
-                offset,
-            } => {
-                if taken(cond, self.r(rs1), self.r(rs2)) {
-                    pc.wrapping_add(offset as u64)
-                } else {
-                    next
-                }
-            }
-            Inst::Load { kind, rd, rs1, imm } => {
-                let addr = self.r(rs1).wrapping_add(imm as u64);
-                let size = kind.size();
-                if addr & (u64::from(size) - 1) != 0 {
-                    return Err(misaligned(pc, addr, size, Access::Load));
-                }
-                let v = bus.load(addr, size).map_err(fault)?;
-                self.w(rd, kind.extend(v));
-                next
-            }
-            Inst::Store {
-                size,
-                rs1,
-                rs2,
-                imm,
-            } => {
-                let addr = self.r(rs1).wrapping_add(imm as u64);
-                if addr & (u64::from(size) - 1) != 0 {
-                    return Err(misaligned(pc, addr, size, Access::Store));
-                }
-                bus.store(addr, size, truncate(self.r(rs2), size))
-                    .map_err(fault)?;
-                next
-            }
-            Inst::OpImm { op, rd, rs1, imm } => {
-                self.w(rd, alu(op, self.r(rs1), imm as u64));
-                next
-            }
-            Inst::OpImmW { op, rd, rs1, imm } => {
-                self.w(rd, alu_w(op, self.r(rs1), imm as u64));
-                next
-            }
-            Inst::Op { op, rd, rs1, rs2 } => {
-                self.w(rd, alu(op, self.r(rs1), self.r(rs2)));
-                next
-            }
-            Inst::OpW { op, rd, rs1, rs2 } => {
-                self.w(rd, alu_w(op, self.r(rs1), self.r(rs2)));
-                next
-            }
-            Inst::Lr { size, rd, rs1 } => {
-                let addr = self.r(rs1);
-                if addr & (u64::from(size) - 1) != 0 {
-                    return Err(misaligned(pc, addr, size, Access::Load));
-                }
-                let value = bus.load(addr, size).map_err(fault)?;
-                self.reservation = Some(Reservation { addr, size, value });
-                self.w(rd, extend_word(value, size));
-                next
-            }
-            Inst::Sc { size, rd, rs1, rs2 } => {
-                let addr = self.r(rs1);
-                // Any sc ends the reservation, whether it succeeds, fails or faults.
-                let reservation = self.reservation.take();
-                if addr & (u64::from(size) - 1) != 0 {
-                    return Err(misaligned(pc, addr, size, Access::Atomic));
-                }
-                let stored = match reservation {
-                    Some(r) if r.addr == addr && r.size == size => bus
-                        .cas(addr, size, r.value, truncate(self.r(rs2), size))
-                        .map_err(fault)?,
-                    _ => false,
-                };
-                self.w(rd, u64::from(!stored));
-                next
-            }
-            Inst::Amo {
-                op,
-                size,
-                rd,
-                rs1,
-                rs2,
-            } => {
-                let addr = self.r(rs1);
-                if addr & (u64::from(size) - 1) != 0 {
-                    return Err(misaligned(pc, addr, size, Access::Atomic));
-                }
-                let old = bus
-                    .amo(addr, size, op, truncate(self.r(rs2), size))
-                    .map_err(fault)?;
-                self.w(rd, extend_word(old, size));
-                next
-            }
-            Inst::ReadCounter { rd } => {
-                self.w(rd, self.instret);
-                next
-            }
-            Inst::Fence => next,
-            Inst::Ecall => {
-                self.instret = self.instret.wrapping_add(1);
-                return Err(Stop::Ecall);
-            }
-            Inst::Ebreak => return Err(Stop::Ebreak),
-            // Never cached: fetched just now, so fetching again gives the same bits.
-            Inst::Illegal => {
-                return Err(match Self::fetch(bus, pc) {
-                    Ok(raw) => Stop::Illegal { pc, raw },
-                    Err(stop) => stop,
-                });
-            }
-        };
-        self.x[0] = 0;
-        self.pc = new_pc;
+    /// As [`step`](Self::step), for an instruction fetched and decoded already (or that could
+    /// not be fetched). Not inlined: with a copy of its own, the plain loop's `step` dispatches
+    /// straight from the decoder's match to the instruction's code.
+    #[inline(never)]
+    fn step_decoded<B: Bus>(&mut self, bus: &mut B, fetched: Single) -> Result<(), Stop> {
+        let (inst, len) = fetched?;
+        self.pc = self.execute(bus, self.pc, &inst, len)?;
         self.instret = self.instret.wrapping_add(1);
         Ok(())
     }

@@ -18,9 +18,16 @@
 //!   (`cycle`, `time`, `instret`) all return the retired count, so runs replay identically;
 //! - nothing allocates, nothing is `unsafe`, there is no dynamic dispatch (the loop is
 //!   monomorphized over the bus), and there is nothing to compile but this code;
-//! - code the bus declares fixed is decoded once: [`Hart::run_cached`] keeps decoded
-//!   instructions in a [`DecodeCache`] the caller owns (loads and stores are still checked
-//!   one by one).
+//! - code the bus declares fixed is decoded once: [`Hart::run_cached`] keeps it in a
+//!   [`DecodeCache`] the caller owns, as blocks of straight-line instructions (up to a branch,
+//!   jump, `ecall` or `ebreak`) lowered to one operation each (`addi`, `ld`, `bne`, … rather
+//!   than a format and then an operation), and runs a block in a tight loop: the exit-pc and
+//!   budget checks are made once per block, and a block the budget or exit pc ends inside runs
+//!   only its instructions before that point, so counts and stops are exact to the
+//!   instruction. Loads, stores and atomics are still checked one by one, and a fault inside a
+//!   block stops the hart at that instruction with the state single steps would leave.
+//!   [`Hart::run`] fetches and decodes every instruction each time; both paths execute through
+//!   the same functions.
 //!
 //! The hart is a single user-mode RV64IMAC hart with the user counters of Zicsr: no F/D, no
 //! vector, no privileged instructions; those decode as illegal and stop the run.
@@ -39,6 +46,7 @@ mod decode_cache;
 mod hart;
 mod image;
 mod inst;
+mod op;
 mod rvc;
 #[cfg(test)]
 mod tests;

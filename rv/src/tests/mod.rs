@@ -5,6 +5,7 @@
 //! instructions with the encoders test the decoder against the standard, not against itself.
 
 mod atomic;
+mod blocks;
 mod compressed;
 mod control;
 mod golden;
