@@ -227,47 +227,13 @@ fn a_counter_read_inside_a_loop_reads_the_exact_count() {
     assert_eq!(m.x(A1), (1..=5).map(|k| 4 * k - 2).sum::<u64>());
 }
 
-/// A bus whose code is fixed below `fixed_end` only, counting fetches.
-#[derive(Clone)]
-struct PartlyFixed {
-    bus: VecBus,
-    fixed_end: u64,
-    fetches: usize,
-}
-
-impl Bus for PartlyFixed {
-    fn fetch16(&mut self, addr: u64) -> Result<u16, MemFault> {
-        self.fetches += 1;
-        self.bus.fetch16(addr)
-    }
-    fn load(&mut self, addr: u64, size: u8) -> Result<u64, MemFault> {
-        self.bus.load(addr, size)
-    }
-    fn store(&mut self, addr: u64, size: u8, value: u64) -> Result<(), MemFault> {
-        self.bus.store(addr, size, value)
-    }
-    fn amo(&mut self, addr: u64, size: u8, op: AmoOp, operand: u64) -> Result<u64, MemFault> {
-        self.bus.amo(addr, size, op, operand)
-    }
-    fn cas(&mut self, addr: u64, size: u8, expected: u64, new: u64) -> Result<bool, MemFault> {
-        self.bus.cas(addr, size, expected, new)
-    }
-    fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
-        addr + u64::from(len) <= self.fixed_end && self.bus.code_is_fixed(addr, len)
-    }
-}
-
 #[test]
 fn code_that_is_not_fixed_is_never_cached() {
     let m = Machine::new(&[addi(A0, ZERO, 1), addi(A0, A0, 2), RET]);
     for (fixed_end, blocks) in [(TEXT, 0), (TEXT + 4, 1)] {
-        let mut bus = PartlyFixed {
-            bus: m.bus.clone(),
-            fixed_end,
-            fetches: 0,
-        };
+        let mut bus = Fetches::new(m.bus.clone(), fixed_end);
         let (mut hart, mut cache) = (m.hart.clone(), DecodeCache::new());
-        let mut call = |bus: &mut PartlyFixed| {
+        let mut call = |bus: &mut Fetches| {
             hart.prepare_call(TEXT, EXIT, END, &[]);
             assert_eq!(
                 hart.run_cached(bus, &mut cache, EXIT, 100),

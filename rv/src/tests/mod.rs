@@ -119,6 +119,46 @@ impl Bus for VecBus {
     }
 }
 
+/// A bus that counts fetches and calls its code fixed only below `fixed_end` (0: none of it).
+#[derive(Clone)]
+pub(super) struct Fetches {
+    pub bus: VecBus,
+    pub fixed_end: u64,
+    pub fetches: usize,
+}
+
+impl Fetches {
+    pub(super) fn new(bus: VecBus, fixed_end: u64) -> Self {
+        Self {
+            bus,
+            fixed_end,
+            fetches: 0,
+        }
+    }
+}
+
+impl Bus for Fetches {
+    fn fetch16(&mut self, addr: u64) -> Result<u16, MemFault> {
+        self.fetches += 1;
+        self.bus.fetch16(addr)
+    }
+    fn load(&mut self, addr: u64, size: u8) -> Result<u64, MemFault> {
+        self.bus.load(addr, size)
+    }
+    fn store(&mut self, addr: u64, size: u8, value: u64) -> Result<(), MemFault> {
+        self.bus.store(addr, size, value)
+    }
+    fn amo(&mut self, addr: u64, size: u8, op: AmoOp, operand: u64) -> Result<u64, MemFault> {
+        self.bus.amo(addr, size, op, operand)
+    }
+    fn cas(&mut self, addr: u64, size: u8, expected: u64, new: u64) -> Result<bool, MemFault> {
+        self.bus.cas(addr, size, expected, new)
+    }
+    fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
+        addr.saturating_add(u64::from(len)) <= self.fixed_end && self.bus.code_is_fixed(addr, len)
+    }
+}
+
 /// A hart and its memory.
 #[derive(Clone, Debug)]
 pub(super) struct Machine {

@@ -92,35 +92,6 @@ fn a_stack_overflow_faults_at_the_first_store_below_the_data() {
     assert_eq!(m.x(SP), DATA - 16);
 }
 
-/// A bus that counts fetches and may refuse to call its code fixed.
-struct Fetches {
-    bus: VecBus,
-    fetches: usize,
-    fixed: bool,
-}
-
-impl Bus for Fetches {
-    fn fetch16(&mut self, addr: u64) -> Result<u16, MemFault> {
-        self.fetches += 1;
-        self.bus.fetch16(addr)
-    }
-    fn load(&mut self, addr: u64, size: u8) -> Result<u64, MemFault> {
-        self.bus.load(addr, size)
-    }
-    fn store(&mut self, addr: u64, size: u8, value: u64) -> Result<(), MemFault> {
-        self.bus.store(addr, size, value)
-    }
-    fn amo(&mut self, addr: u64, size: u8, op: AmoOp, operand: u64) -> Result<u64, MemFault> {
-        self.bus.amo(addr, size, op, operand)
-    }
-    fn cas(&mut self, addr: u64, size: u8, expected: u64, new: u64) -> Result<bool, MemFault> {
-        self.bus.cas(addr, size, expected, new)
-    }
-    fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
-        self.fixed && self.bus.code_is_fixed(addr, len)
-    }
-}
-
 fn sum_loop() -> Machine {
     Machine::new(&[
         addi(A0, ZERO, 0),
@@ -138,11 +109,7 @@ fn cached_code_is_fetched_once() {
     for fixed in [true, false] {
         let m = sum_loop();
         let mut hart = m.hart.clone();
-        let mut bus = Fetches {
-            bus: m.bus,
-            fetches: 0,
-            fixed,
-        };
+        let mut bus = Fetches::new(m.bus, if fixed { u64::MAX } else { 0 });
         let mut cache = DecodeCache::new();
         assert_eq!(
             hart.run_cached(&mut bus, &mut cache, EXIT, 10_000),
