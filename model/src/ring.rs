@@ -44,9 +44,6 @@ pub fn padded_imm(imm: &[u8]) -> [u8; MAX_IMM_DATA_LEN] {
     bytes
 }
 
-/// How far ahead of its push a producer asks for a slot's line (see `prefetch_for_write`).
-const PREFETCH_AHEAD: u64 = 4;
-
 /// One message, padded to a cache line so that producers writing neighbouring slots never
 /// share a line.
 #[repr(C, align(64))]
@@ -279,27 +276,6 @@ impl CompletionRing {
         self.slot(pos).seq.load(Ordering::Acquire) == 2 * pos + 1
     }
 
-    /// Asks for the line of the slot at `pos` in a writable state, so that its transfer from the
-    /// consumer's core overlaps the pushes before it: without it, the next locked instruction
-    /// (the credit or the tail claim of the next push) waits for this push's stores to reach a
-    /// line the consumer core holds, one cross-core trip per message. Only a hint: it changes
-    /// no memory, and a consumer that polls the slot meanwhile merely takes the line back.
-    #[inline]
-    fn prefetch_for_write(&self, pos: u64) {
-        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
-        {
-            let slot: *const Slot = self.slot(pos);
-            // SAFETY: prefetching has no effect on memory; the address is a live slot.
-            unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_ET0 }>(
-                    slot.cast(),
-                )
-            };
-        }
-        #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
-        let _ = pos;
-    }
-
     #[inline]
     fn slot(&self, pos: u64) -> &Slot {
         &self.slots[(pos & self.mask) as usize]
@@ -345,7 +321,6 @@ impl CompletionRing {
                         // SAFETY: as above.
                         slot.data.with_mut(|cell| unsafe { cell.write(data) });
                         slot.seq.store(2 * pos + 1, Ordering::Release);
-                        self.prefetch_for_write(pos + PREFETCH_AHEAD);
                         return Ok(());
                     }
                     Err(current) => pos = current,
