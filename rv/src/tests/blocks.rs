@@ -22,18 +22,6 @@ fn both(m: &mut Machine, cache: &mut DecodeCache, exit_pc: u64, budget: u64) -> 
     plain
 }
 
-fn sum_loop() -> Machine {
-    Machine::new(&[
-        addi(A0, ZERO, 0),
-        addi(T0, ZERO, 1),
-        addi(T1, ZERO, 101),
-        add(A0, A0, T0), // loop:
-        addi(T0, T0, 1),
-        bne(T0, T1, -8),
-        RET,
-    ])
-}
-
 fn fact_of(n: u64) -> Machine {
     let mut m = Machine::new16(&fact());
     m.hart.prepare_call(TEXT, EXIT, END, &[n]);

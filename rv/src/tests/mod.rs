@@ -119,6 +119,19 @@ impl Bus for VecBus {
     }
 }
 
+/// `a0 = 1 + 2 + … + 100` in a three-instruction loop (304 instructions retired).
+pub(super) fn sum_loop() -> Machine {
+    Machine::new(&[
+        addi(A0, ZERO, 0),
+        addi(T0, ZERO, 1),
+        addi(T1, ZERO, 101),
+        add(A0, A0, T0), // loop:
+        addi(T0, T0, 1),
+        bne(T0, T1, -8),
+        RET,
+    ])
+}
+
 /// A bus that counts fetches and calls its code fixed only below `fixed_end` (0: none of it).
 #[derive(Clone)]
 pub(super) struct Fetches {

@@ -4,20 +4,11 @@ use super::*;
 
 #[test]
 fn a_loop_sums_1_to_100() {
-    let code = [
-        addi(A0, ZERO, 0),
-        addi(T0, ZERO, 1),
-        addi(T1, ZERO, 101),
-        add(A0, A0, T0), // loop:
-        addi(T0, T0, 1),
-        bne(T0, T1, -8),
-        RET,
-    ];
-    let mut m = Machine::new(&code);
+    let mut m = sum_loop();
     assert_eq!(m.run(10_000), (Stop::Returned, 3 + 3 * 100 + 1));
     assert_eq!(m.x(A0), 5050);
     // The same call with too small a budget stops inside the loop, and can go on.
-    let mut m = Machine::new(&code);
+    let mut m = sum_loop();
     assert_eq!(m.run(100), (Stop::Budget, 100));
     assert_eq!(m.run(10_000), (Stop::Returned, 204));
     assert_eq!(m.x(A0), 5050);
@@ -90,18 +81,6 @@ fn a_stack_overflow_faults_at_the_first_store_below_the_data() {
         }
     );
     assert_eq!(m.x(SP), DATA - 16);
-}
-
-fn sum_loop() -> Machine {
-    Machine::new(&[
-        addi(A0, ZERO, 0),
-        addi(T0, ZERO, 1),
-        addi(T1, ZERO, 101),
-        add(A0, A0, T0),
-        addi(T0, T0, 1),
-        bne(T0, T1, -8),
-        RET,
-    ])
 }
 
 #[test]
