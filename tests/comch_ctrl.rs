@@ -174,6 +174,14 @@ fn warm_pair(name: &str, spe: &Pe, cpe: &Pe) -> (Server, Client, Connection) {
     (server, client, conn)
 }
 
+/// Runs `pe` until it has nothing to do, checks that it would sleep, and arms its notification
+/// handle as a program does before it sleeps.
+fn put_to_sleep(pe: &Pe) {
+    while pe.progress() {}
+    assert!(!pe.wait(Duration::from_millis(20)).unwrap());
+    pe.request_notification().unwrap();
+}
+
 /// Whether `pe`'s notification handle, armed before, is signalled within `timeout` (without
 /// arming it again, which would look at the rings itself); the signal is consumed.
 fn signalled(pe: &Pe, timeout: Duration) -> bool {
@@ -194,9 +202,7 @@ fn a_message_wakes_a_sleeping_progress_engine() {
     let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
     let (_server, client, conn) = warm_pair("wakes", &spe, &cpe);
     // Nothing pending: the server's PE sleeps until the timeout.
-    while spe.progress() {}
-    assert!(!spe.wait(Duration::from_millis(20)).unwrap());
-    spe.request_notification().unwrap();
+    put_to_sleep(&spe);
     client.channel().send(conn, b"wake", 0).unwrap();
     cpe.progress();
     assert!(
@@ -212,9 +218,7 @@ fn a_sleeping_client_is_woken_by_a_message_and_by_a_delivery() {
     let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
     let (server, client, conn) = warm_pair("wakes-client", &spe, &cpe);
     // A message from the server wakes the client.
-    while cpe.progress() {}
-    assert!(!cpe.wait(Duration::from_millis(20)).unwrap());
-    cpe.request_notification().unwrap();
+    put_to_sleep(&cpe);
     let sconn = server.channel().connections()[0];
     server.channel().send(sconn, b"hello", 0).unwrap();
     spe.progress();

@@ -27,6 +27,15 @@ pub(crate) struct Entry {
     pub len: u8,
 }
 
+impl Entry {
+    /// A filler for unused entries.
+    pub(crate) const NOP: Entry = Entry {
+        op: Op::Nop,
+        off: 0,
+        len: 0,
+    };
+}
+
 // Twelve bytes: 8192 of them in 96 KiB.
 const _: () = assert!(size_of::<Entry>() == 12);
 
@@ -78,14 +87,9 @@ impl DecodeCache {
             count: 0,
             bytes: 0,
         };
-        let nop = Entry {
-            op: Op::Nop,
-            off: 0,
-            len: 0,
-        };
         Self {
             blocks: vec![empty; BLOCKS].into_boxed_slice(),
-            ops: vec![nop; OPS].into_boxed_slice(),
+            ops: vec![Entry::NOP; OPS].into_boxed_slice(),
             used: 0,
         }
     }

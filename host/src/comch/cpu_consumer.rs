@@ -77,9 +77,8 @@ struct Inner {
     num_tasks: u32,
     posted: Cell<u32>,
     /// Completed tasks kept for the next post (DOCA resubmits a completed receive task rather
-    /// than freeing and allocating one); never more than `num_tasks`, reserved up front.
-    /// Completed receive tasks kept for reposting, each with the user data it carries: a
-    /// repost with the same user data skips setting it again.
+    /// than freeing and allocating one), each with the user data it carries, so a repost with
+    /// the same user data need not set it again; never more than `num_tasks`, reserved up front.
     spare: RefCell<Vec<(*mut sys::doca_comch_consumer_task_post_recv, u64)>>,
     /// Stopping: completed tasks are freed, not kept, so the context can reach IDLE.
     stopping: Cell<bool>,

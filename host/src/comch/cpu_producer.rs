@@ -48,7 +48,8 @@ pub(super) struct Inner {
     num_tasks: u32,
     in_flight: Cell<u32>,
     on_send: RefCell<Option<SendCb>>,
-    /// Whether there is an `on_send` callback to hand the user data to.
+    /// Whether there is an `on_send` callback to hand the user data to: known at build time,
+    /// and read without borrowing `on_send`, which a send made from the callback finds borrowed.
     reports: bool,
     pub(super) on_state_changed: Option<StateChangedCb>,
     _msgq: Msgq,

@@ -213,8 +213,7 @@ impl CpuConsumer {
             );
         }
         // Room is checked above: posted and flushed receives share the num_tasks.
-        let queued = inner.posted.push(user_data);
-        debug_assert!(queued.is_ok());
+        inner.posted.push_within_capacity(user_data);
         inner.shared.post();
         Ok(())
     }
@@ -237,10 +236,9 @@ impl CpuConsumer {
         // Messages fill receives in posting order, so the ones taken back are the newest. They
         // and the flushed ones together never exceed num_tasks, the queues' capacity.
         let inner = &*self.inner;
-        inner.posted.drain_newest(taken, |user_data| {
-            let queued = inner.flushed.push(user_data);
-            debug_assert!(queued.is_ok());
-        });
+        inner
+            .posted
+            .drain_newest(taken, |user_data| inner.flushed.push_within_capacity(user_data));
         taken
     }
 

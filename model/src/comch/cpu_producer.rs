@@ -294,8 +294,7 @@ impl Inner {
     #[inline]
     fn complete(&self, user_data: u64, status: ErrorCode) {
         // Sends in flight never exceed num_tasks, the queue's capacity.
-        let queued = self.completed.push((user_data, status));
-        debug_assert!(queued.is_ok(), "more completions than send tasks");
+        self.completed.push_within_capacity((user_data, status));
     }
 
     /// The live consumer `id` names (ids are not reused, so never a later one).

@@ -46,6 +46,14 @@ impl<T: Copy> Fifo<T> {
         Ok(())
     }
 
+    /// Appends `value` to a queue its caller keeps within capacity by a count of its own (the
+    /// tasks in flight, the receives posted); a full queue there is the caller's bug.
+    #[inline]
+    pub(crate) fn push_within_capacity(&self, value: T) {
+        let pushed = self.push(value);
+        debug_assert!(pushed.is_ok(), "a FIFO pushed past its capacity");
+    }
+
     /// The oldest value, removed.
     #[inline]
     pub(crate) fn pop(&self) -> Option<T> {

@@ -210,12 +210,7 @@ impl Hart {
 /// block's start.
 #[cold]
 fn build<B: Bus>(bus: &mut B, cache: &mut DecodeCache, pc: u64) -> Result<(), Single> {
-    let nop = Entry {
-        op: Op::Nop,
-        off: 0,
-        len: 0,
-    };
-    let (mut ops, mut n, mut at) = ([nop; MAX_BLOCK], 0, pc);
+    let (mut ops, mut n, mut at) = ([Entry::NOP; MAX_BLOCK], 0, pc);
     while n < MAX_BLOCK {
         if at != pc && !bus.code_is_fixed(at, 2) {
             break;
