@@ -13,10 +13,12 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// What the receive callback saw: each echo's sequence number, and each repost's result.
+/// What the receive callback saw: each echo's sequence number and its receive's user data,
+/// and each repost's result.
 #[derive(Default)]
 struct Seen {
     seqs: Vec<u32>,
+    user_data: Vec<u64>,
     reposts: Vec<Result<(), ErrorCode>>,
 }
 
@@ -66,6 +68,7 @@ fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
             let mut log = log.borrow_mut();
             log.seqs
                 .push(ImmMessage::from_bytes(r.imm).unwrap().header.seq);
+            log.user_data.push(r.user_data);
             log.reposts
                 .push(r.post_recv(r.user_data + 1).map_err(|e| e.code()));
         })
@@ -111,6 +114,12 @@ fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
         seen.seqs,
         (0..ROUNDS).collect::<Vec<_>>(),
         "each reply once, in order"
+    );
+    assert_eq!(
+        seen.user_data,
+        (0..u64::from(ROUNDS)).collect::<Vec<_>>(),
+        "each receive carries the user data of the post that made it (the first 0, then each \
+         repost one more)"
     );
     assert!(
         seen.reposts.iter().all(Result::is_ok),
