@@ -52,12 +52,11 @@ pub(crate) fn progress_until_running(ctx: *mut sys::doca_ctx, pe: &Pe) -> Result
     }
 }
 
-/// `doca_ctx_stop`, then progress on `pe` (when the stop is `IN_PROGRESS`) until the context is
-/// idle. `before_progress` runs first, to free tasks the owner holds.
-pub(crate) fn stop_until_idle(ctx: *mut sys::doca_ctx, pe: Option<&Pe>) -> Result<()> {
-    if state(ctx)? == CtxState::Idle {
-        return Ok(());
-    }
+/// `doca_ctx_stop`, then progress on `pe` until the context is IDLE. Inside a callback of `pe`
+/// it returns once the stop is requested: the context finishes stopping through later progress
+/// (waiting here would progress the PE from its own callback). A context that is not running
+/// answers as the C API does (`BAD_STATE` when it is IDLE).
+pub(crate) fn stop(ctx: *mut sys::doca_ctx, pe: Option<&Pe>) -> Result<()> {
     // SAFETY: a live context this crate owns.
     let rc = unsafe { sys::doca_ctx_stop(ctx) };
     match rc {
@@ -65,12 +64,18 @@ pub(crate) fn stop_until_idle(ctx: *mut sys::doca_ctx, pe: Option<&Pe>) -> Resul
         sys::DOCA_ERROR_IN_PROGRESS => {}
         _ => return Err(crate::error::from_call("doca_ctx_stop", rc)),
     }
-    let Some(pe) = pe else {
-        bail!(
+    match pe {
+        Some(pe) if pe.in_callback() => Ok(()),
+        Some(pe) => progress_until_idle(ctx, pe),
+        None => bail!(
             BadState,
             "the context is stopping and has no progress engine to finish on"
-        );
-    };
+        ),
+    }
+}
+
+/// Progress on `pe` until the context is IDLE, for at most [`STOP_TIMEOUT`].
+fn progress_until_idle(ctx: *mut sys::doca_ctx, pe: &Pe) -> Result<()> {
     let deadline = Instant::now() + STOP_TIMEOUT;
     while state(ctx)? != CtxState::Idle {
         if !pe.progress() {
@@ -84,4 +89,80 @@ pub(crate) fn stop_until_idle(ctx: *mut sys::doca_ctx, pe: Option<&Pe>) -> Resul
         }
     }
     Ok(())
+}
+
+/// Ends a context on the CPU in DOCA's order: stopped (unless IDLE), progressed on `pe` until
+/// IDLE, then `destroy`ed; `keep` — what its callbacks reach through the context's user data,
+/// and what must outlive it — is dropped last. Called inside a callback of `pe` (a program
+/// dropping an endpoint from its own callback, or another context's), the stop is requested at
+/// once and the rest runs when the outermost progress call returns, after every frame that ran
+/// the callback unwound: nothing a callback still uses is freed under it, and the PE is never
+/// progressed from its own callback. Failures are printed (`what` names the object): a
+/// destructor has no caller to tell.
+pub(crate) fn teardown<K: 'static>(
+    ctx: *mut sys::doca_ctx,
+    pe: &Pe,
+    what: &'static str,
+    destroy: impl FnOnce() -> Result<()> + 'static,
+    keep: K,
+) {
+    let report = move |step: &str, e: &crate::Error| {
+        eprintln!("dpakit: {what} teardown: {step}: {e}");
+    };
+    let stopped = match state(ctx) {
+        Ok(CtxState::Idle) => Ok(()),
+        Ok(_) => stop(ctx, Some(pe)),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = stopped {
+        report("doca_ctx_stop", &e);
+        if !matches!(state(ctx), Ok(CtxState::Idle)) {
+            // It cannot be destroyed, and its callbacks may still run: what they reach is
+            // leaked rather than freed under them.
+            std::mem::forget(keep);
+            return;
+        }
+    }
+    let finish_pe = pe.clone();
+    pe.defer_teardown(Box::new(move || {
+        let idle = match state(ctx) {
+            Ok(CtxState::Idle) => Ok(()),
+            Ok(_) => progress_until_idle(ctx, &finish_pe),
+            Err(e) => Err(e),
+        };
+        match idle {
+            Ok(()) => {
+                if let Err(e) = destroy() {
+                    report("destroy", &e);
+                }
+                drop(keep);
+            }
+            Err(e) => {
+                // Destroying a context that is not IDLE fails, and its callbacks may still run:
+                // what they reach is leaked rather than freed under them.
+                report("progress until IDLE", &e);
+                std::mem::forget(keep);
+            }
+        }
+    }));
+}
+
+/// Ends a context whose datapath is on the DPA (no PE, no callbacks): stopped unless IDLE, then
+/// `destroy`ed. Failures are printed, as in [`teardown`].
+pub(crate) fn teardown_without_pe(
+    ctx: *mut sys::doca_ctx,
+    what: &str,
+    destroy: impl FnOnce() -> Result<()>,
+) {
+    let stopped = match state(ctx) {
+        Ok(CtxState::Idle) => Ok(()),
+        Ok(_) => stop(ctx, None),
+        Err(e) => Err(e),
+    };
+    let result = stopped
+        .map_err(|e| ("doca_ctx_stop", e))
+        .and_then(|()| destroy().map_err(|e| ("destroy", e)));
+    if let Err((step, e)) = result {
+        eprintln!("dpakit: {what} teardown: {step}: {e}");
+    }
 }

@@ -4,7 +4,7 @@
 use crate::error::{Result, bail, doca};
 use dpakit_sys as sys;
 use std::any::Any;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::os::fd::RawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -16,6 +16,11 @@ struct PeInner {
     handle: RawFd,
     /// A panic of a callback, carried out of the C call and resumed when progress returns.
     panic: Cell<Option<Box<dyn Any + Send>>>,
+    /// `doca_pe_progress` calls of this PE on the stack: callbacks are running while non-zero.
+    depth: Cell<u32>,
+    /// Teardowns of contexts dropped inside a callback, finished when the outermost progress
+    /// call returns (see [`Pe::defer_teardown`]).
+    teardowns: RefCell<Vec<Box<dyn FnOnce()>>>,
 }
 
 impl Drop for PeInner {
@@ -56,6 +61,8 @@ impl Pe {
                 raw,
                 handle,
                 panic: Cell::new(None),
+                depth: Cell::new(0),
+                teardowns: RefCell::new(Vec::new()),
             }),
         })
     }
@@ -74,12 +81,62 @@ impl Pe {
     #[doc(alias = "doca_pe_progress")]
     #[inline]
     pub fn progress(&self) -> bool {
+        let inner = &*self.inner;
+        inner.depth.set(inner.depth.get() + 1);
         // SAFETY: a live PE; callbacks run on this thread, inside this call.
-        let ran = unsafe { sys::doca_pe_progress(self.inner.raw) } != 0;
-        if let Some(panic) = self.inner.panic.take() {
+        let ran = unsafe { sys::doca_pe_progress(inner.raw) } != 0;
+        let depth = inner.depth.get() - 1;
+        inner.depth.set(depth);
+        if depth == 0 && !inner.teardowns.borrow().is_empty() {
+            self.finish_teardowns();
+        }
+        if let Some(panic) = inner.panic.take() {
             resume_unwind(panic);
         }
         ran
+    }
+
+    /// Whether a callback of this PE is running (we are inside its [`progress`]): a context
+    /// of it can then be stopped but not waited for, since that would progress the PE from
+    /// its own callback.
+    ///
+    /// [`progress`]: Self::progress
+    pub(crate) fn in_callback(&self) -> bool {
+        self.inner.depth.get() > 0
+    }
+
+    /// Runs `teardown` (which progresses this PE) now, or — inside a callback of this PE — when
+    /// the outermost [`progress`](Self::progress) call returns, after the callback and every
+    /// frame that ran it have unwound.
+    pub(crate) fn defer_teardown(&self, teardown: Box<dyn FnOnce()>) {
+        if self.in_callback() {
+            self.inner.teardowns.borrow_mut().push(teardown);
+        } else {
+            teardown();
+        }
+    }
+
+    #[cold]
+    fn finish_teardowns(&self) {
+        // A teardown progresses the PE, whose callbacks may drop more contexts: until none
+        // are left.
+        loop {
+            let batch = std::mem::take(&mut *self.inner.teardowns.borrow_mut());
+            if batch.is_empty() {
+                return;
+            }
+            let mut panicked = None;
+            for teardown in batch {
+                // Each one runs, whatever another did: a teardown left undone would leave a
+                // context whose callbacks point at freed memory.
+                if let Err(panic) = catch_unwind(AssertUnwindSafe(teardown)) {
+                    panicked.get_or_insert(panic);
+                }
+            }
+            if let Some(panic) = panicked {
+                resume_unwind(panic);
+            }
+        }
     }
 
     /// Runs a callback body on behalf of C: a panic is kept and resumed by [`progress`] instead

@@ -58,7 +58,7 @@ pub unsafe extern "C" fn doca_buf_inventory_destroy(
     call("doca_buf_inventory_destroy", || {
         let inv = &self::inventory(inventory)?.inv;
         inv.check_all_returned("doca_buf_inventory_destroy", "inventory")?;
-        drop(registry::unregister::<BufInventoryObj>(inventory.cast()));
+        registry::retire::<BufInventoryObj>(inventory.cast());
         Ok(())
     })
 }
@@ -158,7 +158,7 @@ pub unsafe extern "C" fn doca_buf_dec_refcount(
     call("doca_buf_dec_refcount", || {
         let before = self::buf(buf)?.buf.dec_refcount()?;
         if before == 1 {
-            drop(registry::unregister::<BufObj>(buf.cast()));
+            registry::retire::<BufObj>(buf.cast());
         }
         if !refcount.is_null() {
             // SAFETY: non-null and writable by the C contract.

@@ -44,7 +44,7 @@ pub unsafe extern "C" fn doca_buf_pool_create(
 pub unsafe extern "C" fn doca_buf_pool_destroy(buf_pool: *mut doca_buf_pool) -> doca_error_t {
     call("doca_buf_pool_destroy", || {
         pool(buf_pool)?.check_all_returned("doca_buf_pool_destroy")?;
-        drop(registry::unregister::<BufPoolObj>(buf_pool.cast()));
+        registry::retire::<BufPoolObj>(buf_pool.cast());
         Ok(())
     })
 }

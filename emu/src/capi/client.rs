@@ -219,6 +219,11 @@ impl ClientObj {
                         (got, flow) = (got + more, then);
                     }
                     n += got;
+                    // A callback may have stopped the client (and even started it again): the
+                    // rest of the pass is for the connection it still has, if any.
+                    if !self.connected_to(h) {
+                        return n + self.ep.run_done();
+                    }
                     if flow == Flow::Closed || conn.state.get() != ConnState::Connected {
                         n += self.lost(h);
                     } else {
@@ -231,6 +236,11 @@ impl ClientObj {
             }
         }
         n + self.ep.run_done()
+    }
+
+    /// Whether the client is connected through connection `h`.
+    fn connected_to(&self, h: *mut c_void) -> bool {
+        matches!(*self.phase.borrow(), Phase::Connected(c) if c == h)
     }
 
     fn finish_stop(&self) {
@@ -372,7 +382,8 @@ pub unsafe extern "C" fn doca_comch_client_destroy(
         if let Ok(d) = super::dev::dev(c.ep.dev.cast(), "dev") {
             d.users.release();
         }
-        drop(registry::unregister::<ClientObj>(comch_client.cast()));
+        c.ep.tasks.release();
+        registry::retire::<ClientObj>(comch_client.cast());
         Ok(())
     })
 }

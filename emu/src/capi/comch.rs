@@ -363,6 +363,7 @@ impl Endpoint {
             conf.on_error
         };
         if let Some(cb) = cb {
+            debug_assert!(crate::capi::registry::in_callback_frame());
             // SAFETY: the program's callback with the declared signature; the task is live.
             unsafe { cb(handle.cast(), data, self.core.user_data.get()) };
         }
@@ -433,6 +434,7 @@ impl Endpoint {
     fn deliver(&self, handle: *mut c_void, conn: &ConnObj, payload: &[u8]) {
         conn.count_recv(payload.len());
         if let Some(cb) = self.recv_cb.get() {
+            debug_assert!(crate::capi::registry::in_callback_frame());
             // SAFETY: the program's callback; the payload lies in our buffer.
             unsafe {
                 cb(
@@ -610,6 +612,7 @@ impl Endpoint {
         let cbs = self.consumer_cbs.get();
         let cb = if created { cbs.created } else { cbs.expired };
         if let Some(cb) = cb {
+            debug_assert!(crate::capi::registry::in_callback_frame());
             // SAFETY: the program's callback; the connection handle is live.
             unsafe { cb(self.core.handle.get().cast(), conn.cast(), id) };
         }

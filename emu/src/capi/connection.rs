@@ -535,5 +535,5 @@ pub unsafe extern "C" fn doca_comch_connection_get_counter(
 
 /// Unregisters connection `handle` (its socket closes with it).
 pub(crate) fn unregister(handle: *mut c_void) {
-    drop(registry::unregister::<ConnObj>(handle));
+    registry::retire::<ConnObj>(handle);
 }

@@ -89,9 +89,7 @@ pub unsafe extern "C" fn doca_comch_consumer_completion_destroy(
                 d.users.release();
             }
         }
-        drop(registry::unregister::<ConsumerCompletionObj>(
-            consumer_comp.cast(),
-        ));
+        registry::retire::<ConsumerCompletionObj>(consumer_comp.cast());
         Ok(())
     })
 }

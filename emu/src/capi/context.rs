@@ -64,6 +64,7 @@ impl CtxCore {
         }
         if prev != next {
             if let Some(cb) = self.state_cb.get() {
+                debug_assert!(crate::capi::registry::in_callback_frame());
                 // SAFETY: a callback the program registered with this signature; the handle is
                 // this context's, live for the duration of the call.
                 unsafe {

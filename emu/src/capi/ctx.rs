@@ -2,6 +2,7 @@
 //! context (`struct doca_ctx *` is the handle of a consumer or producer).
 
 use super::context::context;
+use super::registry::CallbackFrame;
 use super::types::*;
 use super::{call, out};
 use crate::ctx::CtxState;
@@ -13,6 +14,7 @@ use crate::error::bail;
 pub unsafe extern "C" fn doca_ctx_start(ctx: *mut doca_ctx) -> doca_error_t {
     let mut running = true;
     let rc = call("doca_ctx_start", || {
+        let _frame = CallbackFrame::enter();
         let c = context(ctx, "ctx")?;
         match c.core().state() {
             CtxState::Idle => {
@@ -36,6 +38,7 @@ pub unsafe extern "C" fn doca_ctx_start(ctx: *mut doca_ctx) -> doca_error_t {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_ctx_stop(ctx: *mut doca_ctx) -> doca_error_t {
     call("doca_ctx_stop", || {
+        let _frame = CallbackFrame::enter();
         let c = context(ctx, "ctx")?;
         match c.core().state() {
             CtxState::Running | CtxState::Starting => {

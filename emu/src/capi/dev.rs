@@ -115,7 +115,7 @@ fn take_list(ptr: *mut *mut c_void, kind: ListKind, api: &str) -> Result<Box<[*m
 
 fn free_handles<T: Object>(array: &[*mut c_void]) {
     for &handle in array.iter().filter(|h| !h.is_null()) {
-        drop(registry::unregister::<T>(handle));
+        registry::retire::<T>(handle);
     }
 }
 
@@ -259,7 +259,9 @@ pub unsafe extern "C" fn doca_dev_open(
             devinfo: own_info,
             users: super::Users::default(),
         }))
-        .inspect_err(|_| drop(registry::unregister::<DevinfoObj>(own_info)))?;
+        .inspect_err(|_| {
+            registry::retire::<DevinfoObj>(own_info);
+        })?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(dev, "dev", handle.cast()) }
     })
@@ -273,8 +275,8 @@ pub unsafe extern "C" fn doca_dev_close(dev: *mut doca_dev) -> doca_error_t {
         d.users
             .require_none("object(s) created on this device (DPA contexts, MsgQs, mmaps)")?;
         let devinfo = d.devinfo;
-        drop(registry::unregister::<DevObj>(dev.cast()));
-        drop(registry::unregister::<DevinfoObj>(devinfo));
+        registry::retire::<DevObj>(dev.cast());
+        registry::retire::<DevinfoObj>(devinfo);
         Ok(())
     })
 }
@@ -305,7 +307,7 @@ pub unsafe extern "C" fn doca_dev_rep_close(dev: *mut doca_dev_rep) -> doca_erro
         let rep = registry::get::<DevRepObj>(dev.cast(), "dev")?;
         rep.users
             .require_none("object(s) created on this representor")?;
-        drop(registry::unregister::<DevRepObj>(dev.cast()));
+        registry::retire::<DevRepObj>(dev.cast());
         Ok(())
     })
 }

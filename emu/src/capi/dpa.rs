@@ -108,7 +108,7 @@ pub unsafe extern "C" fn doca_dpa_destroy(dpa: *mut doca_dpa) -> doca_error_t {
         d.require_unused("destroy")?;
         drop(d.model.borrow_mut().take());
         d.dev()?.users.release();
-        drop(registry::unregister::<DpaObj>(dpa.cast()));
+        registry::retire::<DpaObj>(dpa.cast());
         Ok(())
     })
 }
@@ -390,7 +390,7 @@ pub unsafe extern "C" fn doca_dpa_eu_affinity_destroy(
         if let Ok(d) = self::dpa(a.dpa.cast(), "the affinity's DPA") {
             d.users.release();
         }
-        drop(registry::unregister::<EuAffinityObj>(affinity.cast()));
+        registry::retire::<EuAffinityObj>(affinity.cast());
         Ok(())
     })
 }

@@ -110,7 +110,7 @@ pub unsafe extern "C" fn doca_dpa_completion_destroy(
             t.users.release();
         }
         c.dpa()?.users.release();
-        drop(registry::unregister::<DpaCompletionObj>(dpa_comp.cast()));
+        registry::retire::<DpaCompletionObj>(dpa_comp.cast());
         Ok(())
     })
 }
@@ -245,7 +245,7 @@ pub unsafe extern "C" fn doca_dpa_notification_completion_destroy(
         if let Ok(d) = dpa::dpa(n.dpa.cast(), "dpa") {
             d.users.release();
         }
-        drop(registry::unregister::<NotificationObj>(notify_comp.cast()));
+        registry::retire::<NotificationObj>(notify_comp.cast());
         Ok(())
     })
 }

@@ -92,7 +92,7 @@ pub unsafe extern "C" fn doca_dpa_thread_destroy(dpa_thread: *mut doca_dpa_threa
             model.stop()?;
         }
         t.dpa()?.users.release();
-        drop(registry::unregister::<DpaThreadObj>(dpa_thread.cast()));
+        registry::retire::<DpaThreadObj>(dpa_thread.cast());
         Ok(())
     })
 }

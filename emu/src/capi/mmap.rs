@@ -99,7 +99,7 @@ pub unsafe extern "C" fn doca_mmap_destroy(mmap: *mut doca_mmap) -> doca_error_t
                 d.users.release();
             }
         }
-        drop(registry::unregister::<MmapObj>(mmap.cast()));
+        registry::retire::<MmapObj>(mmap.cast());
         Ok(())
     })
 }

@@ -159,7 +159,7 @@ pub unsafe extern "C" fn doca_comch_msgq_destroy(msgq: *mut doca_comch_msgq) -> 
             }
         }
         q.dev()?.users.release();
-        drop(registry::unregister::<MsgqObj>(msgq.cast()));
+        registry::retire::<MsgqObj>(msgq.cast());
         Ok(())
     })
 }

@@ -130,7 +130,7 @@ pub unsafe extern "C" fn doca_pe_destroy(pe: *mut doca_pe) -> doca_error_t {
                 "{n} context(s) connected to this PE still exist: destroy them first"
             );
         }
-        drop(registry::unregister::<PeObj>(pe.cast()));
+        registry::retire::<PeObj>(pe.cast());
         Ok(())
     })
 }
@@ -186,6 +186,7 @@ pub unsafe extern "C" fn doca_pe_progress(pe: *mut doca_pe) -> u8 {
             }
         }
         let _done = Done(&p.progressing);
+        let _frame = registry::CallbackFrame::enter();
         Ok(u8::from(p.progress() > 0))
     })
 }

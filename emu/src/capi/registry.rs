@@ -12,6 +12,8 @@
 
 use crate::error::{ErrorCode, Result, err};
 use crate::sync::Ordering;
+use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
 // Slots live in zero-initialised mmap memory, and the arena bounds are statics: loom cannot
@@ -135,6 +137,77 @@ struct Slot {
     /// Kind in the low 8 bits (0: free), generation above.
     tag: AtomicU64,
     obj: AtomicPtr<c_void>,
+}
+
+/// The callback frames on this thread: const-initialised, so entering one is an increment of a
+/// thread-local word.
+struct Frames {
+    depth: Cell<u32>,
+    /// Objects wait in [`RETIRED`].
+    retired: Cell<bool>,
+}
+
+thread_local! {
+    static FRAMES: Frames = const {
+        Frames {
+            depth: Cell::new(0),
+            retired: Cell::new(false),
+        }
+    };
+    /// Objects destroyed while a callback frame was on this thread's stack, freed when the
+    /// outermost one returns.
+    static RETIRED: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A soft-device call that runs program callbacks (`doca_pe_progress`, `doca_ctx_start`,
+/// `doca_ctx_stop`). A callback may call any DOCA function, destroy included, on any object,
+/// the one whose callback runs among them; the frames below it hold references to those
+/// objects. So while a frame is on the stack, [`retire`] only unregisters (the handle is
+/// invalid at once) and the memory is freed when the outermost frame returns: no soft-device
+/// frame ever touches freed memory, whatever a callback destroyed.
+#[must_use = "the frame ends when the guard drops"]
+pub(crate) struct CallbackFrame(());
+
+impl CallbackFrame {
+    #[inline]
+    pub(crate) fn enter() -> Self {
+        FRAMES.with(|f| f.depth.set(f.depth.get() + 1));
+        CallbackFrame(())
+    }
+}
+
+impl Drop for CallbackFrame {
+    #[inline]
+    fn drop(&mut self) {
+        let outermost = FRAMES.with(|f| {
+            let depth = f.depth.get() - 1;
+            f.depth.set(depth);
+            depth == 0 && f.retired.replace(false)
+        });
+        if outermost {
+            free_retired();
+        }
+    }
+}
+
+/// Whether a callback frame is on this thread's stack: every place that calls a program's
+/// callback asserts it (in debug builds), so a call that runs callbacks without a frame fails
+/// the tests rather than freeing memory under a caller.
+#[inline]
+pub(crate) fn in_callback_frame() -> bool {
+    FRAMES.with(|f| f.depth.get() > 0)
+}
+
+#[cold]
+fn free_retired() {
+    // Dropping an object may retire others (a context's tasks): until none are left.
+    loop {
+        let batch = RETIRED.with(|r| std::mem::take(&mut *r.borrow_mut()));
+        if batch.is_empty() {
+            return;
+        }
+        drop(batch);
+    }
 }
 
 /// Address space reserved for slots: 2^24 objects (256 MiB of address space, committed as
@@ -303,8 +376,9 @@ pub(crate) fn lookup(ptr: *const c_void) -> Lookup {
 
 /// The live object of type `T` behind `ptr`, or an error naming `param` and what is wrong.
 ///
-/// The reference is valid until the object is unregistered; C objects are not thread safe
-/// (as in DOCA), so the caller does not destroy an object while another call uses it.
+/// The reference is valid until the object is retired and, if that happened inside a callback,
+/// the outermost [`CallbackFrame`] returned; C objects are not thread safe (as in DOCA), so no
+/// other thread destroys an object while a call uses it.
 #[inline]
 pub(crate) fn get<'a, T: Object>(ptr: *const c_void, param: &str) -> Result<&'a T> {
     if let Some(slot) = find(ptr) {
@@ -381,9 +455,26 @@ fn refused(ptr: *const c_void, param: &str, kinds: &[Kind]) -> crate::error::Err
     }
 }
 
-/// Unregisters the object behind `ptr` and hands it back for dropping. The handle is invalid
-/// from now on.
-pub(crate) fn unregister<T: Object>(ptr: *const c_void) -> Option<Box<T>> {
+/// Unregisters the object behind `ptr` and frees it: now, or — while a [`CallbackFrame`] is on
+/// this thread's stack — once the outermost one returns, since that frame (or one it called)
+/// may still hold a reference to it. The handle is invalid from now on either way. Whether
+/// there was such an object.
+pub(crate) fn retire<T: Object>(ptr: *const c_void) -> bool {
+    let Some(obj) = unregister::<T>(ptr) else {
+        return false;
+    };
+    if FRAMES.with(|f| f.depth.get()) == 0 {
+        drop(obj);
+    } else {
+        RETIRED.with(|r| r.borrow_mut().push(obj));
+        FRAMES.with(|f| f.retired.set(true));
+    }
+    true
+}
+
+/// Unregisters the object behind `ptr` and hands it back. The handle is invalid from now on.
+/// Only [`retire`] frees objects, so every free respects the callback frames.
+fn unregister<T: Object>(ptr: *const c_void) -> Option<Box<T>> {
     let arena = arena()?;
     let slot = find(ptr)?;
     let tag = slot.tag.load(Ordering::Acquire);

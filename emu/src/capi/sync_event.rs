@@ -135,7 +135,7 @@ pub unsafe extern "C" fn doca_sync_event_destroy(event: *mut doca_sync_event) ->
                 location.release();
             }
         }
-        drop(registry::unregister::<SyncEventObj>(event.cast()));
+        registry::retire::<SyncEventObj>(event.cast());
         Ok(())
     })
 }

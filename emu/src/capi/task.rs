@@ -178,7 +178,7 @@ impl<T: Task> TaskPool<T> {
                     for &t in &tasks {
                         // SAFETY: registered above and not freed yet.
                         let h = unsafe { (*t).core().handle.get() };
-                        drop(registry::unregister::<T>(h));
+                        registry::retire::<T>(h);
                     }
                     return Err(e);
                 }
@@ -300,7 +300,7 @@ impl<T: Task> TaskPool<T> {
         for &t in self.tasks.iter() {
             // SAFETY: live until unregistered here.
             let handle = unsafe { (*t).core().handle.get() };
-            drop(registry::unregister::<T>(handle));
+            registry::retire::<T>(handle);
         }
     }
 }
@@ -485,6 +485,16 @@ impl<T: Task> Tasks<T> {
             finish();
         }
         n
+    }
+}
+
+impl<T: Task> Tasks<T> {
+    /// The context is destroyed: its tasks' handles are invalid from now on (the context's own
+    /// memory may outlive the call, see `registry::retire`, but its tasks are gone with it).
+    pub(crate) fn release(&self) {
+        if let Some(pool) = self.pool.borrow_mut().take() {
+            pool.destroy();
+        }
     }
 }
 

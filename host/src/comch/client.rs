@@ -9,6 +9,7 @@ use crate::pe::Pe;
 use dpakit_sys as sys;
 use std::ffi::CString;
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::time::Duration;
 
 /// Configuration of a [`Client`].
@@ -31,7 +32,8 @@ impl fmt::Debug for ClientBuilder<'_> {
 /// returns at once (STARTING); progress connects, and [`state`](Self::state) turns RUNNING.
 #[doc(alias = "doca_comch_client")]
 pub struct Client {
-    inner: Box<Inner>,
+    /// Taken only by `Drop`, which hands it to the teardown.
+    inner: ManuallyDrop<Box<Inner>>,
     raw: *mut sys::doca_comch_client,
     _dev: Dev,
 }
@@ -66,14 +68,14 @@ impl<'a> ClientBuilder<'a> {
         // SAFETY: a client we just created.
         let ctx = unsafe { sys::doca_comch_client_as_ctx(raw) };
         let mut client = Client {
-            inner: Box::new(Inner::new(
+            inner: ManuallyDrop::new(Box::new(Inner::new(
                 Raw::Client(raw),
                 ctx,
                 self.pe,
                 0,
                 0,
                 Default::default(),
-            )),
+            ))),
             raw,
             _dev: self.dev.clone(),
         };
@@ -101,15 +103,15 @@ impl<'a> ClientBuilder<'a> {
             Some(ctrl::on_consumer_created),
             Some(ctrl::on_consumer_expired)
         ))?;
-        client.inner = Box::new(Inner::new(
+        **client.inner = Inner::new(
             Raw::Client(raw),
             ctx,
             self.pe,
             max,
             self.config.num_send_tasks,
             self.config.cbs,
-        ));
-        match start_on_pe(ctx, &*client.inner, self.pe) {
+        );
+        match start_on_pe(ctx, &**client.inner, self.pe) {
             Ok(()) => {}
             Err(e) if e.code() == crate::ErrorCode::InProgress => {}
             Err(e) => return Err(e),
@@ -182,10 +184,11 @@ impl Client {
     }
 
     /// `doca_ctx_stop`, progressing until idle: the server is told. `IN_USE` while producers
-    /// or consumers live on the connection.
+    /// or consumers live on the connection. Inside a callback of its PE it returns once the
+    /// stop is requested, and the client becomes idle through later progress.
     #[doc(alias = "doca_ctx_stop")]
     pub fn stop(&self) -> Result<()> {
-        let r = ctx::stop_until_idle(self.inner.ctx, Some(&self.inner.pe));
+        let r = ctx::stop(self.inner.ctx, Some(&self.inner.pe));
         if r.is_ok() {
             ctrl::forget_all(&self.inner);
         }
@@ -196,8 +199,17 @@ impl Client {
 impl Drop for Client {
     #[doc(alias = "doca_comch_client_destroy")]
     fn drop(&mut self) {
-        // Nothing a destructor could act on if teardown fails; the soft device reports it.
-        let _ = self.stop();
-        let _ = doca!(doca_comch_client_destroy(self.raw));
+        // SAFETY: taken once, here; `self.inner` is not used again.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        let (raw, ctx, pe) = (self.raw, inner.ctx, inner.pe.clone());
+        // The device outlives the client, which holds it.
+        let keep = (inner, self._dev.clone());
+        ctx::teardown(
+            ctx,
+            &pe,
+            "Comch client",
+            move || doca!(doca_comch_client_destroy(raw)),
+            keep,
+        );
     }
 }

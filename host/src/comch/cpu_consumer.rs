@@ -9,6 +9,7 @@ use dpakit_abi::{ErrorCode, MAX_IMM_DATA_LEN};
 use dpakit_sys as sys;
 use std::cell::{Cell, RefCell};
 use std::fmt;
+use std::mem::ManuallyDrop;
 
 /// A completed post-receive task: the immediate a DPA producer sent, or a receive flushed
 /// because the consumer stopped.
@@ -96,7 +97,8 @@ impl HasStateCallback for Inner {
 /// `doca_comch_consumer` on the CPU side of a DPA → CPU MsgQ.
 #[doc(alias = "doca_comch_consumer")]
 pub struct CpuConsumer {
-    inner: Box<Inner>,
+    /// Taken only by `Drop`, which hands it to the teardown.
+    inner: ManuallyDrop<Box<Inner>>,
 }
 
 impl fmt::Debug for CpuConsumer {
@@ -277,7 +279,7 @@ impl<'a> CpuConsumerBuilder<'a> {
         let mut id = 0;
         let created = doca!(doca_comch_consumer_get_id(raw, &mut id));
         let consumer = CpuConsumer {
-            inner: Box::new(Inner {
+            inner: ManuallyDrop::new(Box::new(Inner {
                 raw,
                 ctx,
                 pe: self.pe.clone(),
@@ -289,7 +291,7 @@ impl<'a> CpuConsumerBuilder<'a> {
                 on_recv: RefCell::new(self.on_recv),
                 on_state_changed: self.on_state_changed,
                 _msgq: self.msgq.clone(),
-            }),
+            })),
         };
         created?;
         doca!(doca_comch_consumer_set_imm_data_len(raw, self.imm_data_len))?;
@@ -299,7 +301,7 @@ impl<'a> CpuConsumerBuilder<'a> {
             Some(recv_failed),
             self.num_tasks
         ))?;
-        start_on_pe(ctx, &*consumer.inner, self.pe)?;
+        start_on_pe(ctx, &**consumer.inner, self.pe)?;
         Ok(consumer)
     }
 }
@@ -349,25 +351,44 @@ impl CpuConsumer {
     }
 
     /// `doca_ctx_stop`, progressing until the consumer is idle: posted receives complete with
-    /// an error (after messages already on their way).
+    /// an error (after messages already on their way). Inside a callback of its PE it returns
+    /// once the stop is requested, and the consumer becomes idle through later progress.
     #[doc(alias = "doca_ctx_stop")]
     pub fn stop(&self) -> Result<()> {
-        self.inner.stopping.set(true);
-        for (task, _) in self.inner.spare.borrow_mut().drain(..) {
+        self.inner.give_back_spare();
+        let stopped = ctx::stop(self.inner.ctx, Some(&self.inner.pe));
+        if stopped.is_err() {
+            self.inner.stopping.set(false);
+        }
+        stopped
+    }
+}
+
+impl Inner {
+    /// From now on completed tasks are freed rather than kept, and the kept ones go now: a
+    /// stop finishes once every task is back.
+    fn give_back_spare(&self) {
+        self.stopping.set(true);
+        for (task, _) in self.spare.borrow_mut().drain(..) {
             // SAFETY: completed tasks we kept; nothing refers to them any more.
             unsafe { sys::doca_task_free(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
         }
-        let stopped = ctx::stop_until_idle(self.inner.ctx, Some(&self.inner.pe));
-        self.inner.stopping.set(false);
-        stopped
     }
 }
 
 impl Drop for CpuConsumer {
     #[doc(alias = "doca_comch_consumer_destroy")]
     fn drop(&mut self) {
-        // Nothing a destructor could act on if teardown fails; the soft device reports it.
-        let _ = self.stop();
-        let _ = doca!(doca_comch_consumer_destroy(self.inner.raw));
+        self.inner.give_back_spare();
+        // SAFETY: taken once, here; `self.inner` is not used again.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        let (raw, ctx, pe) = (inner.raw, inner.ctx, inner.pe.clone());
+        ctx::teardown(
+            ctx,
+            &pe,
+            "CPU consumer",
+            move || doca!(doca_comch_consumer_destroy(raw)),
+            inner,
+        );
     }
 }

@@ -9,6 +9,7 @@ use dpakit_abi::{ErrorCode, MAX_IMM_DATA_LEN};
 use dpakit_sys as sys;
 use std::cell::{Cell, RefCell};
 use std::fmt;
+use std::mem::ManuallyDrop;
 
 /// A finished send task, as its callback sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +59,8 @@ pub(super) struct Inner {
 /// `doca_comch_producer` on the CPU side of a CPU → DPA MsgQ.
 #[doc(alias = "doca_comch_producer")]
 pub struct CpuProducer {
-    inner: Box<Inner>,
+    /// Taken only by `Drop`, which hands it to the teardown.
+    inner: ManuallyDrop<Box<Inner>>,
 }
 
 impl fmt::Debug for CpuProducer {
@@ -164,7 +166,7 @@ impl<'a> CpuProducerBuilder<'a> {
         let mut id = 0;
         let created = doca!(doca_comch_producer_get_id(raw, &mut id));
         let producer = CpuProducer {
-            inner: Box::new(Inner {
+            inner: ManuallyDrop::new(Box::new(Inner {
                 raw,
                 ctx,
                 pe: self.pe.clone(),
@@ -175,7 +177,7 @@ impl<'a> CpuProducerBuilder<'a> {
                 on_send: RefCell::new(self.on_send),
                 on_state_changed: self.on_state_changed,
                 _msgq: self.msgq.clone(),
-            }),
+            })),
         };
         created?;
         doca!(doca_comch_producer_task_send_set_conf(
@@ -184,7 +186,7 @@ impl<'a> CpuProducerBuilder<'a> {
             Some(send_failed),
             self.num_tasks
         ))?;
-        start_on_pe(ctx, &*producer.inner, self.pe)?;
+        start_on_pe(ctx, &**producer.inner, self.pe)?;
         Ok(producer)
     }
 }
@@ -228,7 +230,7 @@ impl CpuProducer {
                 imm.len()
             );
         }
-        let inner = &*self.inner;
+        let inner = &**self.inner;
         let mut task = std::ptr::null_mut();
         doca!(doca_comch_producer_task_send_alloc_init(
             inner.raw,
@@ -272,18 +274,26 @@ impl CpuProducer {
     }
 
     /// `doca_ctx_stop`, progressing until the producer is idle: sends still waiting for a
-    /// credit complete with an error.
+    /// credit complete with an error. Inside a callback of its PE it returns once the stop is
+    /// requested, and the producer becomes idle through later progress.
     #[doc(alias = "doca_ctx_stop")]
     pub fn stop(&self) -> Result<()> {
-        ctx::stop_until_idle(self.inner.ctx, Some(&self.inner.pe))
+        ctx::stop(self.inner.ctx, Some(&self.inner.pe))
     }
 }
 
 impl Drop for CpuProducer {
     #[doc(alias = "doca_comch_producer_destroy")]
     fn drop(&mut self) {
-        // Nothing a destructor could act on if teardown fails; the soft device reports it.
-        let _ = self.stop();
-        let _ = doca!(doca_comch_producer_destroy(self.inner.raw));
+        // SAFETY: taken once, here; `self.inner` is not used again.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        let (raw, ctx, pe) = (inner.raw, inner.ctx, inner.pe.clone());
+        ctx::teardown(
+            ctx,
+            &pe,
+            "CPU producer",
+            move || doca!(doca_comch_producer_destroy(raw)),
+            inner,
+        );
     }
 }

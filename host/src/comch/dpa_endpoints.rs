@@ -113,9 +113,9 @@ impl DpaConsumer {
 impl Drop for DpaConsumer {
     #[doc(alias = "doca_comch_consumer_destroy")]
     fn drop(&mut self) {
-        // Nothing a destructor could act on if teardown fails; the soft device reports it.
-        let _ = ctx::stop_until_idle(ctx_of_consumer(self.raw), None);
-        let _ = doca!(doca_comch_consumer_destroy(self.raw));
+        ctx::teardown_without_pe(ctx_of_consumer(self.raw), "DPA consumer", || {
+            doca!(doca_comch_consumer_destroy(self.raw))
+        });
     }
 }
 
@@ -225,8 +225,8 @@ impl DpaProducer {
 impl Drop for DpaProducer {
     #[doc(alias = "doca_comch_producer_destroy")]
     fn drop(&mut self) {
-        // Nothing a destructor could act on if teardown fails; the soft device reports it.
-        let _ = ctx::stop_until_idle(ctx_of_producer(self.raw), None);
-        let _ = doca!(doca_comch_producer_destroy(self.raw));
+        ctx::teardown_without_pe(ctx_of_producer(self.raw), "DPA producer", || {
+            doca!(doca_comch_producer_destroy(self.raw))
+        });
     }
 }

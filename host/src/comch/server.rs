@@ -9,6 +9,7 @@ use crate::pe::Pe;
 use dpakit_sys as sys;
 use std::ffi::CString;
 use std::fmt;
+use std::mem::ManuallyDrop;
 
 /// Configuration of a [`Server`].
 pub struct ServerBuilder<'a> {
@@ -32,7 +33,8 @@ impl fmt::Debug for ServerBuilder<'_> {
 /// on.
 #[doc(alias = "doca_comch_server")]
 pub struct Server {
-    inner: Box<Inner>,
+    /// Taken only by `Drop`, which hands it to the teardown.
+    inner: ManuallyDrop<Box<Inner>>,
     raw: *mut sys::doca_comch_server,
     _dev: Dev,
     _rep: DevRep,
@@ -87,7 +89,7 @@ impl<'a> ServerBuilder<'a> {
         ))?;
         // From here on, Drop destroys the server on every error path.
         let mut server = Server {
-            inner: Box::new(Inner::new(
+            inner: ManuallyDrop::new(Box::new(Inner::new(
                 Raw::Server(raw),
                 // SAFETY: a server we just created.
                 unsafe { sys::doca_comch_server_as_ctx(raw) },
@@ -95,7 +97,7 @@ impl<'a> ServerBuilder<'a> {
                 0,
                 0,
                 Default::default(),
-            )),
+            ))),
             raw,
             _dev: self.dev.clone(),
             _rep: self.rep.clone(),
@@ -130,15 +132,15 @@ impl<'a> ServerBuilder<'a> {
             Some(ctrl::on_consumer_expired)
         ))?;
         let ctx = server.inner.ctx;
-        server.inner = Box::new(Inner::new(
+        **server.inner = Inner::new(
             Raw::Server(raw),
             ctx,
             self.pe,
             max,
             self.config.num_send_tasks,
             self.config.cbs,
-        ));
-        start_on_pe(ctx, &*server.inner, self.pe)?;
+        );
+        start_on_pe(ctx, &**server.inner, self.pe)?;
         Ok(server)
     }
 }
@@ -178,10 +180,12 @@ impl Server {
     }
 
     /// `doca_ctx_stop`, progressing until idle: every client is told and disconnected.
-    /// `IN_USE` while producers or consumers live on a connection.
+    /// `IN_USE` while producers or consumers live on a connection. Inside a callback of its PE
+    /// it returns once the stop is requested, and the server becomes idle through later
+    /// progress.
     #[doc(alias = "doca_ctx_stop")]
     pub fn stop(&self) -> Result<()> {
-        let r = ctx::stop_until_idle(self.inner.ctx, Some(&self.inner.pe));
+        let r = ctx::stop(self.inner.ctx, Some(&self.inner.pe));
         if r.is_ok() {
             ctrl::forget_all(&self.inner);
         }
@@ -192,8 +196,17 @@ impl Server {
 impl Drop for Server {
     #[doc(alias = "doca_comch_server_destroy")]
     fn drop(&mut self) {
-        // Nothing a destructor could act on if teardown fails; the soft device reports it.
-        let _ = self.stop();
-        let _ = doca!(doca_comch_server_destroy(self.raw));
+        // SAFETY: taken once, here; `self.inner` is not used again.
+        let inner = unsafe { ManuallyDrop::take(&mut self.inner) };
+        let (raw, ctx, pe) = (self.raw, inner.ctx, inner.pe.clone());
+        // The device and representor outlive the server, which holds them.
+        let keep = (inner, self._dev.clone(), self._rep.clone());
+        ctx::teardown(
+            ctx,
+            &pe,
+            "Comch server",
+            move || doca!(doca_comch_server_destroy(raw)),
+            keep,
+        );
     }
 }

@@ -159,7 +159,7 @@ pub unsafe extern "C" fn doca_comm_channel_ep_destroy(
 ) -> doca_error_t {
     call("doca_comm_channel_ep_destroy", || {
         ep(local_ep.cast(), "local_ep")?;
-        drop(registry::unregister::<EpObj>(local_ep.cast()));
+        registry::retire::<EpObj>(local_ep.cast());
         Ok(())
     })
 }

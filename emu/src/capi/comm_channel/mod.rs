@@ -84,7 +84,7 @@ impl EpObj {
     /// Forgets the handle of a disconnected `peer` (later use finds it destroyed).
     fn drop_addr(&self, peer: PeerId) {
         if let Some(h) = self.addrs.borrow_mut().remove(&peer) {
-            drop(registry::unregister::<AddrObj>(h));
+            registry::retire::<AddrObj>(h);
         }
         self.list.borrow_mut().retain(|_| false);
     }
@@ -116,7 +116,7 @@ impl EpObj {
 impl Drop for EpObj {
     fn drop(&mut self) {
         for (_, h) in self.addrs.get_mut().drain() {
-            drop(registry::unregister::<AddrObj>(h));
+            registry::retire::<AddrObj>(h);
         }
         self.set_dev(std::ptr::null_mut());
         self.set_rep(std::ptr::null_mut());

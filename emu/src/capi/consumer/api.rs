@@ -68,7 +68,8 @@ pub unsafe extern "C" fn doca_comch_consumer_destroy(
             }
             None => c.msgq()?.release_consumer_id(c.id),
         }
-        drop(registry::unregister::<ConsumerObj>(consumer.cast()));
+        c.tasks.release();
+        registry::retire::<ConsumerObj>(consumer.cast());
         Ok(())
     })
 }

@@ -348,6 +348,7 @@ impl ConsumerObj {
             conf.on_error
         };
         if let Some(cb) = cb {
+            debug_assert!(crate::capi::registry::in_callback_frame());
             // SAFETY: the program's callback with the declared signature; the task is live.
             unsafe { cb(handle.cast(), task_data, self.core.user_data.get()) };
         }

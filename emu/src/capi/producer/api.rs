@@ -67,7 +67,8 @@ pub unsafe extern "C" fn doca_comch_producer_destroy(
             }
             None => p.msgq()?.release_producer(),
         }
-        drop(registry::unregister::<ProducerObj>(producer.cast()));
+        p.tasks.release();
+        registry::retire::<ProducerObj>(producer.cast());
         Ok(())
     })
 }

@@ -335,6 +335,7 @@ impl ProducerObj {
             conf.on_error
         };
         if let Some(cb) = cb {
+            debug_assert!(crate::capi::registry::in_callback_frame());
             // SAFETY: the program's callback with the declared signature; the task handle is live.
             unsafe { cb(handle.cast(), task_data, self.core.user_data.get()) };
         }

@@ -81,7 +81,8 @@ pub unsafe extern "C" fn doca_comch_server_destroy(
         if let Ok(r) = registry::get::<DevRepObj>(s.rep, "repr") {
             r.users.release();
         }
-        drop(registry::unregister::<ServerObj>(comch_server.cast()));
+        s.ep.tasks.release();
+        registry::retire::<ServerObj>(comch_server.cast());
         Ok(())
     })
 }

@@ -251,6 +251,7 @@ impl ServerObj {
             cbs.disconnected
         };
         if let Some(cb) = cb {
+            debug_assert!(crate::capi::registry::in_callback_frame());
             // SAFETY: the program's callback; the connection handle is live during the call.
             unsafe {
                 cb(
@@ -297,7 +298,9 @@ impl ServerObj {
             let (got, on_rings) = self.poll_rings(woke);
             n += got;
             let on_rings = on_rings && self.handshakes.borrow().is_empty();
-            if self.ep.socket_due(on_rings, woke) {
+            // Unless a callback stopped the server meanwhile: a stopped server accepts nobody.
+            let running = self.ep.core.state() == CtxState::Running;
+            if running && self.ep.socket_due(on_rings, woke) {
                 n += self.poll_sockets();
             }
         }
@@ -353,6 +356,10 @@ impl ServerObj {
         let mut tokens = [0u64; 64];
         let ready = self.poller.ready(&mut tokens);
         for &token in &tokens[..ready] {
+            if self.ep.core.state() != CtxState::Running {
+                // A callback stopped the server: the rest waits for its next start, if any.
+                break;
+            }
             n += match token {
                 LISTENER => self.accept().unwrap_or_else(|e| {
                     super::note("comch server accept", &e);

@@ -10,6 +10,7 @@ use dpakit_abi::MAX_IMM_DATA_LEN;
 use dpakit_sys as sys;
 use std::cell::{Cell, RefCell};
 use std::fmt;
+use std::mem::ManuallyDrop;
 
 /// A message a consumer received, valid during its callback (the buffer is posted again when
 /// the callback returns: copy what must outlive it). Callbacks run in [`Pe::progress`].
@@ -48,10 +49,11 @@ impl crate::comch::HasStateCallback for ConsumerInner {
 /// again after each callback.
 #[doc(alias = "doca_comch_consumer")]
 pub struct Consumer {
-    inner: Box<ConsumerInner>,
+    /// Taken only by `Drop`, which hands them to the teardown.
+    inner: ManuallyDrop<Box<ConsumerInner>>,
     id: u32,
     // Dropped after the consumer is destroyed: its memory outlives every posted receive.
-    slots: Slots,
+    slots: ManuallyDrop<Slots>,
 }
 
 impl fmt::Debug for Consumer {
@@ -198,7 +200,7 @@ impl<'a> ConsumerBuilder<'a> {
         let ctx = unsafe { sys::doca_comch_consumer_as_ctx(raw) };
         let mut id = 0;
         let consumer = Consumer {
-            inner: Box::new(ConsumerInner {
+            inner: ManuallyDrop::new(Box::new(ConsumerInner {
                 raw,
                 ctx,
                 pe: self.pe.clone(),
@@ -206,9 +208,9 @@ impl<'a> ConsumerBuilder<'a> {
                 on_state_changed: self.on_state_changed,
                 repost: RefCell::new(Vec::with_capacity(self.num_recv as usize)),
                 failed: Cell::new(0),
-            }),
+            })),
             id: 0,
-            slots,
+            slots: ManuallyDrop::new(slots),
         };
         doca!(doca_comch_consumer_set_imm_data_len(raw, self.imm_data_len))?;
         doca!(doca_comch_consumer_task_post_recv_set_conf(
@@ -217,7 +219,7 @@ impl<'a> ConsumerBuilder<'a> {
             Some(recv_failed),
             self.num_recv
         ))?;
-        match start_on_pe(ctx, &*consumer.inner, self.pe) {
+        match start_on_pe(ctx, &**consumer.inner, self.pe) {
             Ok(()) => {}
             // The consumer registers with its peer through progress (as on DOCA).
             Err(e) if e.code() == crate::ErrorCode::InProgress => {
@@ -282,25 +284,43 @@ impl Consumer {
         ctx::state(self.inner.ctx)
     }
 
-    /// `doca_ctx_stop`, progressing until idle: the peer hears the consumer expired.
+    /// `doca_ctx_stop`, progressing until idle: the peer hears the consumer expired. Inside a
+    /// callback of its PE it returns once the stop is requested, and the consumer becomes idle
+    /// through later progress.
     pub fn stop(&self) -> Result<()> {
-        if ctx::state(self.inner.ctx)? == CtxState::Idle {
-            return Ok(());
-        }
-        // Tasks waiting to be posted again are ours: free them so the stop can finish.
-        for task in self.inner.repost.borrow_mut().drain(..) {
+        self.inner.free_unposted();
+        ctx::stop(self.inner.ctx, Some(&self.inner.pe))
+    }
+}
+
+impl ConsumerInner {
+    /// Tasks waiting to be posted again are ours: freed, so a stop can finish.
+    fn free_unposted(&self) {
+        for task in self.repost.borrow_mut().drain(..) {
             // SAFETY: owned by us, not submitted.
             unsafe { sys::doca_task_free(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
         }
-        ctx::stop_until_idle(self.inner.ctx, Some(&self.inner.pe))
     }
 }
 
 impl Drop for Consumer {
     #[doc(alias = "doca_comch_consumer_destroy")]
     fn drop(&mut self) {
-        // Nothing a destructor could act on if teardown fails; the soft device reports it.
-        let _ = self.stop();
-        let _ = doca!(doca_comch_consumer_destroy(self.inner.raw));
+        self.inner.free_unposted();
+        // SAFETY: each taken once, here; neither is used again.
+        let (inner, slots) = unsafe {
+            (
+                ManuallyDrop::take(&mut self.inner),
+                ManuallyDrop::take(&mut self.slots),
+            )
+        };
+        let (raw, ctx, pe) = (inner.raw, inner.ctx, inner.pe.clone());
+        ctx::teardown(
+            ctx,
+            &pe,
+            "Comch consumer",
+            move || doca!(doca_comch_consumer_destroy(raw)),
+            (inner, slots),
+        );
     }
 }

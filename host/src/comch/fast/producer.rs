@@ -10,6 +10,7 @@ use dpakit_abi::{ErrorCode, MAX_IMM_DATA_LEN};
 use dpakit_sys as sys;
 use std::cell::RefCell;
 use std::fmt;
+use std::mem::ManuallyDrop;
 
 type SendCb = Box<dyn FnMut(SendCompletion)>;
 
@@ -35,9 +36,10 @@ impl crate::comch::HasStateCallback for ProducerInner {
 /// them to the peer's consumers.
 #[doc(alias = "doca_comch_producer")]
 pub struct Producer {
-    inner: Box<ProducerInner>,
+    /// Taken only by `Drop`, which hands them to the teardown.
+    inner: ManuallyDrop<Box<ProducerInner>>,
     id: u32,
-    slots: Slots,
+    slots: ManuallyDrop<Slots>,
 }
 
 impl fmt::Debug for Producer {
@@ -134,7 +136,7 @@ impl<'a> ProducerBuilder<'a> {
         // SAFETY: a producer we just created.
         let ctx = unsafe { sys::doca_comch_producer_as_ctx(raw) };
         let mut producer = Producer {
-            inner: Box::new(ProducerInner {
+            inner: ManuallyDrop::new(Box::new(ProducerInner {
                 raw,
                 ctx,
                 pe: self.pe.clone(),
@@ -142,9 +144,9 @@ impl<'a> ProducerBuilder<'a> {
                 user_data: RefCell::new(vec![0; self.num_send as usize]),
                 on_send: RefCell::new(self.on_send),
                 on_state_changed: self.on_state_changed,
-            }),
+            })),
             id: 0,
-            slots,
+            slots: ManuallyDrop::new(slots),
         };
         doca!(doca_comch_producer_task_send_set_conf(
             raw,
@@ -152,7 +154,7 @@ impl<'a> ProducerBuilder<'a> {
             Some(send_finished),
             self.num_send
         ))?;
-        start_on_pe(ctx, &*producer.inner, self.pe)?;
+        start_on_pe(ctx, &**producer.inner, self.pe)?;
         doca!(doca_comch_producer_get_id(raw, &mut producer.id))?;
         Ok(producer)
     }
@@ -322,16 +324,31 @@ impl Producer {
     }
 
     /// `doca_ctx_stop`, progressing until idle: sends still waiting complete with an error.
+    /// Inside a callback of its PE it returns once the stop is requested, and the producer
+    /// becomes idle through later progress.
     pub fn stop(&self) -> Result<()> {
-        ctx::stop_until_idle(self.inner.ctx, Some(&self.inner.pe))
+        ctx::stop(self.inner.ctx, Some(&self.inner.pe))
     }
 }
 
 impl Drop for Producer {
     #[doc(alias = "doca_comch_producer_destroy")]
     fn drop(&mut self) {
-        // Nothing a destructor could act on if teardown fails; the soft device reports it.
-        let _ = self.stop();
-        let _ = doca!(doca_comch_producer_destroy(self.inner.raw));
+        // SAFETY: each taken once, here; neither is used again.
+        let (inner, slots) = unsafe {
+            (
+                ManuallyDrop::take(&mut self.inner),
+                ManuallyDrop::take(&mut self.slots),
+            )
+        };
+        let (raw, ctx, pe) = (inner.raw, inner.ctx, inner.pe.clone());
+        // The buffers outlive the producer: sends in flight read them.
+        ctx::teardown(
+            ctx,
+            &pe,
+            "Comch producer",
+            move || doca!(doca_comch_producer_destroy(raw)),
+            (inner, slots),
+        );
     }
 }
