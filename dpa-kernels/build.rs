@@ -6,6 +6,9 @@
 //! - for the host with the default C compiler: the soft device runs them as host code.
 //!
 //! With feature `doca` nothing is compiled: the DPA app library provides every kernel.
+//!
+//! Either way it sets the crate's build id (`dpakit_build::build_id`): the app descriptor and the
+//! DPA image record it, and ISA mode refuses an image built from other sources than the app.
 use std::path::PathBuf;
 
 /// The C kernels and the headers they include (ours and the kit's DOCA device headers).
@@ -26,6 +29,11 @@ fn main() {
     }
     // Another checkout sharing the target directory has sources of its own (.cargo/config.toml).
     println!("cargo::rerun-if-env-changed=DPAKIT_CHECKOUT");
+    // The C kernels include the kit's device headers, which no dependency of this crate holds.
+    HEADERS
+        .iter()
+        .fold(dpakit_build::build_id::BuildId::new(), |id, h| id.file(h))
+        .emit();
     if std::env::var_os("CARGO_FEATURE_DOCA").is_some() {
         return;
     }
