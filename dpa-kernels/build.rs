@@ -6,7 +6,10 @@
 //! - for the host with the default C compiler: the soft device runs them as host code.
 //!
 //! With feature `doca` nothing is compiled: the DPA app library provides every kernel.
-use std::path::Path;
+//!
+//! Either way it sets the crate's build id (`dpakit_build::build_id`): the app descriptor and the
+//! DPA image record it, and ISA mode refuses an image built from other sources than the app.
+use std::path::PathBuf;
 
 /// The C kernels and the headers they include (ours and the kit's DOCA device headers).
 const SOURCES: &[&str] = &["c/echo.c", "c/dma_offload.c"];
@@ -24,10 +27,18 @@ fn main() {
     for file in SOURCES.iter().chain(HEADERS) {
         println!("cargo::rerun-if-changed={file}");
     }
+    // Another checkout sharing the target directory has sources of its own (.cargo/config.toml).
+    println!("cargo::rerun-if-env-changed=DPAKIT_CHECKOUT");
+    // The C kernels include the kit's device headers, which no dependency of this crate holds.
+    HEADERS
+        .iter()
+        .fold(dpakit_build::build_id::BuildId::new(), |id, h| id.file(h))
+        .emit();
     if std::env::var_os("CARGO_FEATURE_DOCA").is_some() {
         return;
     }
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // At run time: the value compiled into this script names the checkout it was built in.
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let device = std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("riscv64")
         && std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("none");
 

@@ -7,6 +7,8 @@ fn main() {
     let include = manifest.join("../emu/include");
     println!("cargo::rerun-if-changed=csrc");
     println!("cargo::rerun-if-changed=../emu/include/doca_dpa_dev.h");
+    // Another checkout sharing the target directory has headers of its own (.cargo/config.toml).
+    println!("cargo::rerun-if-env-changed=DPAKIT_CHECKOUT");
     cc::Build::new()
         .file("csrc/dev_log.c")
         .include(&include)

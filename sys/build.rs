@@ -1,7 +1,8 @@
 //! Generates the bindings to DOCA's C API and says what to link.
 //!
 //! * Default (feature `soft`): bindgen over the soft device's own DOCA headers (published by
-//!   `dpakit-emu` as `DEP_DPAKIT_SOFT_INCLUDE`); the soft device is a Rust dependency, linked in.
+//!   `dpakit-emu` as `DEP_DPAKIT_SOFT_INCLUDE`, a copy in its `OUT_DIR`); the soft device is a
+//!   Rust dependency, linked in.
 //!   Without libclang on the machine, the checked-in `bindings/soft.rs` (the same generation,
 //!   kept current by `cargo xtask test`) stands in, so a plain `cargo run` needs nothing
 //!   installed. Also writes `sig_check.rs`: for every function bound, a compile-time check that
@@ -77,8 +78,14 @@ fn soft_device(out: &Path) -> Result<(), String> {
          the default feature `soft`, or enable `doca` to bind an installed DOCA SDK"
             .to_string()
     })?);
+    // Every header by the path read, so a published directory that is gone or replaced runs
+    // this script again rather than leaving bindings of other headers in place.
     println!("cargo::rerun-if-changed={}", include.display());
-    let fallback = Path::new(env!("CARGO_MANIFEST_DIR")).join("bindings/soft.rs");
+    for header in headers_in(&include)? {
+        println!("cargo::rerun-if-changed={}", header.display());
+    }
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let fallback = manifest.join("bindings/soft.rs");
     println!("cargo::rerun-if-changed={}", fallback.display());
     let mut headers: Vec<&str> = HEADERS.to_vec();
     headers.push(SOFT_HEADER);
@@ -113,6 +120,25 @@ fn soft_device(out: &Path) -> Result<(), String> {
     };
     write(&out.join("bindings.rs"), &text)?;
     write(&out.join("sig_check.rs"), &signature_checks(&text))
+}
+
+/// The headers in `dir` (they include one another, so all of them are inputs).
+fn headers_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let unreadable = |e: std::io::Error| {
+        format!(
+            "cannot read the soft device's headers in {} (published by dpakit-emu): {e}",
+            dir.display()
+        )
+    };
+    let mut headers = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(unreadable)? {
+        let path = entry.map_err(unreadable)?.path();
+        if path.extension().is_some_and(|e| e == "h") {
+            headers.push(path);
+        }
+    }
+    headers.sort();
+    Ok(headers)
 }
 
 /// Feature `doca`: an installed SDK's headers and libraries.

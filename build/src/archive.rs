@@ -4,6 +4,7 @@
 
 use crate::records;
 use crate::report::Kernel;
+use dpakit_abi::kernel::{BUILD_ID_SECTION, build_id_records};
 use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSection, ObjectSymbol};
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,6 +25,8 @@ pub struct Analysis {
     pub imports: BTreeSet<String>,
     /// For each import, the first member that needs it (for error messages).
     pub importers: BTreeMap<String, String>,
+    /// The build ids `dpa_app!` recorded (app symbol, id), which the image must keep.
+    pub build_ids: BTreeSet<(String, u64)>,
 }
 
 impl Analysis {
@@ -57,6 +60,7 @@ pub fn analyze(data: &[u8]) -> Result<Analysis> {
     let mut defined: BTreeMap<String, u64> = BTreeMap::new();
     let mut undefined: BTreeMap<String, String> = BTreeMap::new();
     let mut records: Vec<records::Record> = Vec::new();
+    let mut build_ids = BTreeSet::new();
 
     for member in archive.members() {
         let member = member.map_err(|e| format!("bad archive member: {e}"))?;
@@ -88,9 +92,20 @@ pub fn analyze(data: &[u8]) -> Result<Analysis> {
                 records.push(records::parse(&record).map_err(|e| format!("{name}: {e}"))?);
             }
         }
+        for section in obj.sections().filter(|s| s.name() == Ok(BUILD_ID_SECTION)) {
+            let contents = section.data().map_err(|e| format!("{name}: {e}"))?;
+            for record in build_id_records(contents) {
+                let (app, id) =
+                    record.map_err(|why| format!("{name}: malformed {BUILD_ID_SECTION}: {why}"))?;
+                build_ids.insert((app.to_string(), id));
+            }
+        }
     }
 
-    let mut analysis = Analysis::default();
+    let mut analysis = Analysis {
+        build_ids,
+        ..Analysis::default()
+    };
     for (symbol, importer) in undefined {
         if !defined.contains_key(&symbol) {
             analysis.imports.insert(symbol.clone());

@@ -158,6 +158,39 @@ pub fn link(archive: &Path, kernels: &[&str], work: &Path, image: &Path) -> Resu
     check_image(image, kernels)
 }
 
+/// The image keeps the build ids its archive recorded (`dpa_app!`'s `.dpakit.build_id`, a
+/// section nothing loads): ISA mode compares them with the app's, and refuses an image without.
+pub fn check_build_ids(
+    image: &Path,
+    expected: &std::collections::BTreeSet<(String, u64)>,
+) -> Result {
+    use dpakit_abi::kernel::{BUILD_ID_SECTION, build_id_records};
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(image).map_err(|e| format!("cannot read {}: {e}", image.display()))?;
+    let file = object::File::parse(&*data)
+        .map_err(|e| format!("{}: not an object file: {e}", image.display()))?;
+    let mut found = std::collections::BTreeSet::new();
+    if let Some(section) = file.section_by_name(BUILD_ID_SECTION) {
+        let bytes = section
+            .data()
+            .map_err(|e| format!("{}: {e}", image.display()))?;
+        for record in build_id_records(bytes) {
+            let (app, id) = record.map_err(|why| {
+                format!("{}: malformed {BUILD_ID_SECTION}: {why}", image.display())
+            })?;
+            found.insert((app.to_string(), id));
+        }
+    }
+    match expected.difference(&found).next() {
+        None => Ok(()),
+        Some((app, id)) => Err(format!(
+            "{}: the build id of app `{app}` ({id:016x}, in the archive's {BUILD_ID_SECTION}) \
+             did not reach the linked image, and the soft device's ISA mode would refuse it",
+            image.display()
+        )),
+    }
+}
+
 /// The image is a riscv64 PIE exporting every kernel.
 fn check_image(image: &Path, kernels: &[&str]) -> Result {
     use object::{Object, ObjectSymbol};

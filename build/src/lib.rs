@@ -18,7 +18,8 @@
 //!    (anything else — `malloc`, an allocator shim, `printf` — means std, alloc or a C library
 //!    slipped into a kernel, and the build fails naming it and its object);
 //! 3. the archive is linked with the device runtime into the DPA image the soft device's ISA mode
-//!    runs (`<lib>.elf`);
+//!    runs (`<lib>.elf`), keeping the build ids `dpa_app!` recorded (the soft device checks them
+//!    against the app's: [`build_id`]);
 //! 4. when the package has a `soft-app` feature, the soft app library (`soft/lib<lib>.so`): the
 //!    kernels compiled for the host, exported under their names with the app symbol, the shape of
 //!    the library dpacc makes — what C host programs link;
@@ -30,6 +31,7 @@
 //! BlueField-3 DPA program.
 
 mod archive;
+pub mod build_id;
 pub mod cargo;
 pub mod dpacc;
 mod error;
@@ -208,6 +210,7 @@ impl Plan {
         let entries: Vec<&str> = analysis.kernels.iter().map(|k| k.symbol.as_str()).collect();
         let image = self.out_dir.join(format!("{}.elf", self.lib_name));
         image::link(&archive, &entries, &self.out_dir.join("image"), &image)
+            .and_then(|()| image::check_build_ids(&image, &analysis.build_ids))
             .map_err(Error::of(ErrorKind::Image))?;
         let soft_app = if self.soft_app {
             Some(self.soft_app_library(&analysis.kernels, &image)?)

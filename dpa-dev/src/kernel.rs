@@ -239,12 +239,26 @@ macro_rules! __rpc_fn {
     ($($arg:ident),*) => { extern "C" fn($($crate::__u64_for!($arg)),*) -> u64 };
 }
 
-/// dpacc makes the app on the device.
+/// dpacc makes the app on the device. The device build records the app's build id (set by the
+/// crate's build script, `dpakit_build::build_id`) in `.dpakit.build_id`
+/// (`dpakit_abi::kernel::BUILD_ID_SECTION`): a section the linker keeps and nothing loads, where
+/// the soft device's ISA mode reads it from the image and compares it with the app's.
 #[doc(hidden)]
 #[macro_export]
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 macro_rules! __dpa_app_symbol {
-    ($symbol:ident [ $($kernel:expr),* ]) => {};
+    ($symbol:ident [ $($kernel:expr),* ]) => {
+        ::core::arch::global_asm!(
+            ".pushsection .dpakit.build_id,\"\",@progbits",
+            ".ascii \"dpakitid\"",
+            ".4byte {low}",
+            ".4byte {high}",
+            concat!(".asciz \"", stringify!($symbol), "\""),
+            ".popsection",
+            low = const $crate::__private::build_id(option_env!("DPAKIT_BUILD_ID")) as u32,
+            high = const ($crate::__private::build_id(option_env!("DPAKIT_BUILD_ID")) >> 32) as u32,
+        );
+    };
 }
 
 #[doc(hidden)]
@@ -298,11 +312,15 @@ macro_rules! __dpa_app_symbol {
                 None => "",
             };
             static IMAGE_PATH: [u8; IMAGE.len() + 1] = $crate::__private::nul_terminated(IMAGE);
+            // The build id of the kernel sources (the crate's build script sets it,
+            // `dpakit_build::build_id`); the image built from them records the same.
+            const BUILD_ID: u64 = $crate::__private::build_id(option_env!("DPAKIT_BUILD_ID"));
             static DESCRIPTOR: $crate::abi::kernel::SoftApp = $crate::abi::kernel::SoftApp::new(
                 $crate::__private::cstr(concat!(stringify!($symbol), "\0")),
                 KERNELS,
             )
-            .with_image(&IMAGE_PATH);
+            .with_image(&IMAGE_PATH)
+            .with_build_id(BUILD_ID);
             $crate::abi::kernel::SoftAppSymbol(&DESCRIPTOR)
         };
     };
@@ -460,12 +478,22 @@ mod tests {
     }
 
     #[test]
+    fn build_ids_are_read_from_hex() {
+        use crate::__private::build_id;
+        assert_eq!(build_id(None), 0);
+        assert_eq!(build_id(Some("00000000000000ff")), 0xff);
+        assert_eq!(build_id(Some("0123456789abcdef")), 0x0123_4567_89ab_cdef);
+    }
+
+    #[test]
     fn the_app_symbol_describes_every_kernel() {
         assert_eq!(APP.name(), "dpakit_dev_test_app");
         // SAFETY: the macro pointed the symbol at its static descriptor.
         let app = unsafe { &*APP.raw().cast::<SoftApp>() };
         assert_eq!(app.magic, SoftApp::MAGIC);
         assert_eq!(app.num_kernels, 4, "the three kernels and the runtime's");
+        assert_eq!(app.version, SoftApp::VERSION);
+        assert_eq!(app.build_id, 0, "this crate has no build id");
         // SAFETY: `kernels` points at `num_kernels` static entries.
         let kernels = unsafe { std::slice::from_raw_parts(app.kernels, 4) };
         assert_eq!(kernels[0].kind, SoftKernel::THREAD);

@@ -57,6 +57,31 @@ pub mod __private {
         out
     }
 
+    /// The build id a kernel crate's build script set (`DPAKIT_BUILD_ID`, 16 hex digits, from
+    /// `dpakit_build::build_id`), or 0 when it set none.
+    pub const fn build_id(env: Option<&str>) -> u64 {
+        let Some(hex) = env else { return 0 };
+        let bytes = hex.as_bytes();
+        assert!(
+            bytes.len() == 16,
+            "DPAKIT_BUILD_ID is not 16 hex digits: set it with dpakit_build::build_id"
+        );
+        let mut id = 0u64;
+        let mut i = 0;
+        while i < bytes.len() {
+            let digit = match bytes[i] {
+                b'0'..=b'9' => bytes[i] - b'0',
+                b'a'..=b'f' => bytes[i] - b'a' + 10,
+                _ => panic!(
+                    "DPAKIT_BUILD_ID is not 16 hex digits: set it with dpakit_build::build_id"
+                ),
+            };
+            id = id << 4 | digit as u64;
+            i += 1;
+        }
+        id
+    }
+
     /// Copies a string into a fixed array (the kernel marker records).
     pub const fn str_to_array<const N: usize>(s: &str) -> [u8; N] {
         let bytes = s.as_bytes();

@@ -162,7 +162,7 @@ doca_error_t dpakit_soft_pin_current_thread(uint32_t cpu);
  * Rust kernels; DPAKIT_SOFT_APP makes it for C kernels.
  */
 #define DPAKIT_SOFT_APP_MAGIC 0x6470616b69746170ULL /* "dpakitap" */
-#define DPAKIT_SOFT_APP_VERSION 2u
+#define DPAKIT_SOFT_APP_VERSION 3u
 #define DPAKIT_SOFT_KERNEL_THREAD 0u
 #define DPAKIT_SOFT_KERNEL_RPC 1u
 
@@ -180,6 +180,9 @@ struct doca_dpa_app {
 	const char *name;
 	const struct dpakit_soft_kernel *kernels;
 	const char *image; /* path of the app's DPA image for ISA mode, or NULL (version 2 on) */
+	/* Id of the kernel sources built (version 3 on): ISA mode refuses an image whose build id
+	 * differs. 0: none, nothing checked. */
+	uint64_t build_id;
 };
 
 #define DPAKIT_SOFT_THREAD_KERNEL(fn) {#fn, (const void *)(fn), DPAKIT_SOFT_KERNEL_THREAD, 1u}
@@ -191,7 +194,7 @@ struct doca_dpa_app {
 	static const struct doca_dpa_app app##_dpakit_descriptor = {                               \
 		DPAKIT_SOFT_APP_MAGIC, DPAKIT_SOFT_APP_VERSION,                                    \
 		(uint32_t)(sizeof(app##_dpakit_kernels) / sizeof(app##_dpakit_kernels[0])), #app,  \
-		app##_dpakit_kernels, NULL};                                                       \
+		app##_dpakit_kernels, NULL, 0};                                                    \
 	struct doca_dpa_app *app = (struct doca_dpa_app *)&app##_dpakit_descriptor
 
 #ifdef __cplusplus

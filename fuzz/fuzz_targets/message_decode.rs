@@ -118,7 +118,8 @@ fn app_descriptor(input: &[u8]) {
         b.u64()
     };
     let version = match b.u8() {
-        0..200 => SoftApp::VERSION,
+        0..175 => SoftApp::VERSION,
+        175..200 => SoftApp::VERSION_2,
         200..250 => SoftApp::VERSION_1,
         _ => b.u32(),
     };
@@ -128,6 +129,8 @@ fn app_descriptor(input: &[u8]) {
     } else {
         pointer(&mut b) as *const _
     };
+    // Version 3's build id: any value is one.
+    let build_id = b.u64();
     let straddle = b.u8().is_multiple_of(8);
     let at = base + ((usize::from(b.u16()) % (len - size_of::<SoftApp>())) & !7);
     let kernels: Vec<SoftKernel> = (0..num_kernels.min(16))
@@ -158,6 +161,7 @@ fn app_descriptor(input: &[u8]) {
         name: name as *const _,
         kernels: table as *const _,
         image,
+        build_id,
     };
     let at = if straddle {
         // The descriptor itself running into the guard page.

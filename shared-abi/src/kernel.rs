@@ -285,6 +285,11 @@ pub struct SoftApp {
     /// the soft device's ISA mode runs; NUL-terminated, or null when the app names none.
     /// Version 2 and later.
     pub image: *const c_char,
+    /// The build id of the kernel sources these host-compiled kernels come from (the kernel
+    /// crate's build script computes it, `dpakit_build::build_id`); the DPA image built from the
+    /// same sources carries the same id, and ISA mode refuses an image whose id differs. 0: none
+    /// (nothing is checked). Version 3 and later.
+    pub build_id: u64,
 }
 
 // SAFETY: the descriptor is immutable and points only to immutable statics (names, functions).
@@ -296,9 +301,11 @@ impl SoftApp {
     /// `DPAKIT_SOFT_APP_MAGIC`: "dpakitap" in ASCII.
     pub const MAGIC: u64 = u64::from_be_bytes(*b"dpakitap");
     /// `DPAKIT_SOFT_APP_VERSION`.
-    pub const VERSION: u32 = 2;
-    /// The first version, without `image`: still read.
+    pub const VERSION: u32 = 3;
+    /// The first version, without `image` and `build_id`: still read.
     pub const VERSION_1: u32 = 1;
+    /// The second version, without `build_id`: still read.
+    pub const VERSION_2: u32 = 2;
 
     /// The descriptor of app `name` holding `kernels`.
     pub const fn new(name: &'static CStr, kernels: &'static [SoftKernel]) -> Self {
@@ -309,6 +316,7 @@ impl SoftApp {
             name: name.as_ptr(),
             kernels: kernels.as_ptr(),
             image: core::ptr::null(),
+            build_id: 0,
         }
     }
 
@@ -319,6 +327,71 @@ impl SoftApp {
             self.image = image.as_ptr().cast();
         }
         self
+    }
+
+    /// The descriptor carrying build id `id` (0: none).
+    pub const fn with_build_id(mut self, id: u64) -> Self {
+        self.build_id = id;
+        self
+    }
+}
+
+/// The section of a DPA image (and of the device objects it is linked from) where `dpa_app!`
+/// records each app's build id, the id [`SoftApp::build_id`] carries on the host: one record per
+/// app, [`BUILD_ID_MAGIC`], the id (little-endian `u64`), then the app's symbol name,
+/// NUL-terminated. Not loaded: the soft device reads it from the file.
+pub const BUILD_ID_SECTION: &str = ".dpakit.build_id";
+
+/// The first bytes of each record of [`BUILD_ID_SECTION`].
+pub const BUILD_ID_MAGIC: [u8; 8] = *b"dpakitid";
+
+/// The records in the bytes of a [`BUILD_ID_SECTION`]: each app's symbol name and build id. Zero
+/// bytes between records (alignment) are skipped; a malformed record ends the iteration with an
+/// error saying what is wrong.
+pub fn build_id_records(bytes: &[u8]) -> BuildIdRecords<'_> {
+    BuildIdRecords { rest: bytes }
+}
+
+/// The iterator [`build_id_records`] returns.
+#[derive(Clone, Debug)]
+pub struct BuildIdRecords<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for BuildIdRecords<'a> {
+    type Item = Result<(&'a str, u64), &'static str>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while let [0, rest @ ..] = self.rest {
+            self.rest = rest;
+        }
+        if self.rest.is_empty() {
+            return None;
+        }
+        let record = (|| {
+            let rest = self
+                .rest
+                .strip_prefix(&BUILD_ID_MAGIC)
+                .ok_or("a record without its magic")?;
+            let (id, rest) = rest.split_first_chunk::<8>().ok_or("a record cut short")?;
+            let end = rest
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or("an app name without its NUL")?;
+            let name =
+                core::str::from_utf8(&rest[..end]).map_err(|_| "an app name that is not UTF-8")?;
+            Ok((name, u64::from_le_bytes(*id), &rest[end + 1..]))
+        })();
+        match record {
+            Ok((name, id, rest)) => {
+                self.rest = rest;
+                Some(Ok((name, id)))
+            }
+            Err(why) => {
+                self.rest = &[];
+                Some(Err(why))
+            }
+        }
     }
 }
 
@@ -358,6 +431,38 @@ mod tests {
             <extern "C-unwind" fn(u64, u64) -> u64 as RpcSignature>::to_array((1, 2)),
             [1, 2, 0, 0]
         );
+    }
+
+    #[test]
+    fn build_id_records_name_their_app_and_id() {
+        fn record(app: &str, id: u64) -> std::vec::Vec<u8> {
+            let mut r = BUILD_ID_MAGIC.to_vec();
+            r.extend_from_slice(&id.to_le_bytes());
+            r.extend_from_slice(app.as_bytes());
+            r.push(0);
+            r
+        }
+        let mut bytes = record("my_app", 0x0123_4567_89ab_cdef);
+        bytes.extend([0, 0, 0]);
+        bytes.extend(record("other", 7));
+        let records: std::vec::Vec<_> = build_id_records(&bytes).collect();
+        assert_eq!(
+            records,
+            [Ok(("my_app", 0x0123_4567_89ab_cdef)), Ok(("other", 7))]
+        );
+        assert_eq!(build_id_records(&[]).count(), 0);
+        for (bad, why) in [
+            (
+                &b"dpakitix\0\0\0\0\0\0\0\0a\0"[..],
+                "a record without its magic",
+            ),
+            (&record("a", 1)[..12], "a record cut short"),
+            (&record("a", 1)[..17], "an app name without its NUL"),
+        ] {
+            let mut records = build_id_records(bad);
+            assert_eq!(records.next(), Some(Err(why)));
+            assert_eq!(records.next(), None);
+        }
     }
 
     #[test]

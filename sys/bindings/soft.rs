@@ -20,7 +20,7 @@ pub const DOCA_VER_MINOR: u32 = 0;
 pub const DOCA_VER_PATCH: u32 = 0;
 pub const DOCA_VER_STRING: &[u8; 9] = b"3.0.0000\0";
 pub const DPAKIT_SOFT_APP_MAGIC: u64 = 7237391715143016816;
-pub const DPAKIT_SOFT_APP_VERSION: u32 = 2;
+pub const DPAKIT_SOFT_APP_VERSION: u32 = 3;
 pub const DPAKIT_SOFT_KERNEL_THREAD: u32 = 0;
 pub const DPAKIT_SOFT_KERNEL_RPC: u32 = 1;
 pub const DOCA_SUCCESS: doca_error = 0;
@@ -2664,10 +2664,11 @@ pub struct doca_dpa_app {
     pub name: *const ::core::ffi::c_char,
     pub kernels: *const dpakit_soft_kernel,
     pub image: *const ::core::ffi::c_char,
+    pub build_id: u64,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of doca_dpa_app"][::core::mem::size_of::<doca_dpa_app>() - 40usize];
+    ["Size of doca_dpa_app"][::core::mem::size_of::<doca_dpa_app>() - 48usize];
     ["Alignment of doca_dpa_app"][::core::mem::align_of::<doca_dpa_app>() - 8usize];
     ["Offset of field: doca_dpa_app::magic"][::core::mem::offset_of!(doca_dpa_app, magic) - 0usize];
     ["Offset of field: doca_dpa_app::version"]
@@ -2679,6 +2680,8 @@ const _: () = {
         [::core::mem::offset_of!(doca_dpa_app, kernels) - 24usize];
     ["Offset of field: doca_dpa_app::image"]
         [::core::mem::offset_of!(doca_dpa_app, image) - 32usize];
+    ["Offset of field: doca_dpa_app::build_id"]
+        [::core::mem::offset_of!(doca_dpa_app, build_id) - 40usize];
 };
 impl Default for doca_dpa_app {
     fn default() -> Self {

@@ -108,6 +108,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../template/kernels/lib.rs.tmpl"),
     ),
     (
+        "{{name}}-kernels/build.rs",
+        include_str!("../template/kernels/build.rs.tmpl"),
+    ),
+    (
         "{{name}}/Cargo.toml",
         include_str!("../template/host/Cargo.toml.tmpl"),
     ),
@@ -381,6 +385,7 @@ mod tests {
             "{manifest}"
         );
         assert!(dir.join("new-project-kernels/src/lib.rs").is_file());
+        assert!(dir.join("new-project-kernels/build.rs").is_file());
         let e = run(&opts).unwrap_err();
         assert!(e.contains("not empty"), "{e}");
     }

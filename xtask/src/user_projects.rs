@@ -1,8 +1,8 @@
 //! What `cargo xtask test` checks of projects of the user's own, outside the repository:
 //!
 //! - a Rust project from `cargo xtask new`: its own `cargo xtask build-dpa --release`, its host
-//!   program natively and from the DPA image, then a changed kernel, rebuilt, whose change the
-//!   program sees in both modes;
+//!   program natively and from the DPA image, then a changed kernel: refused in ISA mode until
+//!   `build-dpa` rebuilds the image (the message names the command), then seen in both modes;
 //! - a DOCA C project with a DPA kernel of its own (`tests/c/dpacc_project`): built with the soft
 //!   SDK's `bin/dpacc` and pkg-config by hand, and with meson (`dependency('doca-dpa')`, dpacc
 //!   found in the SDK), each run natively and in ISA mode.
@@ -122,6 +122,16 @@ pub fn rust_template() -> Result {
     }
     std::fs::write(&kernels, changed)
         .map_err(|e| format!("cannot write {}: {e}", kernels.display()))?;
+    // `build-dpa` forgotten: the host build has the new kernel, the image the old one, and ISA
+    // mode refuses it, naming the command that rebuilds it.
+    let out = run(cargo(&["run", "--release", "--", "--isa", "10"]), true)?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !stderr.contains("is stale") || !stderr.contains("`cargo xtask build-dpa --release`") {
+        return Err(format!(
+            "ISA mode ran an image older than the kernel's source, or refused it without \
+             naming `cargo xtask build-dpa --release`: {stderr}"
+        ));
+    }
     run(cargo(&["xtask", "build-dpa", "--release"]), false)?;
     for args in [
         &["run", "--release", "--", "10"][..],
@@ -204,4 +214,15 @@ fn counter_runs(program: &Path) -> Result {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The Rust project stage alone (`cargo test -p xtask -- --ignored rust_template`): a few
+    /// minutes the first time, for the registry crates the project builds.
+    #[test]
+    #[ignore = "builds a project of its own: run by `cargo xtask test`"]
+    fn rust_template() {
+        super::rust_template().unwrap();
+    }
 }

@@ -35,6 +35,9 @@ pub struct App {
     kernels: Vec<AppKernel>,
     /// The app's DPA image (riscv64), which ISA mode runs, when the app names one.
     image: Option<std::path::PathBuf>,
+    /// The build id of the kernel sources the app's host-compiled kernels come from (0: none);
+    /// ISA mode runs only an image carrying the same.
+    build_id: u64,
 }
 
 impl App {
@@ -44,6 +47,7 @@ impl App {
             name,
             kernels: Vec::new(),
             image: None,
+            build_id: 0,
         }
     }
 
@@ -57,6 +61,18 @@ impl App {
     /// The DPA image the app names, if any.
     pub fn image_path(&self) -> Option<&std::path::Path> {
         self.image.as_deref()
+    }
+
+    /// Sets the build id of the kernel sources the app's kernels were compiled from (what
+    /// `dpa_app!` records; 0: none): ISA mode then refuses an image built from other sources.
+    pub fn with_build_id(mut self, id: u64) -> Self {
+        self.build_id = id;
+        self
+    }
+
+    /// The build id of the app's kernel sources, if it has one.
+    pub fn build_id(&self) -> Option<u64> {
+        (self.build_id != 0).then_some(self.build_id)
     }
 
     /// Adds a thread kernel (of any argument type: the model deals in raw `u64`s).
@@ -85,7 +101,7 @@ impl App {
     /// read without trusting the pointer (`INVALID_VALUE` for anything that is not one).
     pub fn from_symbol(app: *const std::ffi::c_void) -> Result<App> {
         use crate::checked_read::{intern, read_array, read_c_string, read_value};
-        // The fields every version has; `image` follows from version 2 on.
+        // The fields every version has; `image` follows from version 2 on, `build_id` from 3.
         #[derive(Clone, Copy)]
         #[repr(C)]
         struct Header {
@@ -110,10 +126,14 @@ impl App {
                  `cargo xtask build-dpa`)"
             );
         }
-        if desc.version != SoftApp::VERSION && desc.version != SoftApp::VERSION_1 {
+        if !matches!(
+            desc.version,
+            SoftApp::VERSION_1 | SoftApp::VERSION_2 | SoftApp::VERSION
+        ) {
             bail!(
                 UnsupportedVersion,
-                "DPA app descriptor version {} is not {} (rebuild the app with this dpakit)",
+                "DPA app descriptor version {} is not one this soft device reads (1 to {}): \
+                 rebuild the app with this dpakit",
                 desc.version,
                 SoftApp::VERSION
             );
@@ -140,6 +160,19 @@ impl App {
                 .map(std::path::PathBuf::from)
         } else {
             None
+        };
+        let build_id = if desc.version >= SoftApp::VERSION {
+            // SAFETY: a u64 is valid for any bits; the read is checked.
+            unsafe {
+                read_value(
+                    app.cast::<u8>()
+                        .wrapping_add(std::mem::offset_of!(SoftApp, build_id))
+                        .cast::<u64>(),
+                    "the DPA app's build id",
+                )
+            }?
+        } else {
+            0
         };
         if desc.num_kernels > 4096 {
             bail!(
@@ -196,6 +229,7 @@ impl App {
             name,
             kernels,
             image,
+            build_id,
         })
     }
 

@@ -1,15 +1,20 @@
-//! The DPA image a context in ISA mode runs, found and loaded with dpakit-rv's loader.
+//! The DPA image a context in ISA mode runs, found and loaded with dpakit-rv's loader, and
+//! checked against the app: an image built from other kernel sources than the app's
+//! host-compiled kernels (a kernel edited, the host side rebuilt, `build-dpa` forgotten) would run
+//! the old code in ISA mode and the new one natively, so it is refused.
 
-use crate::error::{Result, bail, err};
+use crate::error::{ErrorCode, Result, bail, err};
 use dpakit_abi::device::DEVICE_API;
+use dpakit_abi::kernel::{BUILD_ID_SECTION, build_id_records};
 use dpakit_rv::Image;
 use std::path::Path;
 
-/// Reads and loads the image at `path`, its runtime stubs named after the device API.
-pub(crate) fn load(path: &Path) -> Result<Image> {
+/// Reads and loads the image at `path`, its runtime stubs named after the device API, after
+/// checking that it was built from the sources of `app`'s kernels.
+fn load(path: &Path, app: &super::super::App) -> Result<Image> {
     let data = std::fs::read(path).map_err(|e| {
         err(
-            crate::error::ErrorCode::NotFound,
+            ErrorCode::NotFound,
             format!(
                 "cannot read the DPA image {}: {e} (build it with `cargo xtask build-dpa \
                  --release`)",
@@ -17,8 +22,10 @@ pub(crate) fn load(path: &Path) -> Result<Image> {
             ),
         )
     })?;
-    Image::parse(&data, &path.display().to_string(), DEVICE_API)
-        .map_err(|e| err(crate::error::ErrorCode::InvalidValue, e.to_string()))
+    let image = Image::parse(&data, &path.display().to_string(), DEVICE_API)
+        .map_err(|e| err(ErrorCode::InvalidValue, e.to_string()))?;
+    check_build_id(&data, path, app)?;
+    Ok(image)
 }
 
 /// The image a DPA context in ISA mode runs: the path asked for (the builder's, else
@@ -41,6 +48,103 @@ pub(crate) fn resolve(
             app.name()
         );
     };
-    let image = load(&path)?;
+    let image = load(&path, app)?;
     Ok((image, path))
+}
+
+/// An app with a build id runs only an image recording the same id for it.
+fn check_build_id(data: &[u8], path: &Path, app: &super::super::App) -> Result<()> {
+    let Some(want) = app.build_id() else {
+        return Ok(());
+    };
+    let records = build_ids(data).map_err(|why| {
+        err(
+            ErrorCode::InvalidValue,
+            format!("the DPA image {}: {why}", path.display()),
+        )
+    })?;
+    let rebuild = rebuild_command(path);
+    match records.iter().find(|(name, _)| name == app.name()) {
+        Some((_, id)) if *id == want => Ok(()),
+        Some((_, id)) => bail!(
+            InvalidValue,
+            "the DPA image {} is stale: it was built from other kernel sources than app `{}`'s \
+             host build (build id {id:016x} in the image, {want:016x} in the app), and ISA mode \
+             would run the old kernels. Rebuild the image with `{rebuild}` (in a project from \
+             `cargo xtask new`, the same command of its own xtask)",
+            path.display(),
+            app.name()
+        ),
+        None => bail!(
+            InvalidValue,
+            "the DPA image {} records no build id of app `{}` (it records {}): it was built \
+             from another app's kernels, or by a dpakit without build ids. Rebuild it with \
+             `{rebuild}` (in a project from `cargo xtask new`, the same command of its own \
+             xtask), or name the image of this app",
+            path.display(),
+            app.name(),
+            if records.is_empty() {
+                "none".to_string()
+            } else {
+                records
+                    .iter()
+                    .map(|(name, _)| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ),
+    }
+}
+
+/// The command that rebuilds the image at `path`: `--release` for an image of the release
+/// profile (`target/dpa/release/`).
+fn rebuild_command(path: &Path) -> &'static str {
+    let under = |dir: &str| path.components().any(|c| c.as_os_str() == dir);
+    if under("release") {
+        "cargo xtask build-dpa --release"
+    } else if under("debug") {
+        "cargo xtask build-dpa"
+    } else {
+        "cargo xtask build-dpa [--release]"
+    }
+}
+
+/// The (app, build id) records of an image's [`BUILD_ID_SECTION`]; none when it has no such
+/// section.
+fn build_ids(data: &[u8]) -> std::result::Result<Vec<(String, u64)>, String> {
+    use object::{Object, ObjectSection};
+    let file = object::File::parse(data).map_err(|e| format!("not an ELF file: {e}"))?;
+    let Some(section) = file.section_by_name(BUILD_ID_SECTION) else {
+        return Ok(Vec::new());
+    };
+    let bytes = section
+        .data()
+        .map_err(|e| format!("unreadable {BUILD_ID_SECTION}: {e}"))?;
+    build_id_records(bytes)
+        .map(|r| {
+            r.map(|(app, id)| (app.to_string(), id))
+                .map_err(|why| format!("malformed {BUILD_ID_SECTION} ({why})"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rebuild_command_follows_the_image_profile() {
+        assert_eq!(
+            rebuild_command(Path::new("/w/target/dpa/release/k.elf")),
+            "cargo xtask build-dpa --release"
+        );
+        assert_eq!(
+            rebuild_command(Path::new("/w/target/dpa/debug/k.elf")),
+            "cargo xtask build-dpa"
+        );
+        assert_eq!(
+            rebuild_command(Path::new("/opt/k.elf")),
+            "cargo xtask build-dpa [--release]"
+        );
+    }
 }
