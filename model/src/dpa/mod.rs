@@ -50,6 +50,8 @@ pub use memory::DevPtr;
 pub use sched::{SchedMode, SchedStats, TRACE_CAPACITY, TraceEvent, pin_current_thread};
 pub use sync_event::SyncEventExport;
 pub use thread::{DpaThread, DpaThreadBuilder};
+#[doc(hidden)]
+pub use trap::live_alt_stacks;
 
 /// Kinds of objects a kernel names by handle; the kind is part of the handle.
 #[repr(u8)]
