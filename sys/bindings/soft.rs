@@ -468,6 +468,9 @@ unsafe extern "C" {
     pub fn doca_mmap_start(mmap: *mut doca_mmap) -> doca_error_t;
 }
 unsafe extern "C" {
+    pub fn doca_mmap_stop(mmap: *mut doca_mmap) -> doca_error_t;
+}
+unsafe extern "C" {
     pub fn doca_mmap_get_memrange(
         mmap: *const doca_mmap,
         addr: *mut *mut ::core::ffi::c_void,
