@@ -1393,6 +1393,9 @@ unsafe extern "C" {
     -> doca_error_t;
 }
 unsafe extern "C" {
+    pub fn doca_dpa_peek_at_last_error(dpa: *const doca_dpa) -> doca_error_t;
+}
+unsafe extern "C" {
     pub fn doca_dpa_get_total_num_eus_available(
         dpa: *mut doca_dpa,
         total_num_eus: *mut ::core::ffi::c_uint,
