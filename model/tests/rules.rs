@@ -545,6 +545,8 @@ fn kernels_outside_the_app_are_not_found() {
     let dpa = start_dpa(App::new("empty"), SchedMode::BusyPoll);
     let e = DpaThread::builder(&dpa, &ECHO, 0).start().unwrap_err();
     assert_eq!(e.code(), ErrorCode::NotFound);
+    // Named as the host function it is, not as a number.
+    assert!(e.message().starts_with("`echo` (0x"), "{e}");
     assert_eq!(
         dpa.rpc(&CONSUMER_ACK, (0, 0)).unwrap_err().code(),
         ErrorCode::NotFound

@@ -286,6 +286,11 @@ fn values_and_out_parameters_are_checked() {
         doca_dpa_thread_set_func_arg(thread, Some(not_a_kernel), 0),
         DOCA_ERROR_NOT_FOUND
     );
+    assert!(
+        last_error().contains("values_and_out_parameters_are_checked::not_a_kernel` (0x"),
+        "{}",
+        last_error()
+    );
     let echo: unsafe extern "C" fn() =
         // SAFETY: a function address, as doca_dpa_func_t holds.
         unsafe { std::mem::transmute(dpakit_kernels::ECHO.func()) };

@@ -18,6 +18,7 @@ pub(crate) mod isa_mode;
 pub mod memory;
 pub(crate) mod parking;
 pub(crate) mod sched;
+mod symbol;
 mod sync_event;
 pub mod thread;
 mod thread_shared;
