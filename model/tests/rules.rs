@@ -531,7 +531,8 @@ fn a_kernel_panic_is_a_fatal_error_not_an_abort() {
     assert_eq!(e.code(), ErrorCode::Unexpected);
     assert!(
         e.message()
-            .contains("kernel `panics` panicked: kernel bug on purpose"),
+            .starts_with("kernel `panics`: panicked at model/tests/rules.rs:")
+            && e.message().ends_with(": kernel bug on purpose"),
         "{e}"
     );
     assert_eq!(dpa.state(), CtxState::Stopping);

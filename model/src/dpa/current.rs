@@ -22,6 +22,11 @@ thread_local! {
     static CURRENT: Cell<*const Current<'static>> = const { Cell::new(std::ptr::null()) };
 }
 
+/// Whether kernel code of an activation is running on this thread.
+pub(crate) fn in_activation() -> bool {
+    !CURRENT.with(Cell::get).is_null()
+}
+
 /// Calls `f` with the running activation. Outside one — a device function called from plain
 /// host code — there is nothing sensible to do: report it and abort, as the device would fault.
 #[inline]

@@ -284,6 +284,7 @@ impl DpaBuilder {
             fatal: Fatal::new(),
         });
         device_api::keep_linked();
+        activation::install_panic_hook();
         if let Some(cb) = self.on_state_changed {
             shared.state.set_state_changed_cb(cb)?;
         }

@@ -34,6 +34,10 @@ pub(crate) use dpakit_rv::Image;
 
 pub use dpakit_abi::soft::ExecMode;
 
+/// The function of `dpakit_dev::panic` whose illegal instruction ends a kernel's panic, with
+/// the message and the location in a0–a5.
+const PANIC_TRAP: &str = "dpakit_dev_panic_trap";
+
 /// Instructions one activation may retire by default before it is stopped as a runaway loop.
 pub const DEFAULT_BUDGET: u64 = 100_000_000;
 
@@ -72,6 +76,9 @@ pub(crate) struct Program {
     budget: u64,
     /// RPCs run in ISA mode.
     pub rpcs: Counters,
+    /// Where the image's `dpakit_dev_panic_trap` lies, if it has one: an illegal instruction
+    /// there is a kernel's panic, reported with its message and location.
+    panic_trap: Option<(u64, u64)>,
 }
 
 impl Program {
@@ -82,7 +89,13 @@ impl Program {
         }
         let (image, path) = image::resolve(config.image.as_deref(), app)?;
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let panic_trap = image
+            .symbols
+            .iter()
+            .find(|s| s.name == PANIC_TRAP)
+            .map(|s| (s.start, s.start + s.size));
         Ok(Program {
+            panic_trap,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             image,
             path,
@@ -192,6 +205,11 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                     ),
                 ),
                 Stop::Ebreak => fault(cur, image, hart.pc, "a breakpoint (`ebreak`)".into()),
+                Stop::Illegal { pc, .. }
+                    if program.panic_trap.is_some_and(|(start, end)| (start..end).contains(&pc)) =>
+                {
+                    panicked(cur, &hart, &mut bus)
+                }
                 Stop::Illegal { pc, raw } => fault(
                     cur,
                     image,
@@ -208,6 +226,27 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
             }
         }
     })
+}
+
+/// A kernel's panic (`dpakit_dev::panic::report`): its message and location, read from the
+/// trap's registers through the bus's checks, in the words native mode uses.
+fn panicked(cur: &Current<'_>, hart: &Hart, bus: &mut DeviceBus<'_>) -> ! {
+    use dpakit_rv::reg::A0;
+    fn text(bus: &mut DeviceBus<'_>, addr: u64, len: u64) -> String {
+        let mut bytes = vec![0u8; len.min(1024) as usize];
+        match bus.read_bytes(addr, &mut bytes) {
+            Ok(()) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) => format!("(unreadable: the {})", describe_fault(&e, bus)),
+        }
+    }
+    let a = |n: usize| hart.x[A0 + n];
+    let message = text(bus, a(0), a(1));
+    let file = text(bus, a(2), a(3));
+    let at = (!file.is_empty()).then_some((&file[..], a(4) as u32, a(5) as u32));
+    cur.fault(
+        ErrorCode::Unexpected,
+        super::activation::panicked(&message, at),
+    )
 }
 
 /// Records a fatal error naming the kernel and the instruction, and ends the activation.
