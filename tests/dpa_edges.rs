@@ -53,3 +53,88 @@ fn a_kernel_panic_is_the_dpa_error_with_its_message_and_location() {
         assert!(e.message().contains(text), "{mode:?}: {e}");
     }
 }
+
+/// Sends `messages` seeds to the checksum kernel on `dpa`, keeping 64 in flight, and checks
+/// every reply; returns what the interpreter counted for the kernel's thread.
+fn serve_checksums(dpa: &Dpa, messages: u64) -> dpakit::soft::IsaProfile {
+    use dpakit::MsgqPath;
+    use dpakit::pe::Pe;
+    use std::time::Duration;
+    const DEPTH: u64 = 64;
+    let pe = Pe::new().unwrap();
+    let path = MsgqPath::builder(dpa, &pe, &faulty::CHECKSUM)
+        .depth(DEPTH as u32)
+        .start()
+        .unwrap();
+    let check = |seed: u64| {
+        let reply = path.recv(Duration::from_secs(30)).unwrap();
+        let got = u64::from_le_bytes(reply.bytes().try_into().unwrap());
+        assert_eq!(got, faulty::checksum_of(seed), "reply to {seed}");
+    };
+    for seed in 0..messages {
+        if seed >= DEPTH {
+            check(seed - DEPTH);
+        }
+        path.send(&seed.to_le_bytes()).unwrap();
+    }
+    for seed in messages.saturating_sub(DEPTH)..messages {
+        check(seed);
+    }
+    assert_eq!(dpa.error(), None);
+    path.thread().isa_profile().unwrap()
+}
+
+/// A DPA context running the fixture's image with an ISA budget of `budget` instructions.
+fn isa_dpa_with_budget(budget: u64) -> Dpa {
+    Dpa::builder(&open_dpa_dev().unwrap())
+        .app(&faulty::APP)
+        .workers(1)
+        .exec_mode(ExecMode::Isa)
+        .isa_image(fixture_image())
+        .isa_budget(budget)
+        .start()
+        .unwrap()
+}
+
+/// The budget counts the instructions since the kernel last made progress: with room for
+/// about 7 messages' work, the checksum kernel serves 1,000 in activations of up to 64 each.
+#[test]
+fn the_isa_budget_counts_from_the_kernels_last_message() {
+    let profile = serve_checksums(&isa_dpa_with_budget(100_000), 1_000);
+    assert!(profile.max_instructions > 100_000, "{profile:?}");
+}
+
+/// The kit's receive loop ends its activation after a batch of messages, however many wait.
+#[test]
+fn a_serve_activation_answers_a_batch_at_most() {
+    const MESSAGES: u64 = 2_000;
+    let profile = serve_checksums(&isa_dpa_with_budget(1 << 40), MESSAGES);
+    let per_message = profile.instructions / MESSAGES;
+    assert!(
+        profile.max_instructions <= (u64::from(dpakit_dev::serve::BATCH) + 1) * per_message,
+        "{profile:?}"
+    );
+}
+
+/// The done-when of the ISA budget: a kernel working about 14,000 instructions per message,
+/// kept busy with 64 messages in flight, serves 100,000 of them with the default budget.
+/// Minutes in a debug build: `cargo xtask test` runs it with `--release` (seconds).
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "minutes in a debug build: cargo test --release --test dpa_edges"
+)]
+fn a_hard_working_serve_kernel_serves_100000_messages_in_isa_mode() {
+    const MESSAGES: u64 = 100_000;
+    let started = std::time::Instant::now();
+    let profile = serve_checksums(&fixture_dpa(ExecMode::Isa), MESSAGES);
+    eprintln!(
+        "{MESSAGES} messages in {:?}: {} instructions per message, {} activations, at most {} \
+         instructions in one",
+        started.elapsed(),
+        profile.instructions / MESSAGES,
+        profile.activations,
+        profile.max_instructions
+    );
+    assert!(profile.instructions / MESSAGES >= 14_000, "{profile:?}");
+}

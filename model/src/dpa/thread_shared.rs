@@ -113,6 +113,12 @@ impl ThreadShared {
         }
     }
 
+    /// Whether `doca_dpa_thread_stop` was called (or the kernel finished): a running activation
+    /// should end.
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.state.get() & super::thread_state::flags::FINISHED != 0
+    }
+
     /// Gives the stack back after an activation.
     ///
     /// # Safety

@@ -18,6 +18,7 @@ pub(crate) mod counters;
 mod image;
 mod printf;
 
+use super::activation::Ending;
 use super::current::{Current, with_current};
 pub use counters::Profile;
 use counters::Counters;
@@ -38,8 +39,12 @@ pub use dpakit_abi::soft::ExecMode;
 /// the message and the location in a0–a5.
 const PANIC_TRAP: &str = "dpakit_dev_panic_trap";
 
-/// Instructions one activation may retire by default before it is stopped as a runaway loop.
+/// Instructions an activation may retire by default without making progress (taking a message
+/// or a completion, posting a send or a copy) before it is stopped as a runaway loop.
 pub const DEFAULT_BUDGET: u64 = 100_000_000;
+
+/// Instructions the interpreter runs between two looks at whether the thread was stopped.
+const STOP_CHECK_EVERY: u64 = 1 << 20;
 
 /// Bytes of stack an ISA-mode activation has.
 pub const STACK_SIZE: usize = 64 * 1024;
@@ -174,11 +179,14 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
         // SAFETY: this thread's cache (see `decode_cache`), used by this activation alone.
         let cache = unsafe { &mut *decode_cache(program) };
         counters.activations.fetch_add(1, Ordering::Relaxed);
-        let mut total = 0u64;
+        // This activation's instructions (the profile), and those since the kernel last made
+        // progress (the budget): a loop that keeps serving messages is no runaway.
+        let (mut total, mut idle) = (0u64, 0u64);
         loop {
-            let (stop, retired) =
-                hart.run_cached(&mut bus, cache, EXIT_PC, program.budget - total);
+            let slice = (program.budget - idle).min(STOP_CHECK_EVERY);
+            let (stop, retired) = hart.run_cached(&mut bus, cache, EXIT_PC, slice);
             total += retired;
+            idle += retired;
             counters.retired(retired, total);
             match stop {
                 Stop::Ecall => {
@@ -186,21 +194,35 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                         fault(cur, image, hart.pc, "an `ecall` outside the device runtime (kernels call DOCA device functions; they make no system calls)".into());
                     };
                     counters.calls[f as usize].fetch_add(1, Ordering::Relaxed);
-                    if let Err(e) = calls::serve(f, &mut hart, &mut bus) {
-                        let what =
-                            format!("{}: an argument's {}", f.name(), describe_fault(&e, &bus));
-                        fault(cur, image, hart.pc, what);
+                    match calls::serve(f, &mut hart, &mut bus) {
+                        Ok(true) => idle = 0,
+                        Ok(false) => {}
+                        Err(e) => {
+                            let what =
+                                format!("{}: an argument's {}", f.name(), describe_fault(&e, &bus));
+                            fault(cur, image, hart.pc, what);
+                        }
                     }
                     hart.resume_after_ecall();
                 }
                 Stop::Returned => return hart.x[10],
+                // A slice ran out: a stopped thread's activation ends here, between two
+                // instructions (nothing is held), instead of running on to its budget.
+                Stop::Budget if idle < program.budget => {
+                    if cur.thread.is_some_and(|t| t.stop_requested()) {
+                        cur.end(Ending::Finish);
+                    }
+                }
                 Stop::Budget => fault(
                     cur,
                     image,
                     hart.pc,
                     format!(
-                        "ran {} instructions in one activation without ending it (the budget; \
-                         an endless loop?); stopped before the next instruction",
+                        "ran {} instructions in one activation without making progress (taking \
+                         a message or a completion, posting a send or a copy): the ISA budget, \
+                         DPAKIT_SOFT_ISA_BUDGET (DpaBuilder::isa_budget). A loop that never \
+                         ends its activation? End it (return, thread_reschedule) between \
+                         messages, or raise the budget; stopped before the next instruction",
                         program.budget
                     ),
                 ),
