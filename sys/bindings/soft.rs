@@ -2626,6 +2626,20 @@ unsafe extern "C" {
     ) -> doca_error_t;
 }
 unsafe extern "C" {
+    pub fn dpakit_soft_dpa_thread_describe(
+        dpa_thread: *const doca_dpa_thread,
+        text: *mut ::core::ffi::c_char,
+        size: usize,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn dpakit_soft_describe_long_activations(
+        min_usec: u64,
+        text: *mut ::core::ffi::c_char,
+        size: usize,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
     pub fn dpakit_soft_last_error(message: *mut ::core::ffi::c_char, size: usize) -> doca_error_t;
 }
 unsafe extern "C" {

@@ -29,15 +29,6 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "(non-string panic payload)".into())
 }
 
-/// A kernel's panic as its DPA context's error reports it, the same in every mode: `panicked at
-/// FILE:LINE:COLUMN: MESSAGE`.
-pub(crate) fn panicked(message: &str, at: Option<(&str, u32, u32)>) -> String {
-    match at {
-        Some((file, line, column)) => format!("panicked at {file}:{line}:{column}: {message}"),
-        None => format!("panicked: {message}"),
-    }
-}
-
 thread_local! {
     /// Where the last panic inside an activation on this thread was raised: the hook below
     /// records it, the activation's end reads it (the unwinding payload has no location).
@@ -114,7 +105,7 @@ fn run_on_stack<R: 'static>(
                 ErrorCode::Unexpected,
                 format!(
                     "kernel `{kernel}`: {}",
-                    panicked(&panic_message(&*payload), at)
+                    current::panicked(&panic_message(&*payload), at)
                 ),
             ));
             Ending::Fault

@@ -195,7 +195,7 @@ pub(crate) extern "C-unwind" fn dpakit_soft_kernel_panic(
         let at = (!file.is_empty()).then_some((&file[..], line, column));
         cur.fault(
             ErrorCode::Unexpected,
-            crate::dpa::activation::panicked(&message, at),
+            crate::dpa::current::panicked(&message, at),
         )
     })
 }

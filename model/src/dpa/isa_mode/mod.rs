@@ -18,7 +18,6 @@ pub(crate) mod counters;
 mod image;
 mod printf;
 
-use super::activation::Ending;
 use super::current::{Current, with_current};
 pub use counters::Profile;
 use counters::Counters;
@@ -27,6 +26,7 @@ use crate::sync::Ordering;
 use crate::sync::plain::AtomicU64;
 use bus::DeviceBus;
 use calls::DeviceFn;
+use dpakit_abi::soft::Ending;
 use dpakit_rv::{Access, DecodeCache, FaultReason, Hart, MemFault, Stop};
 use std::cell::Cell;
 use std::path::PathBuf;
@@ -267,7 +267,7 @@ fn panicked(cur: &Current<'_>, hart: &Hart, bus: &mut DeviceBus<'_>) -> ! {
     let at = (!file.is_empty()).then_some((&file[..], a(4) as u32, a(5) as u32));
     cur.fault(
         ErrorCode::Unexpected,
-        super::activation::panicked(&message, at),
+        super::current::panicked(&message, at),
     )
 }
 
