@@ -462,8 +462,8 @@ in_both_modes!(
 );
 
 /// Where a Rust kernel panics (a thread argument or local storage that is null or misaligned),
-/// a C kernel logs and finishes its thread, which is what a Rust kernel's panic does on the
-/// device: the activation ends with `thread_finish` and the DPA stays healthy.
+/// which fails the DPA context, a C kernel logs and finishes its thread: the activation ends
+/// with `thread_finish` and the DPA stays healthy.
 #[test]
 fn a_c_kernel_finishes_its_thread_on_a_bad_argument_or_local_storage() {
     use dpakit::dpa::{DevPtr, DpaThread};

@@ -18,6 +18,7 @@ pub mod completion;
 mod kernel;
 pub mod log;
 pub mod mmap;
+pub mod panic;
 pub mod runtime;
 pub mod serve;
 pub mod sync_event;

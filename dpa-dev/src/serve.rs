@@ -21,7 +21,13 @@ use crate::completion::Completion;
 use crate::thread;
 use dpakit_abi::args::{MsgqPathArgs, ServeState};
 
-/// Serves every message waiting on `path`, then re-arms and reschedules.
+/// Messages one activation of [`serve`] answers at most before it re-arms and reschedules: the
+/// other threads of its EU get their turn, and no activation runs without end while messages
+/// keep coming (a message still waiting triggers the thread again at once).
+pub const BATCH: u32 = 64;
+
+/// Serves the messages waiting on `path`, at most [`BATCH`] of them, then re-arms and
+/// reschedules.
 ///
 /// For each message `reply` answers through the producer with the flags it is given (exactly
 /// one message to `path.cpu_consumer_id`); then the completion is acked (the immediate is dead
@@ -44,7 +50,7 @@ pub fn serve(
     // the host allocated for this thread alone.
     let mut state = unsafe { thread::local_storage_mut::<ServeState>() };
 
-    loop {
+    for _ in 0..BATCH {
         // A reply needs a receive posted on the CPU consumer. With none, the message stays
         // queued: re-arming with a message waiting triggers this thread again at once, so it is
         // answered on a later activation, and the CPU side is never sent more than it can take.
@@ -77,7 +83,7 @@ pub fn serve(
     thread::reschedule()
 }
 
-/// Replies to every message waiting on `path` with the same immediate bytes, then re-arms and
+/// Replies to the messages waiting on `path` with the same immediate bytes, then re-arms and
 /// reschedules: an echo kernel in one call ([`serve`] with a reply that sends the message back).
 #[inline(always)]
 pub fn echo(path: &MsgqPathArgs) -> ! {

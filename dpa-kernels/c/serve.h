@@ -4,8 +4,8 @@
  * Rust twin behave alike message for message.
  *
  * Freestanding: only DOCA's device API and dpakit_abi.h. A C kernel cannot panic; where a Rust
- * kernel would (an argument or local storage that is null or misaligned), a C kernel logs at
- * CRIT and finishes its thread, which is what a Rust kernel's panic does on the device.
+ * kernel would (an argument or local storage that is null or misaligned), which fails its DPA
+ * context, a C kernel logs at CRIT and finishes its thread.
  */
 #ifndef DPAKIT_SERVE_H
 #define DPAKIT_SERVE_H
@@ -17,6 +17,9 @@
 #include <dpakit_abi.h>
 
 #define DPAKIT_INLINE static inline __attribute__((always_inline))
+
+/* Messages one activation of dpakit_serve answers at most (dpakit_dev::serve::BATCH). */
+#define DPAKIT_SERVE_BATCH 64
 
 /* Whether `addr` is a non-null address aligned to `align` (a power of two). */
 DPAKIT_INLINE int dpakit_can_hold(uint64_t addr, uint64_t align)
@@ -95,7 +98,9 @@ typedef void (*dpakit_reply_fn)(const void *ctx, const struct dpakit_msgq_path_a
 				uint32_t flags);
 
 /*
- * Serves every message waiting on `path`, then re-arms and reschedules.
+ * Serves the messages waiting on `path`, at most DPAKIT_SERVE_BATCH of them (other threads get
+ * their turn; one still waiting triggers the thread again at once), then re-arms and
+ * reschedules.
  *
  * A reply needs a receive posted on the CPU consumer: with none, the message stays queued and
  * re-arming with it waiting triggers the thread again, so it is answered on a later activation.
@@ -119,7 +124,7 @@ DPAKIT_INLINE void dpakit_serve(const char *kernel, const void *ctx,
 		state = (struct dpakit_serve_state *)(uintptr_t)storage;
 	}
 
-	for (;;) {
+	for (uint32_t served = 0; served < DPAKIT_SERVE_BATCH; served++) {
 		doca_dpa_dev_comch_consumer_completion_element_t element;
 		int reports = 1;
 		uint32_t flags;

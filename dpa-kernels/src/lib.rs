@@ -48,18 +48,13 @@ dpakit_dev::dpa_app! {
     pub APP = dpakit_kernels [ECHO, PING_PONG, DMA_OFFLOAD, RANKED_ECHO, SINK, SYNC_STEP, SYNC_SET, ECHO_C, DMA_OFFLOAD_C]
 }
 
-/// On the device a panic is a bug in the kernel: report it and retire the thread so it is not
-/// triggered again. The soft app library (feature `soft-app`, built without std) does the same.
-/// (Host builds linked with std unwind instead; the soft device turns that into a fatal error on
-/// the DPA context.)
+/// A panic is a bug in the kernel: on the device (and in the soft app library, built without
+/// std) it fails the DPA context with its message and location (`dpakit_dev::panic`). Host
+/// builds linked with std unwind instead, and the soft device reports the same error.
 #[cfg(any(all(target_arch = "riscv64", target_os = "none"), feature = "soft-app"))]
 #[panic_handler]
-fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
-    dpakit_dev::log::log(
-        dpakit_dev::log::LogLevel::Crit,
-        c"dpakit kernel panicked; finishing the thread",
-    );
-    dpakit_dev::thread::finish()
+fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+    dpakit_dev::panic::report(info)
 }
 
 /// The soft app library is built with `panic = "abort"` and never unwinds, but the precompiled

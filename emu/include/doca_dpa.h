@@ -56,6 +56,14 @@ doca_error_t doca_dpa_stop(struct doca_dpa *dpa);
 DOCA_EXPERIMENTAL
 doca_error_t doca_dpa_get_dpa_handle(struct doca_dpa *dpa, doca_dpa_dev_t *handle);
 
+/*
+ * Whether the context has failed (a kernel faulted, panicked, misused the device or never ended
+ * its activation), without clearing it: SUCCESS if not, BAD_STATE if so. A failed context is
+ * fatal: destroy it. On the soft device dpakit_soft_last_error then says what failed.
+ */
+DOCA_EXPERIMENTAL
+doca_error_t doca_dpa_peek_at_last_error(const struct doca_dpa *dpa);
+
 DOCA_EXPERIMENTAL
 doca_error_t doca_dpa_get_total_num_eus_available(struct doca_dpa *dpa, unsigned int *total_num_eus);
 

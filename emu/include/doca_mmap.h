@@ -51,6 +51,14 @@ doca_error_t doca_mmap_add_dev(struct doca_mmap *mmap, struct doca_dev *dev);
 DOCA_STABLE
 doca_error_t doca_mmap_start(struct doca_mmap *mmap);
 
+/*
+ * Returns a started mmap to configuration: permissions and devices may change, then start it
+ * again. NOT_PERMITTED while buffers point into it, BAD_STATE if it is not started. DPA handles
+ * taken from it end here. Destroy does not need it first.
+ */
+DOCA_STABLE
+doca_error_t doca_mmap_stop(struct doca_mmap *mmap);
+
 DOCA_STABLE
 doca_error_t doca_mmap_get_memrange(const struct doca_mmap *mmap, void **addr, size_t *len);
 

@@ -146,6 +146,21 @@ doca_error_t dpakit_soft_dpa_get_max_completions_per_thread(struct doca_dpa *dpa
 doca_error_t dpakit_soft_dpa_get_error(struct doca_dpa *dpa, char *message, size_t size);
 
 /*
+ * What a started DPA thread is doing, for a diagnostic: its kernel, and how long its current
+ * activation has run (or that it is idle, finished, faulted). NUL-terminated, truncated to
+ * `size` bytes.
+ */
+doca_error_t dpakit_soft_dpa_thread_describe(const struct doca_dpa_thread *dpa_thread, char *text,
+					     size_t size);
+
+/*
+ * Every kernel of the process, in any DPA context, whose current activation has run for
+ * `min_usec` microseconds or more: one line each, naming the kernel, its thread and context and
+ * how long ("" when none). What a program that waited too long may be waiting for.
+ */
+doca_error_t dpakit_soft_describe_long_activations(uint64_t min_usec, char *text, size_t size);
+
+/*
  * The explanation of the calling thread's last failed DOCA call, NUL-terminated and truncated
  * to `size` bytes. Returns that call's code (DOCA_SUCCESS if none failed yet).
  */

@@ -356,7 +356,8 @@ impl MsgqPath {
     }
 
     /// Waits for the next reply: spins on progress, then sleeps on the PE's notification handle.
-    /// Fails with the DPA's fatal error if the kernel faults, or TIME_OUT.
+    /// Fails with the DPA's fatal error if the kernel faults, or TIME_OUT naming the kernel and
+    /// what its thread is doing.
     pub fn recv(&self, timeout: Duration) -> Result<Received> {
         // A reply usually comes within a few polls: poll before reading the clock, which costs
         // as much as several polls, and without a pause between polls, which delays seeing the
@@ -368,20 +369,40 @@ impl MsgqPath {
         }
         let received = &self.received;
         let mut fault = None;
-        self.pe.progress_until(timeout, || {
-            if !received.borrow().is_empty() {
-                return true;
-            }
-            if let Err(e) = self.check_now_and_then() {
-                fault = Some(e);
-                return true;
-            }
-            false
-        })?;
+        self.pe
+            .progress_until(timeout, || {
+                if !received.borrow().is_empty() {
+                    return true;
+                }
+                if let Err(e) = self.check_now_and_then() {
+                    fault = Some(e);
+                    return true;
+                }
+                false
+            })
+            .map_err(|e| self.no_reply(e, timeout))?;
         if let Some(e) = fault {
             return Err(e);
         }
         Ok(self.try_recv()?.expect("a reply is queued"))
+    }
+
+    /// A wait for a reply that failed: a TIME_OUT names the kernel and what its thread is doing
+    /// (for how long its activation has run, on the soft device).
+    #[cold]
+    fn no_reply(&self, e: crate::Error, timeout: Duration) -> crate::Error {
+        if e.code() != ErrorCode::TimeOut {
+            return e;
+        }
+        let kernel = self.thread.kernel();
+        let doing = match self.thread.describe() {
+            Ok(text) => format!(": {text}"),
+            Err(_) => String::new(),
+        };
+        crate::Error::new(
+            ErrorCode::TimeOut,
+            format!("MsgqPath::recv: no reply from kernel `{kernel}` within {timeout:?}{doing}"),
+        )
     }
 
     /// Sends `msg` and waits for the reply.
@@ -444,7 +465,11 @@ impl Drop for DevBlock<'_> {
 
 impl Drop for MsgqPath {
     fn drop(&mut self) {
-        let _ = self.thread.stop();
+        // A kernel that never ends its activation makes this TIME_OUT after a bound; said, not
+        // ignored.
+        if let Err(e) = self.thread.stop() {
+            eprintln!("dpakit: MsgqPath dropped: stopping its DPA thread: {e}");
+        }
         // The state block was allocated by this path and is freed once (the thread frees its
         // argument block); nothing can fail that a destructor could act on.
         let _ = self.dpa.mem_free(self.state);

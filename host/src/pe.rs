@@ -200,7 +200,8 @@ impl Pe {
     }
 
     /// Progresses until `done()` holds: spins for a short while, then sleeps on the
-    /// notification handle between bursts. `TIME_OUT` after `timeout`.
+    /// notification handle between bursts. `TIME_OUT` after `timeout`, naming on the soft device
+    /// the kernels whose activation had run for a while meanwhile (what the wait may be for).
     pub fn progress_until(&self, timeout: Duration, mut done: impl FnMut() -> bool) -> Result<()> {
         const SPIN: Duration = Duration::from_micros(50);
         // Reading the clock costs about a progress pass; look at it every so often.
@@ -224,7 +225,7 @@ impl Pe {
             }
             let now = Instant::now();
             if now >= deadline {
-                bail!(TimeOut, "condition not met within {timeout:?} of progress");
+                return Err(timed_out(timeout));
             }
             // Idle for the spin time and for a few clock checks: a pass that makes system calls
             // (a Comch context polling its socket) takes microseconds, and a round trip needs
@@ -235,6 +236,23 @@ impl Pe {
             }
         }
     }
+}
+
+/// `progress_until`'s TIME_OUT, naming the kernels that were in one activation meanwhile: what
+/// the program is likely waiting for.
+#[cold]
+fn timed_out(timeout: Duration) -> crate::Error {
+    // Activations last microseconds: one running a tenth of a second is worth naming.
+    let long = crate::soft::long_activations(Duration::from_millis(100));
+    let meanwhile = if long.is_empty() {
+        String::new()
+    } else {
+        format!("; meanwhile {}", long.join("; "))
+    };
+    crate::Error::new(
+        dpakit_abi::ErrorCode::TimeOut,
+        format!("Pe::progress_until: condition not met within {timeout:?} of progress{meanwhile}"),
+    )
 }
 
 #[cfg(test)]

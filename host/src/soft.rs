@@ -85,7 +85,42 @@ impl DpaBuilder {
     }
 }
 
+/// A text the soft device writes into a buffer by `fill(buffer, size)`.
+fn text(fill: impl FnOnce(*mut std::ffi::c_char, usize) -> sys::doca_error_t) -> Result<String> {
+    let mut buf = vec![0u8; 4096];
+    check(
+        "dpakit_soft_describe",
+        fill(buf.as_mut_ptr().cast(), buf.len()),
+    )?;
+    Ok(std::ffi::CStr::from_bytes_until_nul(&buf)
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default())
+}
+
+/// The kernels of the process, in any DPA context, whose current activation has run for `min`
+/// or longer, each described (kernel, thread, context, how long): what a wait that timed out may
+/// be waiting for (`dpakit_soft_describe_long_activations`). Empty on DOCA's own libraries.
+pub fn long_activations(min: std::time::Duration) -> Vec<String> {
+    let Some(api) = sys::soft::api() else {
+        return Vec::new();
+    };
+    let micros = u64::try_from(min.as_micros()).unwrap_or(u64::MAX);
+    // SAFETY: a writable buffer of the size given.
+    let found = text(|buf, size| unsafe { (api.describe_long_activations)(micros, buf, size) });
+    found
+        .map(|t| t.lines().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
 impl crate::dpa::DpaThread {
+    /// What the thread is doing — its kernel, and how long its current activation has run, or
+    /// that it is idle, finished or faulted (`dpakit_soft_dpa_thread_describe`).
+    pub fn describe(&self) -> Result<String> {
+        let api = api("describing a DPA thread")?;
+        // SAFETY: a live thread and a writable buffer of the size given.
+        text(|buf, size| unsafe { (api.dpa_thread_describe)(self.raw(), buf, size) })
+    }
+
     /// What the interpreter counted for this thread (`dpakit_soft_dpa_thread_get_isa_profile`
     /// and `_get_isa_calls`); `NOT_SUPPORTED` when its context runs kernels natively.
     pub fn isa_profile(&self) -> Result<IsaProfile> {

@@ -26,6 +26,8 @@ fn app() -> App {
         .thread_kernel(&faulty::ILLEGAL)
         .thread_kernel(&faulty::ENDLESS)
         .thread_kernel(&faulty::MISALIGNED)
+        .thread_kernel(&faulty::PANICS)
+        .rpc_kernel(&faulty::PANICS_RPC)
         .rpc_kernel(&faulty::SELF_MODIFY)
         .rpc_kernel(&faulty::READ_AT)
 }
@@ -48,15 +50,34 @@ const MODES: [SchedMode; 3] = [
     SchedMode::Deterministic { seed: 3 },
 ];
 
-/// Runs `kernel` once with `arg`; returns the fatal error.
+/// The fixture's kernels compiled for the host (native mode).
+fn start_native(mode: SchedMode) -> Dpa {
+    Dpa::builder(&default_dev())
+        .app(app())
+        .sched_mode(mode)
+        .workers(1)
+        .start()
+        .unwrap()
+}
+
+/// Runs `kernel` once with `arg` from the image; returns the fatal error.
 fn fault_of(mode: SchedMode, kernel: &dpakit_dev::ThreadKernel, arg: u64) -> dpakit_model::Error {
-    let dpa = start(mode, 1_000_000);
+    fault_in(&start(mode, 1_000_000), mode, kernel, arg)
+}
+
+/// Runs `kernel` once with `arg` on `dpa`; returns the fatal error.
+fn fault_in(
+    dpa: &Dpa,
+    mode: SchedMode,
+    kernel: &dpakit_dev::ThreadKernel,
+    arg: u64,
+) -> dpakit_model::Error {
     let arg = if arg == 0 {
         dpa.mem_alloc(64).unwrap().raw()
     } else {
         arg
     };
-    let thread = DpaThread::builder(&dpa, kernel, arg).start().unwrap();
+    let thread = DpaThread::builder(dpa, kernel, arg).start().unwrap();
     thread.run().unwrap();
     thread.notify();
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -114,7 +135,10 @@ fn an_endless_loop_is_stopped_by_the_budget() {
         assert_names(
             &e,
             "endless",
-            &["ran 1000000 instructions in one activation"],
+            &[
+                "ran 1000000 instructions in one activation without making progress",
+                "DPAKIT_SOFT_ISA_BUDGET",
+            ],
         );
     }
 }
@@ -174,4 +198,35 @@ fn rpcs_from_several_host_threads_are_each_counted() {
     let profile = dpa.isa_rpc_profile().expect("ISA mode");
     assert_eq!(profile.activations, 4 * PER_THREAD);
     assert_eq!(profile.instructions % (4 * PER_THREAD), 0, "{profile:?}");
+}
+
+/// A kernel's panic fails its context with the message and where it was raised, in the same
+/// words from the image as natively, for a thread and for an RPC.
+#[test]
+fn a_panic_fails_the_context_with_its_message_and_location() {
+    let check = |e: &dpakit_model::Error, kernel: &str, message: &str| {
+        let text = e.message();
+        assert_eq!(e.code(), ErrorCode::Unexpected, "{e}");
+        assert!(
+            text.starts_with(&format!(
+                "kernel `{kernel}`: panicked at xtask/fixtures/faulty-kernels/src/lib.rs:"
+            )),
+            "{text}"
+        );
+        assert!(text.ends_with(message), "{text}");
+    };
+    for mode in MODES {
+        let native = fault_in(&start_native(mode), mode, &faulty::PANICS, 3);
+        let isa = fault_of(mode, &faulty::PANICS, 3);
+        check(&isa, "panics", "a kernel bug on purpose (3)");
+        assert_eq!(native.message(), isa.message(), "{mode:?}");
+    }
+    let native = start_native(SchedMode::BusyPoll);
+    let isa = start(SchedMode::BusyPoll, 1_000_000);
+    assert_eq!(isa.rpc(&faulty::PANICS_RPC, (7,)).unwrap(), 7);
+    let e = isa.rpc(&faulty::PANICS_RPC, (5,)).unwrap_err();
+    check(&e, "panics_rpc", "an RPC bug on purpose (5)");
+    assert_eq!(isa.error().unwrap().message(), e.message());
+    let n = native.rpc(&faulty::PANICS_RPC, (5,)).unwrap_err();
+    assert_eq!(n.message(), e.message());
 }

@@ -7,7 +7,7 @@ use common::{Path, PathOptions, default_dev, echo_app, start_dpa};
 use dpakit_abi::handles::NotificationCompletionHandle;
 use dpakit_abi::{Echo, ErrorCode, ImmMessage, bytes_of};
 use dpakit_dev::runtime::CONSUMER_ACK;
-use dpakit_dev::{thread, thread_kernel};
+use dpakit_dev::{rpc_kernel, thread, thread_kernel};
 use dpakit_kernels::ECHO;
 use dpakit_model::dpa::{self, App, Dpa, DpaThread, SchedMode};
 use std::sync::mpsc;
@@ -200,4 +200,61 @@ fn a_device_function_outside_an_activation_stops_with_the_rule() {
     );
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{stderr}");
+}
+
+/// Runs `f` on a thread started with `pthread_create`, which, unlike the threads Rust starts,
+/// has no alternate signal stack of its own: the soft device gives it one for the RPC.
+fn on_a_plain_thread(f: impl FnOnce() + Send + 'static) {
+    extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
+        // SAFETY: `arg` is the box leaked below, taken back once.
+        let f = unsafe { Box::from_raw(arg.cast::<Box<dyn FnOnce() + Send>>()) };
+        f();
+        std::ptr::null_mut()
+    }
+    let f: Box<Box<dyn FnOnce() + Send>> = Box::new(Box::new(f));
+    let mut thread: libc::pthread_t = 0;
+    // SAFETY: a valid start routine and an argument it owns from here on.
+    let rc = unsafe {
+        libc::pthread_create(
+            &mut thread,
+            std::ptr::null(),
+            start,
+            Box::into_raw(f).cast(),
+        )
+    };
+    assert_eq!(rc, 0);
+    // SAFETY: joins the thread just created, once.
+    let joined = unsafe { libc::pthread_join(thread, std::ptr::null_mut()) };
+    assert_eq!(joined, 0);
+}
+
+rpc_kernel! {
+    /// Adds one.
+    pub ADD_ONE: fn add_one(x: u64) -> u64 {
+        x + 1
+    }
+}
+
+#[test]
+fn the_alternate_signal_stack_of_an_rpc_caller_goes_with_its_thread() {
+    let app = App::new("lifecycle")
+        .rpc_kernel(&ADD_ONE)
+        .rpc_kernel(&CONSUMER_ACK);
+    let dpa = start_dpa(app, SchedMode::BusyPoll);
+    let before = dpa::live_alt_stacks();
+    for _ in 0..20 {
+        let dpa = dpa.clone();
+        on_a_plain_thread(move || {
+            assert_eq!(dpa.rpc(&ADD_ONE, (41,)).unwrap(), 42);
+            assert!(
+                dpa::live_alt_stacks() > before,
+                "the RPC ran on an alternate stack"
+            );
+        });
+        assert_eq!(
+            dpa::live_alt_stacks(),
+            before,
+            "the thread ended: its alternate signal stack is freed"
+        );
+    }
 }

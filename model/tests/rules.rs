@@ -531,7 +531,8 @@ fn a_kernel_panic_is_a_fatal_error_not_an_abort() {
     assert_eq!(e.code(), ErrorCode::Unexpected);
     assert!(
         e.message()
-            .contains("kernel `panics` panicked: kernel bug on purpose"),
+            .starts_with("kernel `panics`: panicked at model/tests/rules.rs:")
+            && e.message().ends_with(": kernel bug on purpose"),
         "{e}"
     );
     assert_eq!(dpa.state(), CtxState::Stopping);
@@ -545,6 +546,8 @@ fn kernels_outside_the_app_are_not_found() {
     let dpa = start_dpa(App::new("empty"), SchedMode::BusyPoll);
     let e = DpaThread::builder(&dpa, &ECHO, 0).start().unwrap_err();
     assert_eq!(e.code(), ErrorCode::NotFound);
+    // Named as the host function it is, not as a number.
+    assert!(e.message().starts_with("`echo` (0x"), "{e}");
     assert_eq!(
         dpa.rpc(&CONSUMER_ACK, (0, 0)).unwrap_err().code(),
         ErrorCode::NotFound

@@ -203,7 +203,7 @@ impl Image {
         self.stubs.iter().position(|&s| s == pc && s != 0)
     }
 
-    /// `pc` as `symbol+offset (image offset …)` for diagnostics.
+    /// `pc` as `symbol+offset (image offset …)` for diagnostics, Rust symbols demangled.
     pub fn describe(&self, pc: u64) -> String {
         let offset = pc.wrapping_sub(self.bias());
         let inside = self.segments.iter().any(|s| (s.start..s.end).contains(&pc));
@@ -217,8 +217,8 @@ impl Image {
             .find(|s| s.start <= pc && pc < s.start + s.size.max(1));
         match symbol {
             Some(s) => format!(
-                "{pc:#x}: {}+{:#x}, image offset {offset:#x}",
-                s.name,
+                "{pc:#x}: {:#}+{:#x}, image offset {offset:#x}",
+                rustc_demangle::demangle(&s.name),
                 pc - s.start
             ),
             None => format!("{pc:#x}: image offset {offset:#x}"),

@@ -468,6 +468,9 @@ unsafe extern "C" {
     pub fn doca_mmap_start(mmap: *mut doca_mmap) -> doca_error_t;
 }
 unsafe extern "C" {
+    pub fn doca_mmap_stop(mmap: *mut doca_mmap) -> doca_error_t;
+}
+unsafe extern "C" {
     pub fn doca_mmap_get_memrange(
         mmap: *const doca_mmap,
         addr: *mut *mut ::core::ffi::c_void,
@@ -1388,6 +1391,9 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn doca_dpa_get_dpa_handle(dpa: *mut doca_dpa, handle: *mut doca_dpa_dev_t)
     -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dpa_peek_at_last_error(dpa: *const doca_dpa) -> doca_error_t;
 }
 unsafe extern "C" {
     pub fn doca_dpa_get_total_num_eus_available(
@@ -2616,6 +2622,20 @@ unsafe extern "C" {
     pub fn dpakit_soft_dpa_get_error(
         dpa: *mut doca_dpa,
         message: *mut ::core::ffi::c_char,
+        size: usize,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn dpakit_soft_dpa_thread_describe(
+        dpa_thread: *const doca_dpa_thread,
+        text: *mut ::core::ffi::c_char,
+        size: usize,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn dpakit_soft_describe_long_activations(
+        min_usec: u64,
+        text: *mut ::core::ffi::c_char,
         size: usize,
     ) -> doca_error_t;
 }

@@ -85,6 +85,9 @@ pub struct SoftApi {
     pub dpa_thread_get_isa_calls:
         unsafe extern "C" fn(*mut doca_dpa_thread, *mut u64, usize, *mut usize) -> doca_error_t,
     pub device_function_name: unsafe extern "C" fn(usize) -> *const c_char,
+    pub dpa_thread_describe:
+        unsafe extern "C" fn(*const doca_dpa_thread, *mut c_char, usize) -> doca_error_t,
+    pub describe_long_activations: unsafe extern "C" fn(u64, *mut c_char, usize) -> doca_error_t,
 }
 
 /// The soft device's controls, or `None` when the library underneath is not the soft device.
@@ -107,6 +110,8 @@ pub fn api() -> Option<&'static SoftApi> {
         dpa_thread_get_isa_profile: crate::dpakit_soft_dpa_thread_get_isa_profile,
         dpa_thread_get_isa_calls: crate::dpakit_soft_dpa_thread_get_isa_calls,
         device_function_name: crate::dpakit_soft_device_function_name,
+        dpa_thread_describe: crate::dpakit_soft_dpa_thread_describe,
+        describe_long_activations: crate::dpakit_soft_describe_long_activations,
     };
     Some(&API)
 }
@@ -150,6 +155,8 @@ pub fn api() -> Option<&'static SoftApi> {
             dpa_thread_get_isa_profile: find!(c"dpakit_soft_dpa_thread_get_isa_profile"),
             dpa_thread_get_isa_calls: find!(c"dpakit_soft_dpa_thread_get_isa_calls"),
             device_function_name: find!(c"dpakit_soft_device_function_name"),
+            dpa_thread_describe: find!(c"dpakit_soft_dpa_thread_describe"),
+            describe_long_activations: find!(c"dpakit_soft_describe_long_activations"),
         })
     })
     .as_ref()

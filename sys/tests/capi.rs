@@ -286,6 +286,11 @@ fn values_and_out_parameters_are_checked() {
         doca_dpa_thread_set_func_arg(thread, Some(not_a_kernel), 0),
         DOCA_ERROR_NOT_FOUND
     );
+    assert!(
+        last_error().contains("values_and_out_parameters_are_checked::not_a_kernel` (0x"),
+        "{}",
+        last_error()
+    );
     let echo: unsafe extern "C" fn() =
         // SAFETY: a function address, as doca_dpa_func_t holds.
         unsafe { std::mem::transmute(dpakit_kernels::ECHO.func()) };
@@ -486,5 +491,70 @@ fn the_state_machine_and_user_data_through_callbacks() {
     expect!(doca_comch_msgq_stop(msgq), DOCA_SUCCESS);
     expect!(doca_comch_msgq_destroy(msgq), DOCA_SUCCESS);
     expect!(doca_dpa_destroy(dpa), DOCA_SUCCESS);
+    expect!(doca_dev_close(dev), DOCA_SUCCESS);
+}
+
+#[test]
+fn a_stopped_mmap_takes_configuration_again() {
+    let dev = open_dev();
+    let mut memory = vec![0u8; 4096];
+    let mut mmap = null_mut();
+    expect!(doca_mmap_create(&mut mmap), DOCA_SUCCESS);
+    expect!(
+        doca_mmap_set_memrange(mmap, memory.as_mut_ptr().cast(), memory.len()),
+        DOCA_SUCCESS
+    );
+    expect!(doca_mmap_add_dev(mmap, dev), DOCA_SUCCESS);
+    expect!(doca_mmap_stop(mmap), DOCA_ERROR_BAD_STATE);
+    expect!(doca_mmap_start(mmap), DOCA_SUCCESS);
+    expect!(
+        doca_mmap_set_permissions(mmap, DOCA_ACCESS_FLAG_PCI_READ_WRITE),
+        DOCA_ERROR_BAD_STATE
+    );
+    let mut handle = 0;
+    expect!(
+        doca_mmap_dev_get_dpa_handle(mmap, dev, &mut handle),
+        DOCA_SUCCESS
+    );
+    // A buffer points into it: no stop until it is returned.
+    let mut inventory = null_mut();
+    expect!(doca_buf_inventory_create(4, &mut inventory), DOCA_SUCCESS);
+    expect!(doca_buf_inventory_start(inventory), DOCA_SUCCESS);
+    let mut buf = null_mut();
+    expect!(
+        doca_buf_inventory_buf_get_by_args(
+            inventory,
+            mmap,
+            memory.as_mut_ptr().cast(),
+            64,
+            memory.as_mut_ptr().cast(),
+            0,
+            &mut buf
+        ),
+        DOCA_SUCCESS
+    );
+    expect!(doca_mmap_stop(mmap), DOCA_ERROR_NOT_PERMITTED);
+    assert!(last_error().contains("buffer"), "{}", last_error());
+    expect!(doca_buf_dec_refcount(buf, null_mut()), DOCA_SUCCESS);
+    expect!(doca_mmap_stop(mmap), DOCA_SUCCESS);
+    expect!(doca_mmap_stop(mmap), DOCA_ERROR_BAD_STATE);
+    // Configured anew and started again; its DPA handle is taken anew.
+    expect!(
+        doca_mmap_set_permissions(mmap, DOCA_ACCESS_FLAG_PCI_READ_WRITE),
+        DOCA_SUCCESS
+    );
+    expect!(
+        doca_mmap_dev_get_dpa_handle(mmap, dev, &mut handle),
+        DOCA_ERROR_NOT_PERMITTED
+    );
+    expect!(doca_mmap_start(mmap), DOCA_SUCCESS);
+    expect!(
+        doca_mmap_dev_get_dpa_handle(mmap, dev, &mut handle),
+        DOCA_SUCCESS
+    );
+    expect!(doca_mmap_stop(null_mut()), DOCA_ERROR_INVALID_VALUE);
+    expect!(doca_buf_inventory_stop(inventory), DOCA_SUCCESS);
+    expect!(doca_buf_inventory_destroy(inventory), DOCA_SUCCESS);
+    expect!(doca_mmap_destroy(mmap), DOCA_SUCCESS);
     expect!(doca_dev_close(dev), DOCA_SUCCESS);
 }

@@ -55,6 +55,9 @@ pub fn run() -> Result {
     )?;
     clock.lap("DPA builds, bindings");
     cargo(&["test", "--workspace"], &[])?;
+    // What a debug build would take minutes for: the ISA budget's 100,000 messages of 14,000
+    // instructions (the release dependencies are the isa_profile example's, built above).
+    cargo(&["test", "--release", "--test", "dpa_edges"], &[])?;
     clock.lap("workspace tests");
     cargo(
         &["doc", "--no-deps", "--workspace"],

@@ -188,6 +188,25 @@ pub unsafe extern "C" fn doca_dpa_get_dpa_handle(
     })
 }
 
+/// `doca_dpa_peek_at_last_error`: `SUCCESS` while the context is healthy (or not started),
+/// `BAD_STATE` once it failed, with the fatal error as the explanation; nothing is cleared, as a
+/// failed context stays failed until it is destroyed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_dpa_peek_at_last_error(dpa: *const doca_dpa) -> doca_error_t {
+    call("doca_dpa_peek_at_last_error", || {
+        let d = self::dpa(dpa, "dpa")?;
+        let Some(fatal) = d.model().ok().and_then(|model| model.error()) else {
+            return Ok(());
+        };
+        bail!(
+            BadState,
+            "the DPA context has failed ({}: {}); it stays failed: destroy it and create another",
+            fatal.code().name(),
+            fatal.message()
+        )
+    })
+}
+
 /// `doca_dpa_set_log_level`: the most verbose level of kernels' messages printed (the soft
 /// device keeps one level for every context).
 #[unsafe(no_mangle)]

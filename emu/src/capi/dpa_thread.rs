@@ -81,19 +81,32 @@ pub unsafe extern "C" fn doca_dpa_thread_create(
 }
 
 /// `doca_dpa_thread_destroy`: stops the thread first if it is started; `IN_USE` while
-/// completions attached to it exist.
+/// completions attached to it exist. A thread whose kernel never ends its activation is
+/// destroyed all the same, its worker abandoned (see `DpaThread::stop`): `TIME_OUT` naming the
+/// kernel if this call is where the stop timed out, success if an earlier stop reported it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_dpa_thread_destroy(dpa_thread: *mut doca_dpa_thread) -> doca_error_t {
     call("doca_dpa_thread_destroy", || {
         let t = self::thread(dpa_thread, "dpa_thread")?;
         t.users
             .require_none("completion context(s) attached to this thread")?;
-        if let Some(model) = t.model.borrow_mut().take() {
-            model.stop()?;
-        }
+        let stopped = match t.model.borrow_mut().take() {
+            Some(model) => {
+                let reported = model.is_abandoned();
+                let stopped = model.stop();
+                drop(model);
+                if reported { Ok(()) } else { stopped }
+            }
+            None => Ok(()),
+        };
         t.dpa()?.users.release();
         registry::retire::<DpaThreadObj>(dpa_thread.cast());
-        Ok(())
+        stopped.map_err(|e| {
+            err(
+                e.code(),
+                format!("the thread is destroyed all the same. {}", e.message()),
+            )
+        })
     })
 }
 

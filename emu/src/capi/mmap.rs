@@ -207,6 +207,22 @@ pub unsafe extern "C" fn doca_mmap_start(mmap: *mut doca_mmap) -> doca_error_t {
     call("doca_mmap_start", || self::mmap(mmap, "mmap")?.mmap.start())
 }
 
+/// `doca_mmap_stop`: the mmap may be configured again (permissions, devices) and started anew.
+/// `NOT_PERMITTED` while buffers point into it, `BAD_STATE` if it is not started. The DPA handles
+/// taken from it end here, as DOCA's exports end with a stop: kernels need new ones after the
+/// next start.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn doca_mmap_stop(mmap: *mut doca_mmap) -> doca_error_t {
+    call("doca_mmap_stop", || {
+        let m = self::mmap(mmap, "mmap")?;
+        m.mmap.stop()?;
+        for (_, handle) in m.handles.borrow_mut().drain(..) {
+            unregister_mmap(handle);
+        }
+        Ok(())
+    })
+}
+
 /// `doca_mmap_get_memrange`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_mmap_get_memrange(

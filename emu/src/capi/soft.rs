@@ -209,6 +209,41 @@ pub unsafe extern "C" fn dpakit_soft_dpa_get_error(
     }
 }
 
+/// `dpakit_soft_dpa_thread_describe`: what a started thread is doing, as text.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_dpa_thread_describe(
+    dpa_thread: *const doca_dpa_thread,
+    text: *mut c_char,
+    size: usize,
+) -> doca_error_t {
+    call("dpakit_soft_dpa_thread_describe", || {
+        let t = super::dpa_thread::thread(dpa_thread, "dpa_thread")?;
+        super::non_null(text, "text")?;
+        let described = t.model()?.describe();
+        // SAFETY: `size` writable bytes at `text` by the C contract.
+        unsafe { copy_truncated(text, size, &described) };
+        Ok(())
+    })
+}
+
+/// `dpakit_soft_describe_long_activations`: kernels of the process in one activation for
+/// `min_usec` µs or longer, a line each.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_describe_long_activations(
+    min_usec: u64,
+    text: *mut c_char,
+    size: usize,
+) -> doca_error_t {
+    call("dpakit_soft_describe_long_activations", || {
+        super::non_null(text, "text")?;
+        let min = std::time::Duration::from_micros(min_usec);
+        let described = crate::dpa::long_activations(min).join("\n");
+        // SAFETY: `size` writable bytes at `text` by the C contract.
+        unsafe { copy_truncated(text, size, &described) };
+        Ok(())
+    })
+}
+
 /// `dpakit_soft_last_error`: why the calling thread's last failed call failed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dpakit_soft_last_error(message: *mut c_char, size: usize) -> doca_error_t {

@@ -46,7 +46,9 @@ impl Drop for DpaInner {
     #[doc(alias = "doca_dpa_destroy")]
     fn drop(&mut self) {
         // Everything created on the context keeps a clone of it, so none is left.
-        let _ = doca!(doca_dpa_destroy(self.raw));
+        if let Err(e) = doca!(doca_dpa_destroy(self.raw)) {
+            eprintln!("dpakit: Dpa dropped: {e}");
+        }
     }
 }
 

@@ -34,8 +34,11 @@ struct Inner {
 impl Drop for Inner {
     #[doc(alias = "doca_dpa_thread_destroy")]
     fn drop(&mut self) {
-        // Completion contexts keep a clone of their thread, so none is attached any more.
-        let _ = doca!(doca_dpa_thread_destroy(self.raw));
+        // Completion contexts keep a clone of their thread, so none is attached any more. A
+        // kernel that never ends its activation is reported (the thread is destroyed anyway).
+        if let Err(e) = doca!(doca_dpa_thread_destroy(self.raw)) {
+            eprintln!("dpakit: DpaThread dropped: {e}");
+        }
         if let Some(block) = self.args.take() {
             let _ = self.dpa.mem_free(block);
         }
@@ -218,7 +221,9 @@ impl DpaThread {
         doca!(doca_dpa_thread_run(self.inner.raw))
     }
 
-    /// `doca_dpa_thread_stop`: no further activations; a running one ends first.
+    /// `doca_dpa_thread_stop`: no further activations; a running one ends first. On the soft
+    /// device a kernel that does not end its activation within 5 s is given up on: `TIME_OUT`
+    /// naming it, and its DPA context fails.
     #[doc(alias = "doca_dpa_thread_stop")]
     pub fn stop(&self) -> Result<()> {
         doca!(doca_dpa_thread_stop(self.inner.raw))

@@ -29,6 +29,32 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "(non-string panic payload)".into())
 }
 
+thread_local! {
+    /// Where the last panic inside an activation on this thread was raised: the hook below
+    /// records it, the activation's end reads it (the unwinding payload has no location).
+    static PANIC_AT: std::cell::RefCell<Option<(String, u32, u32)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Installs, once, a panic hook that records where a kernel compiled for the host panicked
+/// inside an activation, instead of printing it (the context's fatal error says it). Panics
+/// anywhere else go to the hook that was there before.
+pub(crate) fn install_panic_hook() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !current::in_activation() {
+                return previous(info);
+            }
+            let at = info
+                .location()
+                .map(|l| (l.file().to_string(), l.line(), l.column()));
+            PANIC_AT.with(|p| *p.borrow_mut() = at);
+        }));
+    });
+}
+
 /// Runs `body` as an activation on `stack`; returns how it ended, its value if it returned, and
 /// the stack.
 fn run_on_stack<R: 'static>(
@@ -73,9 +99,14 @@ fn run_on_stack<R: 'static>(
             ending
         }
         Err(payload) => {
+            let at = PANIC_AT.with(|p| p.borrow_mut().take());
+            let at = at.as_ref().map(|(file, line, column)| (&file[..], *line, *column));
             dpa.set_fatal(Error::new(
                 ErrorCode::Unexpected,
-                format!("kernel `{kernel}` panicked: {}", panic_message(&*payload)),
+                format!(
+                    "kernel `{kernel}`: {}",
+                    current::panicked(&panic_message(&*payload), at)
+                ),
             ));
             Ending::Fault
         }

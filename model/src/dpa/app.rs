@@ -268,10 +268,15 @@ impl App {
                     )
                 })
                 .unwrap_or_default();
+            // A function the app does not list is named as what it is on the host.
+            let what = match super::symbol::host_function(entry) {
+                Some(function) if named.is_empty() => format!("`{function}` ({entry:#x})"),
+                _ => format!("{entry:#x}"),
+            };
             crate::error::err(
                 crate::error::ErrorCode::NotFound,
                 format!(
-                    "{entry:#x} is not {} kernel of DPA app `{}`{named}; its {} kernels are [{}]",
+                    "{what} is not {} kernel of DPA app `{}`{named}; its {} kernels are [{}]",
                     match kind {
                         KernelKind::Thread => "a thread",
                         KernelKind::Rpc => "an RPC",

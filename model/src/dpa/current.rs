@@ -22,6 +22,20 @@ thread_local! {
     static CURRENT: Cell<*const Current<'static>> = const { Cell::new(std::ptr::null()) };
 }
 
+/// A kernel's panic as its DPA context's error reports it, the same in every mode: `panicked at
+/// FILE:LINE:COLUMN: MESSAGE`.
+pub(crate) fn panicked(message: &str, at: Option<(&str, u32, u32)>) -> String {
+    match at {
+        Some((file, line, column)) => format!("panicked at {file}:{line}:{column}: {message}"),
+        None => format!("panicked: {message}"),
+    }
+}
+
+/// Whether kernel code of an activation is running on this thread.
+pub(crate) fn in_activation() -> bool {
+    !CURRENT.with(Cell::get).is_null()
+}
+
 /// Calls `f` with the running activation. Outside one — a device function called from plain
 /// host code — there is nothing sensible to do: report it and abort, as the device would fault.
 #[inline]

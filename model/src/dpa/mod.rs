@@ -18,6 +18,7 @@ pub(crate) mod isa_mode;
 pub mod memory;
 pub(crate) mod parking;
 pub(crate) mod sched;
+mod symbol;
 mod sync_event;
 pub mod thread;
 mod thread_shared;
@@ -47,9 +48,11 @@ pub use completion::{
 };
 pub use isa_mode::{DEFAULT_BUDGET as ISA_DEFAULT_BUDGET, ExecMode, IsaConfig, Profile};
 pub use memory::DevPtr;
-pub use sched::{SchedMode, SchedStats, TRACE_CAPACITY, TraceEvent, pin_current_thread};
+pub use sched::{SchedMode, SchedStats, STOP_WAIT, TRACE_CAPACITY, TraceEvent, pin_current_thread};
 pub use sync_event::SyncEventExport;
 pub use thread::{DpaThread, DpaThreadBuilder};
+#[doc(hidden)]
+pub use trap::live_alt_stacks;
 
 /// Kinds of objects a kernel names by handle; the kind is part of the handle.
 #[repr(u8)]
@@ -100,6 +103,33 @@ impl fmt::Debug for DpaShared {
 }
 
 static NEXT_DPA_ID: AtomicU16 = AtomicU16::new(1);
+
+/// Every DPA context of the process, for diagnostics that name running kernels wherever they
+/// are (a wait that timed out). Control path only: a context is added when it starts, and the
+/// ones gone are pruned then.
+static LIVE: std::sync::Mutex<Vec<std::sync::Weak<DpaShared>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The kernels of every DPA context of the process whose current activation has run for `min`
+/// or longer, described ([`DpaThread::describe`]).
+pub fn long_activations(min: std::time::Duration) -> Vec<String> {
+    let live: Vec<Arc<DpaShared>> = LIVE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect();
+    let mut found = Vec::new();
+    for dpa in &live {
+        // The host reads the thread table.
+        let _reading = dpa.sched.grace.host();
+        let long = (0..dpa.threads.capacity())
+            .filter_map(|i| dpa.threads.get(i))
+            .filter(|t| t.running_for().is_some_and(|t| t >= min));
+        found.extend(long.map(|t| t.describe(dpa.id)));
+    }
+    found
+}
 
 /// Activations [`Dpa::run_until_idle`] runs at most in one call.
 pub const RUN_UNTIL_IDLE_LIMIT: usize = 1 << 20;
@@ -281,10 +311,16 @@ impl DpaBuilder {
             fatal: Fatal::new(),
         });
         device_api::keep_linked();
+        activation::install_panic_hook();
         if let Some(cb) = self.on_state_changed {
             shared.state.set_state_changed_cb(cb)?;
         }
         shared.state.start()?;
+        {
+            let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+            live.retain(|d| d.strong_count() > 0);
+            live.push(Arc::downgrade(&shared));
+        }
         let life = Arc::new(Life(shared.clone()));
         // On failure `life` stops the workers that did start.
         shared.sched.spawn_workers()?;

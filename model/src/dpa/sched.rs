@@ -25,8 +25,9 @@ use std::time::Duration;
 /// Idle scan passes between two quiescent-point reports of a busy-poll worker.
 const QUIESCENT_EVERY: u32 = 256;
 
-/// How long destroying a DPA context waits for a worker to leave a kernel activation.
-const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+/// How long `doca_dpa_thread_stop`, and destroying a DPA context, wait for a kernel to end its
+/// activation: a kernel still in it then never returns to the scheduler.
+pub const STOP_WAIT: Duration = Duration::from_secs(5);
 
 /// The same wait once a thread of the context is known to be stuck in an activation (its stop
 /// already timed out): its worker will not leave, the others leave within microseconds.
@@ -270,6 +271,9 @@ impl Scheduler {
             return;
         }
 
+        thread
+            .started_at
+            .store(super::thread_shared::coarse_now(), Ordering::Relaxed);
         let ending = activation::run_thread(dpa, thread);
         // Only the running worker writes the count: no locked instruction needed.
         let number = thread.activations.load(Ordering::Relaxed) + 1;
@@ -394,7 +398,7 @@ impl Scheduler {
         let wait = if self.stuck.load(Ordering::Acquire) {
             SHUTDOWN_WAIT_STUCK
         } else {
-            SHUTDOWN_WAIT
+            STOP_WAIT
         };
         let deadline = std::time::Instant::now() + wait;
         for j in joins {

@@ -181,22 +181,68 @@ impl DpaThread {
         self.shared.state.get() & flags::FAULTED != 0
     }
 
-    /// `doca_dpa_thread_stop`: no further activations; waits for a running one to end.
+    /// `doca_dpa_thread_stop`: no further activations; waits for a running one to end, at most
+    /// [`STOP_WAIT`](super::sched::STOP_WAIT). A kernel still in its activation then never
+    /// returns to the scheduler (an endless loop in code compiled for the host, which nothing
+    /// can interrupt): `TIME_OUT` naming it, its worker is abandoned — left in the activation,
+    /// with the thread's stack — and the DPA context fails. Later stops, and destroying the
+    /// thread and the context, do not wait for it again.
     pub fn stop(&self) -> Result<()> {
-        self.shared.state.finish();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while self.shared.state.is_active() {
-            if std::time::Instant::now() > deadline {
-                self.dpa.shared.sched.mark_stuck();
-                bail!(
-                    TimeOut,
-                    "DPA thread `{}` did not end its activation within 10 s",
-                    self.shared.name
-                );
+        let thread = &self.shared;
+        thread.state.finish();
+        if thread.is_abandoned() && thread.state.is_active() {
+            return Err(self.stuck());
+        }
+        let started = std::time::Instant::now();
+        let mut polls = 0u32;
+        while thread.state.is_active() {
+            if started.elapsed() > super::sched::STOP_WAIT {
+                return Err(self.abandon());
             }
-            std::thread::yield_now();
+            // An activation usually ends within microseconds; a long one is slept on.
+            if polls < 1_000 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            polls += 1;
         }
         Ok(())
+    }
+
+    /// Whether a stop of this thread timed out and its worker was abandoned.
+    pub fn is_abandoned(&self) -> bool {
+        self.shared.is_abandoned()
+    }
+
+    /// What the thread is doing: its kernel, and how long its current activation has run.
+    pub fn describe(&self) -> String {
+        self.shared.describe(self.dpa.shared.id)
+    }
+
+    /// Gives up on a kernel that does not end its activation: the context fails, naming it.
+    fn abandon(&self) -> crate::error::Error {
+        let dpa = &self.dpa.shared;
+        self.shared.abandon();
+        dpa.sched.mark_stuck();
+        let e = self.stuck();
+        dpa.set_fatal(e.clone());
+        e
+    }
+
+    fn stuck(&self) -> crate::error::Error {
+        crate::error::err(
+            crate::error::ErrorCode::TimeOut,
+            format!(
+                "{}. doca_dpa_thread_stop waited {:?} for it to end; a kernel must return to the \
+                 scheduler (return, thread_reschedule or thread_finish), and the soft device \
+                 cannot interrupt one compiled for the host: its worker is left running with the \
+                 thread's stack, the DPA context has failed, and nothing waits for this kernel \
+                 again (destroy the thread and the context)",
+                self.describe(),
+                super::sched::STOP_WAIT
+            ),
+        )
     }
 
     pub(crate) fn shared(&self) -> &Arc<ThreadShared> {

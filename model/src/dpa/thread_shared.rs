@@ -7,12 +7,24 @@ use super::thread_state::ThreadState;
 use super::trigger::Trigger;
 use crate::error::{Result, bail};
 use crate::ring::CompletionRing;
-use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use corosensei::stack::DefaultStack;
 use dpakit_abi::ThreadEntry;
 use std::cell::UnsafeCell;
 use std::fmt;
+use std::time::Duration;
 
+/// Nanoseconds of the coarse monotonic clock (a few milliseconds' resolution, a few nanoseconds
+/// to read): when activations begin, for how long a kernel has been running.
+pub(crate) fn coarse_now() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill; the clock exists on every Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
 
 /// Completion contexts one thread can have attached (each one a trigger the busy-poll scan
 /// checks), the same in every scheduling mode.
@@ -42,6 +54,12 @@ pub(crate) struct ThreadShared {
     pub local_storage: AtomicU64,
     pub state: ThreadState,
     pub activations: AtomicU64,
+    /// When the running (or last) activation began ([`coarse_now`]): one store per activation,
+    /// read only to say how long a kernel has been running.
+    pub started_at: AtomicU64,
+    /// A stop timed out: the worker is left inside this thread's activation, which nothing
+    /// waits for again.
+    abandoned: AtomicBool,
     sources: [Source; MAX_SOURCES],
     num_sources: AtomicUsize,
     /// Serialises attaching and detaching (control path only).
@@ -86,6 +104,8 @@ impl ThreadShared {
             local_storage: AtomicU64::new(local_storage),
             state: ThreadState::new(),
             activations: AtomicU64::new(0),
+            started_at: AtomicU64::new(0),
+            abandoned: AtomicBool::new(false),
             sources: Default::default(),
             num_sources: AtomicUsize::new(0),
             attach: std::sync::Mutex::new(()),
@@ -111,6 +131,67 @@ impl ThreadShared {
             drop(unsafe { self.take_stack() });
             self.state.release();
         }
+    }
+
+    /// How long the running activation has been running; `None` between activations.
+    pub(crate) fn running_for(&self) -> Option<Duration> {
+        if !self.state.is_active() {
+            return None;
+        }
+        let since = self.started_at.load(Ordering::Relaxed);
+        Some(Duration::from_nanos(coarse_now().saturating_sub(since)))
+    }
+
+    /// What the thread is doing, for diagnostics: `DPA thread 2 of DPA context 1 (kernel
+    /// `echo`): …`.
+    pub(crate) fn describe(&self, dpa: u16) -> String {
+        use super::thread_state::flags::*;
+        let who = format!(
+            "DPA thread {} of DPA context {dpa} (kernel `{}`)",
+            self.index,
+            super::symbol::demangle(self.name)
+        );
+        let activations = self.activations.load(Ordering::Relaxed);
+        let state = self.state.get();
+        if let Some(running) = self.running_for() {
+            let stuck = if self.is_abandoned() {
+                "; its worker was abandoned when doca_dpa_thread_stop timed out"
+            } else {
+                ""
+            };
+            return format!(
+                "{who}: its current activation (number {}) has run for {:.1} s without \
+                 returning to the scheduler{stuck}",
+                activations + 1,
+                running.as_secs_f64()
+            );
+        }
+        let what = if state & FAULTED != 0 {
+            "faulted (the DPA context's error says why)"
+        } else if state & FINISHED != 0 {
+            "finished or stopped"
+        } else if state & RUN == 0 {
+            "not run yet (doca_dpa_thread_run)"
+        } else {
+            "idle, waiting for a notification"
+        };
+        format!("{who}: {what}, after {activations} activation(s)")
+    }
+
+    /// Marks the thread's worker as left inside its activation.
+    pub(crate) fn abandon(&self) {
+        self.abandoned.store(true, Ordering::Release);
+    }
+
+    /// Whether a stop timed out on this thread.
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Acquire)
+    }
+
+    /// Whether `doca_dpa_thread_stop` was called (or the kernel finished): a running activation
+    /// should end.
+    pub(crate) fn stop_requested(&self) -> bool {
+        self.state.get() & super::thread_state::flags::FINISHED != 0
     }
 
     /// Gives the stack back after an activation.

@@ -16,6 +16,8 @@
 use super::DpaShared;
 use dpakit_abi::soft::Ending;
 use crate::error::{ErrorCode, err};
+use crate::sync::Ordering;
+use crate::sync::plain::AtomicUsize;
 use corosensei::trap::CoroutineTrapHandler;
 use std::cell::Cell;
 use std::sync::OnceLock;
@@ -33,9 +35,50 @@ thread_local! {
     /// initialised `Cell` of a `Copy` value needs no lazy initialisation, so reading it there is
     /// async-signal-safe.
     static ARMED: Cell<Option<Armed>> = const { Cell::new(None) };
-    /// This thread's alternate signal stack, once set up (a stack overflow inside a kernel must
-    /// not run the handler on the overflowed stack).
+    /// Whether this thread has an alternate signal stack (a stack overflow inside a kernel must
+    /// not run the handler on the overflowed stack): checked on every activation, so a plain
+    /// flag.
     static ALT_STACK: Cell<bool> = const { Cell::new(false) };
+    /// The alternate signal stack the soft device gave this thread, if it had none: disabled and
+    /// freed when the thread ends (a program may start any number of threads that call an RPC).
+    static OWN_ALT_STACK: std::cell::RefCell<Option<AltStack>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Alternate signal stacks the soft device allocated that are still alive.
+static LIVE_ALT_STACKS: AtomicUsize = AtomicUsize::new(0);
+
+/// Alternate signal stacks the soft device gave threads that had none, and that are not freed
+/// yet (each is freed when its thread ends).
+pub fn live_alt_stacks() -> usize {
+    LIVE_ALT_STACKS.load(Ordering::Relaxed)
+}
+
+/// An alternate signal stack installed on the thread that owns the value.
+struct AltStack(Box<[u8]>);
+
+impl Drop for AltStack {
+    fn drop(&mut self) {
+        LIVE_ALT_STACKS.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: stack_t is plain data, valid zeroed.
+        let mut current: libc::stack_t = unsafe { std::mem::zeroed() };
+        // SAFETY: querying with a null new stack only writes `current`.
+        unsafe { libc::sigaltstack(std::ptr::null(), &mut current) };
+        if current.ss_sp != self.0.as_mut_ptr().cast() {
+            // Code of the program installed another one since: ours is unused.
+            return;
+        }
+        let off = libc::stack_t {
+            ss_sp: std::ptr::null_mut(),
+            ss_flags: libc::SS_DISABLE,
+            ss_size: 0,
+        };
+        // SAFETY: disables the calling thread's alternate stack (it is ending, outside any
+        // handler); the memory is freed only once that succeeded.
+        if unsafe { libc::sigaltstack(&off, std::ptr::null_mut()) } != 0 {
+            std::mem::forget(std::mem::take(&mut self.0));
+        }
+    }
 }
 
 /// Size of the alternate signal stacks the soft device sets up.
@@ -114,15 +157,28 @@ fn ensure_alt_stack() {
     // SAFETY: querying with a null new stack only writes `current`.
     unsafe { libc::sigaltstack(std::ptr::null(), &mut current) };
     if current.ss_flags & libc::SS_DISABLE != 0 {
-        // Kept for the thread's life: a thread that ran one activation usually runs more.
-        let stack = vec![0u8; ALT_STACK_SIZE].leak();
+        // Kept for the thread's life (a thread that ran one activation usually runs more), freed
+        // when it ends.
+        let mut memory = vec![0u8; ALT_STACK_SIZE].into_boxed_slice();
         let new = libc::stack_t {
-            ss_sp: stack.as_mut_ptr().cast(),
+            ss_sp: memory.as_mut_ptr().cast(),
             ss_flags: 0,
-            ss_size: stack.len(),
+            ss_size: memory.len(),
         };
-        // SAFETY: `stack` is valid, leaked memory of the stated size.
-        unsafe { libc::sigaltstack(&new, std::ptr::null_mut()) };
+        // SAFETY: `memory` is valid memory of the stated size, owned by this thread's
+        // OWN_ALT_STACK until the thread ends, whose drop disables it before freeing it.
+        if unsafe { libc::sigaltstack(&new, std::ptr::null_mut()) } == 0 {
+            LIVE_ALT_STACKS.fetch_add(1, Ordering::Relaxed);
+            let stack = AltStack(memory);
+            // In a thread already tearing down its thread-locals (a destructor calling an RPC)
+            // the closure is dropped instead, and the stack with it: disabled and freed again.
+            if OWN_ALT_STACK
+                .try_with(|own| *own.borrow_mut() = Some(stack))
+                .is_err()
+            {
+                return;
+            }
+        }
     }
     ALT_STACK.with(|a| a.set(true));
 }

@@ -166,6 +166,40 @@ pub(crate) extern "C" fn doca_dpa_dev_thread_get_local_storage() -> u64 {
     })
 }
 
+// ---- Panics of kernels built without std (a soft app library): dpakit_dev::panic::report ----
+
+/// `dpakit_soft_kernel_panic` (no DOCA function): the panic handler of a kernel compiled for the
+/// host without std reports here. The context fails with the message and location; the
+/// activation ends.
+#[unsafe(no_mangle)]
+pub(crate) extern "C-unwind" fn dpakit_soft_kernel_panic(
+    message: *const u8,
+    message_len: usize,
+    file: *const u8,
+    file_len: usize,
+    line: u32,
+    column: u32,
+) -> ! {
+    with_current("dpakit_soft_kernel_panic", |cur| {
+        let text = |ptr: *const u8, len: usize| {
+            if ptr.is_null() {
+                return String::new();
+            }
+            // SAFETY: the kernel's panic handler passes its message and the location's file
+            // name with their lengths (bounded here); a wild pointer faults inside the
+            // activation, which the trap turns into a fatal error.
+            let bytes = unsafe { std::slice::from_raw_parts(ptr, len.min(4096)) };
+            String::from_utf8_lossy(bytes).into_owned()
+        };
+        let (message, file) = (text(message, message_len), text(file, file_len));
+        let at = (!file.is_empty()).then_some((&file[..], line, column));
+        cur.fault(
+            ErrorCode::Unexpected,
+            crate::dpa::current::panicked(&message, at),
+        )
+    })
+}
+
 // ---- Logging: doca_dpa_dev_log is variadic, so C (csrc/dev_log.c) formats and calls this. ----
 
 #[unsafe(no_mangle)]

@@ -65,11 +65,20 @@ fn immediate(
     Ok(buf.as_ptr())
 }
 
-/// Serves device call `f` with the hart's arguments and sets its return value. Functions that
-/// end the activation do not return.
-pub(crate) fn serve(f: DeviceFn, hart: &mut Hart, bus: &mut DeviceBus<'_>) -> Result<(), MemFault> {
+/// Serves device call `f` with the hart's arguments and sets its return value; true when the
+/// kernel made progress by it (took a message or a completion, posted a send or a copy), which
+/// starts its instruction budget afresh. Functions that end the activation do not return.
+pub(crate) fn serve(
+    f: DeviceFn,
+    hart: &mut Hart,
+    bus: &mut DeviceBus<'_>,
+) -> Result<bool, MemFault> {
     use DeviceFn as D;
     let a = |n: usize| hart.x[A0 + n];
+    let progress = matches!(
+        f,
+        D::doca_dpa_dev_comch_producer_post_send_imm_only | D::doca_dpa_dev_comch_producer_dma_copy
+    );
     let ret: u64 = match f {
         D::doca_dpa_dev_comch_consumer_ack => {
             native::doca_dpa_dev_comch_consumer_ack(a(0), a(1) as u32);
@@ -196,7 +205,12 @@ pub(crate) fn serve(f: DeviceFn, hart: &mut Hart, bus: &mut DeviceBus<'_>) -> Re
         }
     };
     hart.x[A0] = ret;
-    Ok(())
+    // A completion taken: the get functions answer 1.
+    let took = matches!(
+        f,
+        D::doca_dpa_dev_comch_consumer_get_completion | D::doca_dpa_dev_get_completion
+    ) && ret != 0;
+    Ok(progress || took)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use crate::sync::Ordering;
 use crate::sync::plain::AtomicU64;
 use bus::DeviceBus;
 use calls::DeviceFn;
+use dpakit_abi::soft::Ending;
 use dpakit_rv::{Access, DecodeCache, FaultReason, Hart, MemFault, Stop};
 use std::cell::Cell;
 use std::path::PathBuf;
@@ -34,8 +35,16 @@ pub(crate) use dpakit_rv::Image;
 
 pub use dpakit_abi::soft::ExecMode;
 
-/// Instructions one activation may retire by default before it is stopped as a runaway loop.
+/// The function of `dpakit_dev::panic` whose illegal instruction ends a kernel's panic, with
+/// the message and the location in a0–a5.
+const PANIC_TRAP: &str = "dpakit_dev_panic_trap";
+
+/// Instructions an activation may retire by default without making progress (taking a message
+/// or a completion, posting a send or a copy) before it is stopped as a runaway loop.
 pub const DEFAULT_BUDGET: u64 = 100_000_000;
+
+/// Instructions the interpreter runs between two looks at whether the thread was stopped.
+const STOP_CHECK_EVERY: u64 = 1 << 20;
 
 /// Bytes of stack an ISA-mode activation has.
 pub const STACK_SIZE: usize = 64 * 1024;
@@ -72,6 +81,9 @@ pub(crate) struct Program {
     budget: u64,
     /// RPCs run in ISA mode.
     pub rpcs: Counters,
+    /// Where the image's `dpakit_dev_panic_trap` lies, if it has one: an illegal instruction
+    /// there is a kernel's panic, reported with its message and location.
+    panic_trap: Option<(u64, u64)>,
 }
 
 impl Program {
@@ -82,7 +94,13 @@ impl Program {
         }
         let (image, path) = image::resolve(config.image.as_deref(), app)?;
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let panic_trap = image
+            .symbols
+            .iter()
+            .find(|s| s.name == PANIC_TRAP)
+            .map(|s| (s.start, s.start + s.size));
         Ok(Program {
+            panic_trap,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             image,
             path,
@@ -161,11 +179,14 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
         // SAFETY: this thread's cache (see `decode_cache`), used by this activation alone.
         let cache = unsafe { &mut *decode_cache(program) };
         counters.activations.fetch_add(1, Ordering::Relaxed);
-        let mut total = 0u64;
+        // This activation's instructions (the profile), and those since the kernel last made
+        // progress (the budget): a loop that keeps serving messages is no runaway.
+        let (mut total, mut idle) = (0u64, 0u64);
         loop {
-            let (stop, retired) =
-                hart.run_cached(&mut bus, cache, EXIT_PC, program.budget - total);
+            let slice = (program.budget - idle).min(STOP_CHECK_EVERY);
+            let (stop, retired) = hart.run_cached(&mut bus, cache, EXIT_PC, slice);
             total += retired;
+            idle += retired;
             counters.retired(retired, total);
             match stop {
                 Stop::Ecall => {
@@ -173,25 +194,44 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                         fault(cur, image, hart.pc, "an `ecall` outside the device runtime (kernels call DOCA device functions; they make no system calls)".into());
                     };
                     counters.calls[f as usize].fetch_add(1, Ordering::Relaxed);
-                    if let Err(e) = calls::serve(f, &mut hart, &mut bus) {
-                        let what =
-                            format!("{}: an argument's {}", f.name(), describe_fault(&e, &bus));
-                        fault(cur, image, hart.pc, what);
+                    match calls::serve(f, &mut hart, &mut bus) {
+                        Ok(true) => idle = 0,
+                        Ok(false) => {}
+                        Err(e) => {
+                            let what =
+                                format!("{}: an argument's {}", f.name(), describe_fault(&e, &bus));
+                            fault(cur, image, hart.pc, what);
+                        }
                     }
                     hart.resume_after_ecall();
                 }
                 Stop::Returned => return hart.x[10],
+                // A slice ran out: a stopped thread's activation ends here, between two
+                // instructions (nothing is held), instead of running on to its budget.
+                Stop::Budget if idle < program.budget => {
+                    if cur.thread.is_some_and(|t| t.stop_requested()) {
+                        cur.end(Ending::Finish);
+                    }
+                }
                 Stop::Budget => fault(
                     cur,
                     image,
                     hart.pc,
                     format!(
-                        "ran {} instructions in one activation without ending it (the budget; \
-                         an endless loop?); stopped before the next instruction",
+                        "ran {} instructions in one activation without making progress (taking \
+                         a message or a completion, posting a send or a copy): the ISA budget, \
+                         DPAKIT_SOFT_ISA_BUDGET (DpaBuilder::isa_budget). A loop that never \
+                         ends its activation? End it (return, thread_reschedule) between \
+                         messages, or raise the budget; stopped before the next instruction",
                         program.budget
                     ),
                 ),
                 Stop::Ebreak => fault(cur, image, hart.pc, "a breakpoint (`ebreak`)".into()),
+                Stop::Illegal { pc, .. }
+                    if program.panic_trap.is_some_and(|(start, end)| (start..end).contains(&pc)) =>
+                {
+                    panicked(cur, &hart, &mut bus)
+                }
                 Stop::Illegal { pc, raw } => fault(
                     cur,
                     image,
@@ -208,6 +248,27 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
             }
         }
     })
+}
+
+/// A kernel's panic (`dpakit_dev::panic::report`): its message and location, read from the
+/// trap's registers through the bus's checks, in the words native mode uses.
+fn panicked(cur: &Current<'_>, hart: &Hart, bus: &mut DeviceBus<'_>) -> ! {
+    use dpakit_rv::reg::A0;
+    fn text(bus: &mut DeviceBus<'_>, addr: u64, len: u64) -> String {
+        let mut bytes = vec![0u8; len.min(1024) as usize];
+        match bus.read_bytes(addr, &mut bytes) {
+            Ok(()) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) => format!("(unreadable: the {})", describe_fault(&e, bus)),
+        }
+    }
+    let a = |n: usize| hart.x[A0 + n];
+    let message = text(bus, a(0), a(1));
+    let file = text(bus, a(2), a(3));
+    let at = (!file.is_empty()).then_some((&file[..], a(4) as u32, a(5) as u32));
+    cur.fault(
+        ErrorCode::Unexpected,
+        super::current::panicked(&message, at),
+    )
 }
 
 /// Records a fatal error naming the kernel and the instruction, and ends the activation.
