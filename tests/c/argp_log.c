@@ -546,6 +546,10 @@ static int child_main(const char *mode, int argc, char **argv)
 	return doca_argp_destroy() == DOCA_SUCCESS ? 0 : 95;
 }
 
+/* This program's file: argv[0] when it names one (so a tool that runs the program, valgrind's
+ * --trace-children among them, follows the children too), else the kernel's link to it. */
+static const char *self_path = "/proc/self/exe";
+
 struct run {
 	int status; /* exit status, or 128 + signal */
 	char *out;
@@ -570,7 +574,7 @@ static struct run run_child(const char *mode, const char *const *flags)
 		dup2(fileno(out), 1);
 		dup2(fileno(err), 2);
 		setenv("ARGP_LOG_CHILD", mode, 1);
-		execv("/proc/self/exe", argv);
+		execv(self_path, argv);
 		_exit(127);
 	}
 	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
@@ -743,6 +747,8 @@ int main(int argc, char **argv)
 
 	if (child != NULL)
 		return child_main(child, argc, argv);
+	if (strchr(argv[0], '/') != NULL)
+		self_path = argv[0];
 	report = fdopen(dup(2), "w");
 	if (report == NULL)
 		return EXIT_FAILURE;

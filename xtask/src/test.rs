@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 /// Debian packages the test suite needs, as (command, package): clang for the C header checks
 /// and C kernels, pkg-config for building C programs against the soft SDK, meson and ninja for
-/// the DOCA-style C project with a DPA kernel of its own.
+/// the DOCA-style C project with a DPA kernel of its own, valgrind for running every C program
+/// and pair under memcheck.
 const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("clang", "clang"),
     ("pkg-config", "pkg-config"),
     ("meson", "meson"),
     ("ninja", "ninja-build"),
+    ("valgrind", "valgrind"),
 ];
 
 /// Debian packages with no command to look for: libclang, which bindgen loads.

@@ -7,6 +7,7 @@
 //!   SDK's `bin/dpacc` and pkg-config by hand, and with meson (`dependency('doca-dpa')`, dpacc
 //!   found in the SDK), each run natively and in ISA mode.
 
+use crate::sdk_checks::memcheck::Mode;
 use crate::{Result, new_project, workspace_root};
 use dpakit_build::cargo::scrub_environment;
 use std::path::{Path, PathBuf};
@@ -202,10 +203,16 @@ pub fn c_dpacc_project(prefix: &Path) -> Result {
     std::fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))
 }
 
-/// The counter program natively, then from its DPA image in ISA mode; each must succeed.
+/// The counter program natively, then from its DPA image in ISA mode, then natively under
+/// memcheck; each must succeed.
 fn counter_runs(program: &Path) -> Result {
-    for exec in ["native", "isa"] {
-        let mut cmd = Command::new(program);
+    let runs = [
+        (Mode::Native, "native"),
+        (Mode::Native, "isa"),
+        (Mode::Memcheck, "native"),
+    ];
+    for (mode, exec) in runs {
+        let mut cmd = mode.command(program);
         cmd.args(["-n", C_NUMBERS]).env("DPAKIT_SOFT_EXEC", exec);
         let out = run(cmd, false)?;
         let said = String::from_utf8_lossy(&out.stdout);

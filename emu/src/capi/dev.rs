@@ -5,7 +5,7 @@ use super::types::*;
 use super::{c_str, call, call_value, copy_c_string, out};
 use crate::dev::{self as model, RepFilter, Side};
 use crate::error::{ErrorCode, Result, bail, err};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Mutex, OnceLock};
 
@@ -65,10 +65,11 @@ enum ListKind {
 }
 
 /// The arrays `*_create_list` handed out (address → kind and entries), so `*_destroy_list`
-/// recognises them.
-fn lists() -> &'static Mutex<HashMap<usize, (ListKind, HandleArray)>> {
-    static LISTS: OnceLock<Mutex<HashMap<usize, (ListKind, HandleArray)>>> = OnceLock::new();
-    LISTS.get_or_init(|| Mutex::new(HashMap::new()))
+/// recognises them. A B-tree rather than a hash map: it frees its nodes once empty, so a program
+/// that destroyed its lists leaves nothing behind for a leak checker to flag.
+fn lists() -> &'static Mutex<BTreeMap<usize, (ListKind, HandleArray)>> {
+    static LISTS: OnceLock<Mutex<BTreeMap<usize, (ListKind, HandleArray)>>> = OnceLock::new();
+    LISTS.get_or_init(|| Mutex::new(BTreeMap::new()))
 }
 
 /// An array of registry handles handed to C.

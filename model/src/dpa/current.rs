@@ -75,10 +75,14 @@ impl<'a> Current<'a> {
         unreachable!("an ended activation was resumed")
     }
 
-    /// Records a fatal error naming the kernel and ends the activation.
+    /// Records a fatal error naming the kernel and ends the activation. The activation's stack is
+    /// left without unwinding: a caller drops what it owns (strings, vectors) before calling.
     pub(crate) fn fault(&self, code: ErrorCode, message: String) -> ! {
-        self.dpa
-            .set_fatal(err(code, format!("kernel `{}`: {message}", self.kernel)));
+        let error = err(code, format!("kernel `{}`: {message}", self.kernel));
+        // The activation ends by switching stacks, not by unwinding: what this frame owns must
+        // be dropped before, or it leaks.
+        drop(message);
+        self.dpa.set_fatal(error);
         self.end(Ending::Fault)
     }
 }

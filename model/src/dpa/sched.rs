@@ -391,7 +391,10 @@ impl Scheduler {
                 t.unpark();
             }
         }
-        let me = std::thread::current().id();
+        // The calling thread by its pthread id: `thread::current()` would give the main thread
+        // a handle that lives in its TLS for good (a leak checker's "possibly lost").
+        // SAFETY: pthread_self cannot fail.
+        let me = unsafe { libc::pthread_self() };
         let joins = std::mem::take(&mut *self.joins.lock().unwrap_or_else(|p| p.into_inner()));
         // A worker inside a kernel that never ends (an endless loop) cannot be stopped, as a
         // hung DPA cannot: after a bound, leave it running detached rather than hang here.
@@ -402,7 +405,7 @@ impl Scheduler {
         };
         let deadline = std::time::Instant::now() + wait;
         for j in joins {
-            if j.thread().id() == me {
+            if std::os::unix::thread::JoinHandleExt::as_pthread_t(&j) == me {
                 continue;
             }
             let mut polls = 0u32;

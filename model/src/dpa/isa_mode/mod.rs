@@ -265,19 +265,19 @@ fn panicked(cur: &Current<'_>, hart: &Hart, bus: &mut DeviceBus<'_>) -> ! {
     let message = text(bus, a(0), a(1));
     let file = text(bus, a(2), a(3));
     let at = (!file.is_empty()).then_some((&file[..], a(4) as u32, a(5) as u32));
-    cur.fault(
-        ErrorCode::Unexpected,
-        super::current::panicked(&message, at),
-    )
+    let report = super::current::panicked(&message, at);
+    // The activation ends without unwinding: nothing owned may be left on this frame.
+    drop((message, file));
+    cur.fault(ErrorCode::Unexpected, report)
 }
 
 /// Records a fatal error naming the kernel and the instruction, and ends the activation.
 fn fault(cur: &Current<'_>, image: &Image, pc: u64, what: String) -> ! {
+    let message = format!("{what}; at pc {} (ISA mode)", image.describe(pc));
+    // The activation ends without unwinding: nothing owned may be left on this frame.
+    drop(what);
     // The code native mode gives a kernel's memory fault.
-    cur.fault(
-        ErrorCode::Unexpected,
-        format!("{what}; at pc {} (ISA mode)", image.describe(pc)),
-    )
+    cur.fault(ErrorCode::Unexpected, message)
 }
 
 fn describe_fault(f: &MemFault, bus: &DeviceBus<'_>) -> String {

@@ -1,24 +1,12 @@
-//! What `cargo xtask test` checks against the soft SDK prefix, as a BlueField user's build
-//! would use an installed DOCA: C programs built with pkg-config, the kit built with feature
-//! `doca` (dynamic linking to `libdoca_*.so`), and Comch server/client pairs in two processes.
+//! The Comch pairs: a server and a client in two processes, the C examples and tests, and the
+//! kit's Rust servers with the C clients; each run natively and once under memcheck.
 
-use crate::{Result, build_dpa, workspace_root};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus};
+use super::memcheck::Mode;
+use super::{app_dir, build_c, doca_env, doca_target_dir, pkg_config_flags};
+use crate::Result;
+use std::path::Path;
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
-
-/// Messages the C echo sends in CI: enough to cross every path many times over, quick to run.
-const C_ECHO_MESSAGES: &str = "20000";
-
-/// The C programs CI builds and runs, with their arguments.
-const C_PROGRAMS: &[(&str, &[&str])] = &[
-    ("examples/c/msgq_echo.c", &["-n", C_ECHO_MESSAGES]),
-    ("tests/c/ctx_state.c", &[]),
-    ("tests/c/argp_log.c", &[]),
-    ("tests/c/sync_event.c", &[]),
-    ("tests/c/buf_pool.c", &[]),
-    ("tests/c/cc_2_5_client_server.c", &[]),
-];
 
 /// A Comch echo CI runs between processes: the C server with the C client, then the Rust server
 /// example with the C client, each side with `args`.
@@ -29,6 +17,8 @@ struct Pair {
     c_client: &'static str,
     rust_server: &'static str,
     args: &'static [&'static str],
+    /// Under memcheck (once, C and Rust servers alike): fewer messages, the same paths.
+    memcheck_args: &'static [&'static str],
 }
 
 /// The control-path ping-pong, the fast-path echo (64 KiB messages: data crosses each way
@@ -40,6 +30,7 @@ const PAIRS: &[Pair] = &[
         c_client: "examples/c/comch_ctrl_client.c",
         rust_server: "ctrl_path_server",
         args: &["-c", "2000"],
+        memcheck_args: &["-c", "200"],
     },
     Pair {
         name: "data",
@@ -47,6 +38,7 @@ const PAIRS: &[Pair] = &[
         c_client: "examples/c/comch_data_client.c",
         rust_server: "data_path_server",
         args: &["-c", "2000", "-b", "65536"],
+        memcheck_args: &["-c", "100", "-b", "65536"],
     },
     Pair {
         // The C pair also runs five times on its own (C_PAIRS), under another name.
@@ -55,17 +47,19 @@ const PAIRS: &[Pair] = &[
         c_client: "examples/c/comm_channel_client.c",
         rust_server: "comm_channel_server",
         args: &["-c", "1000"],
+        memcheck_args: &["-c", "200"],
     },
 ];
 
 /// A Comch pair of C programs with no Rust counterpart, run `repeat` times in a row, each run
-/// with a fresh runtime directory; every run must pass.
+/// with a fresh runtime directory, then once under memcheck; every run must pass.
 struct CPair {
     /// Names its runtime directories (`<name>-c-c-<run>`).
     name: &'static str,
     server: &'static str,
     client: &'static str,
     args: &'static [&'static str],
+    memcheck_args: &'static [&'static str],
     repeat: u32,
 }
 
@@ -81,6 +75,7 @@ const C_PAIRS: &[CPair] = &[
         server: "tests/c/comch_fast_server.c",
         client: "tests/c/comch_fast_client.c",
         args: &["-c", "2000", "-b", "4096"],
+        memcheck_args: &["-c", "200", "-b", "4096"],
         repeat: 5,
     },
     CPair {
@@ -88,106 +83,13 @@ const C_PAIRS: &[CPair] = &[
         server: "examples/c/comm_channel_server.c",
         client: "examples/c/comm_channel_client.c",
         args: &["-c", "1000"],
+        memcheck_args: &["-c", "200"],
         repeat: 5,
     },
 ];
 
 /// How long a pair's server may take to exit after its client did before it is killed.
 const SERVER_GRACE: Duration = Duration::from_secs(10);
-
-/// `PKG_CONFIG_PATH` for the prefix.
-fn pkg_config_path(prefix: &Path) -> PathBuf {
-    prefix.join("lib").join("pkgconfig")
-}
-
-/// `pkg-config --cflags --libs doca-comch doca-dpa doca-argp doca-common` against the prefix.
-pub fn pkg_config_flags(prefix: &Path) -> Result<Vec<String>> {
-    let output = Command::new("pkg-config")
-        .args([
-            "--cflags",
-            "--libs",
-            "doca-comch",
-            "doca-dpa",
-            "doca-argp",
-            "doca-common",
-        ])
-        .env("PKG_CONFIG_PATH", pkg_config_path(prefix))
-        .output()
-        .map_err(|e| format!("cannot run pkg-config: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "pkg-config does not find the soft SDK in {}: {}",
-            prefix.display(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout)
-        .split_whitespace()
-        .map(str::to_string)
-        .collect())
-}
-
-/// The command line that builds C program `source` into `out` against the prefix and the kit's
-/// soft app library in `app_dir`.
-pub fn cc_command(source: &Path, out: &Path, pkg_flags: &[String], app_dir: &Path) -> Command {
-    let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
-    cmd.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O2"])
-        .arg(source)
-        .arg("-I")
-        .arg(workspace_root().join("shared-abi").join("include"))
-        .args(pkg_flags)
-        .arg(format!("-L{}", app_dir.display()))
-        .arg("-ldpakit_kernels")
-        .arg(format!("-Wl,-rpath,{}", app_dir.display()))
-        .arg("-o")
-        .arg(out);
-    cmd
-}
-
-/// The soft device's app library, as `cargo xtask build-dpa --release` leaves it.
-fn app_dir() -> PathBuf {
-    build_dpa::kit_out_dir(true).join("soft")
-}
-
-/// Builds C program `source` (relative to the workspace) into `target/c`; returns the binary.
-fn build_c(source: &str, pkg_flags: &[String], app_dir: &Path) -> Result<PathBuf> {
-    let bin = workspace_root().join("target").join("c");
-    std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
-    let source = workspace_root().join(source);
-    let out = bin.join(source.file_stem().expect("a file"));
-    eprintln!(
-        "$ cc {} (pkg-config doca-comch doca-dpa doca-argp doca-common)",
-        source.display()
-    );
-    let status = cc_command(&source, &out, pkg_flags, app_dir)
-        .status()
-        .map_err(|e| format!("cannot run cc: {e}"))?;
-    if !status.success() {
-        return Err(format!("building {} failed ({status})", source.display()));
-    }
-    Ok(out)
-}
-
-/// Builds each C program against the prefix with pkg-config and runs it; each must succeed.
-pub fn c_programs(prefix: &Path) -> Result {
-    let flags = pkg_config_flags(prefix)?;
-    let app_dir = app_dir();
-    for (source, args) in C_PROGRAMS {
-        let out = build_c(source, &flags, &app_dir)?;
-        eprintln!("$ {} {}", out.display(), args.join(" "));
-        let status = Command::new(&out)
-            .args(*args)
-            .status()
-            .map_err(|e| format!("cannot run {}: {e}", out.display()))?;
-        if !status.success() {
-            return Err(format!(
-                "{} failed ({status}); see its output above",
-                file_name(&out)
-            ));
-        }
-    }
-    Ok(())
-}
 
 /// The Comch pairs between processes, for the control path and the fast path. Runs after
 /// [`doca_feature`], whose build of the kit the Rust servers reuse (they link the prefix's
@@ -209,18 +111,15 @@ pub fn comch_pairs(prefix: &Path, cargo: impl Fn(&[&str], &[(&str, &str)]) -> Re
             .join("release")
             .join("examples")
             .join(pair.rust_server);
-        run_pair(
-            &format!("{}-c-c", pair.name),
-            &c_server,
-            &c_client,
-            pair.args,
-        )?;
-        run_pair(
-            &format!("{}-rust-c", pair.name),
-            &rust_server,
-            &c_client,
-            pair.args,
-        )?;
+        for mode in [Mode::Native, Mode::Memcheck] {
+            let (args, suffix) = match mode {
+                Mode::Native => (pair.args, ""),
+                Mode::Memcheck => (pair.memcheck_args, "-memcheck"),
+            };
+            let label = |servers: &str| format!("{}-{servers}{suffix}", pair.name);
+            run_pair(&label("c-c"), &c_server, &c_client, args, mode)?;
+            run_pair(&label("rust-c"), &rust_server, &c_client, args, mode)?;
+        }
     }
     Ok(())
 }
@@ -239,6 +138,7 @@ pub fn c_pairs(prefix: &Path) -> Result {
                 &server,
                 &client,
                 pair.args,
+                Mode::Native,
             )
             .map_err(|e| format!("run {run} of {}: {e}", pair.repeat))?;
             eprintln!(
@@ -248,35 +148,27 @@ pub fn c_pairs(prefix: &Path) -> Result {
                 started.elapsed().as_secs_f64()
             );
         }
+        let dir = format!("{}-c-c-memcheck", pair.name);
+        run_pair(&dir, &server, &client, pair.memcheck_args, Mode::Memcheck)
+            .map_err(|e| format!("the run under memcheck: {e}"))?;
     }
     Ok(())
 }
 
-/// Runs `server` in the background and `client` against it, both with `args` and a fresh
-/// runtime directory `target/comch-pairs/<dir>` for their sockets, which must be empty after.
-fn run_pair(dir: &str, server: &Path, client: &Path, args: &[&str]) -> Result {
-    let runtime = workspace_root()
-        .join("target")
-        .join("comch-pairs")
-        .join(dir);
-    match std::fs::remove_dir_all(&runtime) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(format!("cannot remove {}: {e}", runtime.display()));
-        }
-        _ => {}
-    }
-    // The soft device creates the directory itself, closed to other users as it requires.
-    let parent = runtime.parent().expect("under target");
-    std::fs::create_dir_all(parent)
-        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+/// Runs `server` in the background and `client` against it, both with `args` (in `mode`) and a
+/// fresh runtime directory `target/comch-pairs/<dir>` for their sockets, which must be empty
+/// after.
+fn run_pair(dir: &str, server: &Path, client: &Path, args: &[&str], mode: Mode) -> Result {
+    let runtime = super::fresh_runtime_dir("comch-pairs", dir)?;
     let run = |program: &Path| {
-        let mut cmd = Command::new(program);
+        let mut cmd = mode.command(program);
         cmd.args(args).env("DPAKIT_SOFT_RUNTIME_DIR", &runtime);
         cmd
     };
     let args = args.join(" ");
+    let prefix = mode.prefix();
     eprintln!(
-        "$ DPAKIT_SOFT_RUNTIME_DIR={} {} {args} &",
+        "$ DPAKIT_SOFT_RUNTIME_DIR={} {prefix}{} {args} &",
         runtime.display(),
         server.display()
     );
@@ -286,7 +178,7 @@ fn run_pair(dir: &str, server: &Path, client: &Path, args: &[&str]) -> Result {
             .map_err(|e| format!("cannot run {}: {e}", server.display()))?,
     );
     eprintln!(
-        "$ DPAKIT_SOFT_RUNTIME_DIR={} {} {args}",
+        "$ DPAKIT_SOFT_RUNTIME_DIR={} {prefix}{} {args}",
         runtime.display(),
         client.display()
     );
@@ -295,14 +187,17 @@ fn run_pair(dir: &str, server: &Path, client: &Path, args: &[&str]) -> Result {
         .map_err(|e| format!("cannot run {}: {e}", client.display()))?;
     let server_status = background.wait_for(SERVER_GRACE)?;
     drop(background);
-    let label = format!("{} + {}", file_name(server), file_name(client));
-    pair_verdict(&label, client_status, server_status, &leftovers(&runtime)?)
-}
-
-fn file_name(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
+    let label = format!(
+        "{}{} + {}",
+        mode.prefix(),
+        super::file_name(server),
+        super::file_name(client)
+    );
+    pair_verdict(
+        &label,
+        client_status,
+        server_status,
+        &super::leftovers(&runtime)?,
     )
 }
 
@@ -331,18 +226,6 @@ impl Drop for Background {
             let _ = self.0.kill();
             let _ = self.0.wait();
         }
-    }
-}
-
-/// The names left in `dir` (none if it is gone).
-fn leftovers(dir: &Path) -> Result<Vec<String>> {
-    match std::fs::read_dir(dir) {
-        Ok(entries) => Ok(entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(format!("cannot read {}: {e}", dir.display())),
     }
 }
 
@@ -383,82 +266,10 @@ fn pair_verdict(
     }
 }
 
-/// The target directory of the kit's builds with feature `doca`.
-fn doca_target_dir() -> PathBuf {
-    workspace_root().join("target").join("doca")
-}
-
-/// The environment of the kit's builds with feature `doca`: pkg-config finds the prefix, and
-/// the build has a target directory of its own.
-fn doca_env(prefix: &Path) -> Result<[(&'static str, String); 2]> {
-    let utf8 = |p: PathBuf| {
-        p.to_str()
-            .map(str::to_string)
-            .ok_or_else(|| format!("{} is not UTF-8", p.display()))
-    };
-    Ok([
-        ("PKG_CONFIG_PATH", utf8(pkg_config_path(prefix))?),
-        ("CARGO_TARGET_DIR", utf8(doca_target_dir())?),
-    ])
-}
-
-/// The kit with feature `doca` against the prefix: the integration tests and the quickstart,
-/// dynamically linked to the prefix's `libdoca_*.so` and the soft app library.
-pub fn doca_feature(prefix: &Path, cargo: impl Fn(&[&str], &[(&str, &str)]) -> Result) -> Result {
-    let env = doca_env(prefix)?;
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    cargo(
-        &["test", "--release", "--features", "doca", "--tests"],
-        &env,
-    )?;
-    cargo(
-        &[
-            "run",
-            "--release",
-            "--features",
-            "doca",
-            "--example",
-            "quickstart",
-            "--",
-            C_ECHO_MESSAGES,
-        ],
-        &env,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn c_programs_build_against_the_prefix_and_the_app_library() {
-        let cmd = cc_command(
-            Path::new("prog.c"),
-            Path::new("prog"),
-            &[
-                "-I/p/include".into(),
-                "-L/p/lib".into(),
-                "-ldoca_comch".into(),
-            ],
-            Path::new("/app"),
-        );
-        let args: Vec<String> = cmd
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        let at = |s: &str| {
-            args.iter()
-                .position(|a| a == s)
-                .unwrap_or_else(|| panic!("{s} in {args:?}"))
-        };
-        assert!(
-            at("prog.c") < at("-ldoca_comch"),
-            "sources before libraries"
-        );
-        assert!(at("-ldoca_comch") < at("-ldpakit_kernels"));
-        assert!(args.contains(&"-Wl,-rpath,/app".to_string()));
-        assert!(args.contains(&"-Werror".to_string()));
-    }
+    use crate::workspace_root;
 
     #[test]
     fn a_pair_passes_only_if_both_exit_0_and_leave_nothing_behind() {
@@ -541,20 +352,5 @@ mod tests {
         for call in ["strlen(", "strcpy(", "memcpy(", "#include <doca_version.h>"] {
             assert!(text.contains(call), "{call}");
         }
-    }
-
-    #[test]
-    fn leftovers_lists_what_a_runtime_directory_holds() {
-        let dir = std::env::temp_dir().join(format!("xtask-leftovers-{}", std::process::id()));
-        assert_eq!(
-            leftovers(&dir),
-            Ok(vec![]),
-            "a missing directory holds nothing"
-        );
-        std::fs::create_dir_all(&dir).unwrap();
-        assert_eq!(leftovers(&dir), Ok(vec![]));
-        std::fs::write(dir.join("comch-x"), b"").unwrap();
-        assert_eq!(leftovers(&dir), Ok(vec!["comch-x".to_string()]));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

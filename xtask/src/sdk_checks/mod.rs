@@ -1,0 +1,338 @@
+//! What `cargo xtask test` checks against the soft SDK prefix, as a BlueField user's build
+//! would use an installed DOCA: C programs built with pkg-config, the kit built with feature
+//! `doca` (dynamic linking to `libdoca_*.so`), and Comch server/client pairs in two processes
+//! (`pairs`). Every C program and pair also runs once under valgrind's memcheck (`memcheck`).
+
+pub mod memcheck;
+mod pairs;
+
+pub use pairs::{c_pairs, comch_pairs};
+
+use crate::{Result, build_dpa, workspace_root};
+use memcheck::Mode;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// Messages the C echo sends in CI: enough to cross every path many times over, quick to run.
+const C_ECHO_MESSAGES: &str = "20000";
+
+/// A C program CI builds and runs `runs` times natively, each run with a fresh runtime
+/// directory that must be empty after, then once under memcheck.
+struct CProgram {
+    source: &'static str,
+    args: &'static [&'static str],
+    /// Under memcheck: fewer messages where a program takes a count, the same paths.
+    memcheck_args: &'static [&'static str],
+    runs: u32,
+}
+
+const fn once(source: &'static str) -> CProgram {
+    CProgram {
+        source,
+        args: &[],
+        memcheck_args: &[],
+        runs: 1,
+    }
+}
+
+/// The C programs CI builds and runs. The re-entrancy matrices (every callback crossed with
+/// every call a callback may make, Comch between processes) run five times in a row: a race
+/// in a teardown shows as a failed run.
+const C_PROGRAMS: &[CProgram] = &[
+    CProgram {
+        source: "examples/c/msgq_echo.c",
+        args: &["-n", C_ECHO_MESSAGES],
+        memcheck_args: &["-n", "200"],
+        runs: 1,
+    },
+    once("tests/c/ctx_state.c"),
+    once("tests/c/argp_log.c"),
+    once("tests/c/sync_event.c"),
+    once("tests/c/buf_pool.c"),
+    once("tests/c/cc_2_5_client_server.c"),
+    CProgram {
+        runs: 5,
+        ..once("tests/c/reentrancy_comch.c")
+    },
+    CProgram {
+        runs: 5,
+        ..once("tests/c/reentrancy_msgq.c")
+    },
+];
+
+/// `PKG_CONFIG_PATH` for the prefix.
+fn pkg_config_path(prefix: &Path) -> PathBuf {
+    prefix.join("lib").join("pkgconfig")
+}
+
+/// `pkg-config --cflags --libs doca-comch doca-dpa doca-argp doca-common` against the prefix.
+pub fn pkg_config_flags(prefix: &Path) -> Result<Vec<String>> {
+    let output = Command::new("pkg-config")
+        .args([
+            "--cflags",
+            "--libs",
+            "doca-comch",
+            "doca-dpa",
+            "doca-argp",
+            "doca-common",
+        ])
+        .env("PKG_CONFIG_PATH", pkg_config_path(prefix))
+        .output()
+        .map_err(|e| format!("cannot run pkg-config: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "pkg-config does not find the soft SDK in {}: {}",
+            prefix.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect())
+}
+
+/// The command line that builds C program `source` into `out` against the prefix and the kit's
+/// soft app library in `app_dir`.
+pub fn cc_command(source: &Path, out: &Path, pkg_flags: &[String], app_dir: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()));
+    cmd.args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-O2"])
+        .arg(source)
+        .arg("-I")
+        .arg(workspace_root().join("shared-abi").join("include"))
+        .args(pkg_flags)
+        .arg(format!("-L{}", app_dir.display()))
+        .arg("-ldpakit_kernels")
+        .arg(format!("-Wl,-rpath,{}", app_dir.display()))
+        .arg("-o")
+        .arg(out);
+    cmd
+}
+
+/// The soft device's app library, as `cargo xtask build-dpa --release` leaves it.
+fn app_dir() -> PathBuf {
+    build_dpa::kit_out_dir(true).join("soft")
+}
+
+/// Builds C program `source` (relative to the workspace) into `target/c`; returns the binary.
+fn build_c(source: &str, pkg_flags: &[String], app_dir: &Path) -> Result<PathBuf> {
+    let bin = workspace_root().join("target").join("c");
+    std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
+    let source = workspace_root().join(source);
+    let out = bin.join(source.file_stem().expect("a file"));
+    eprintln!(
+        "$ cc {} (pkg-config doca-comch doca-dpa doca-argp doca-common)",
+        source.display()
+    );
+    let status = cc_command(&source, &out, pkg_flags, app_dir)
+        .status()
+        .map_err(|e| format!("cannot run cc: {e}"))?;
+    if !status.success() {
+        return Err(format!("building {} failed ({status})", source.display()));
+    }
+    Ok(out)
+}
+
+/// Builds each C program against the prefix with pkg-config and runs it as [`C_PROGRAMS`] says;
+/// every run must succeed.
+pub fn c_programs(prefix: &Path) -> Result {
+    let flags = pkg_config_flags(prefix)?;
+    let app_dir = app_dir();
+    for program in C_PROGRAMS {
+        let out = build_c(program.source, &flags, &app_dir)?;
+        let name = file_name(&out);
+        for run in 1..=program.runs {
+            let started = Instant::now();
+            run_c_program(&out, &format!("{name}-{run}"), program.args, Mode::Native)
+                .map_err(|e| format!("run {run} of {}: {e}", program.runs))?;
+            if program.runs > 1 {
+                eprintln!(
+                    "{name}: run {run} of {} passed in {:.2} s",
+                    program.runs,
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+        let dir = format!("{name}-memcheck");
+        run_c_program(&out, &dir, program.memcheck_args, Mode::Memcheck)
+            .map_err(|e| format!("the run under memcheck: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Runs C program `out` with `args` in `mode` and a fresh runtime directory
+/// `target/c-runs/<dir>`; it must exit 0 and leave the directory empty.
+fn run_c_program(out: &Path, dir: &str, args: &[&str], mode: Mode) -> Result {
+    let runtime = fresh_runtime_dir("c-runs", dir)?;
+    eprintln!(
+        "$ DPAKIT_SOFT_RUNTIME_DIR={} {}{} {}",
+        runtime.display(),
+        mode.prefix(),
+        out.display(),
+        args.join(" ")
+    );
+    let status = mode
+        .command(out)
+        .args(args)
+        .env("DPAKIT_SOFT_RUNTIME_DIR", &runtime)
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", out.display()))?;
+    if !status.success() {
+        return Err(format!(
+            "{}{} failed ({status}); see its output above",
+            mode.prefix(),
+            file_name(out)
+        ));
+    }
+    let left = leftovers(&runtime)?;
+    if !left.is_empty() {
+        return Err(format!(
+            "{} left {} in its runtime directory",
+            file_name(out),
+            left.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// `target/<kind>/<dir>`, removed if it exists; the soft device creates it itself, closed to
+/// other users as it requires.
+fn fresh_runtime_dir(kind: &str, dir: &str) -> Result<PathBuf> {
+    let runtime = workspace_root().join("target").join(kind).join(dir);
+    match std::fs::remove_dir_all(&runtime) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!("cannot remove {}: {e}", runtime.display()));
+        }
+        _ => {}
+    }
+    let parent = runtime.parent().expect("under target");
+    std::fs::create_dir_all(parent)
+        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    Ok(runtime)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// The names left in `dir` (none if it is gone).
+fn leftovers(dir: &Path) -> Result<Vec<String>> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => Ok(entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(format!("cannot read {}: {e}", dir.display())),
+    }
+}
+
+/// The target directory of the kit's builds with feature `doca`.
+fn doca_target_dir() -> PathBuf {
+    workspace_root().join("target").join("doca")
+}
+
+/// The environment of the kit's builds with feature `doca`: pkg-config finds the prefix, and
+/// the build has a target directory of its own.
+fn doca_env(prefix: &Path) -> Result<[(&'static str, String); 2]> {
+    let utf8 = |p: PathBuf| {
+        p.to_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("{} is not UTF-8", p.display()))
+    };
+    Ok([
+        ("PKG_CONFIG_PATH", utf8(pkg_config_path(prefix))?),
+        ("CARGO_TARGET_DIR", utf8(doca_target_dir())?),
+    ])
+}
+
+/// The kit with feature `doca` against the prefix: the integration tests and the quickstart,
+/// dynamically linked to the prefix's `libdoca_*.so` and the soft app library.
+pub fn doca_feature(prefix: &Path, cargo: impl Fn(&[&str], &[(&str, &str)]) -> Result) -> Result {
+    let env = doca_env(prefix)?;
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    cargo(
+        &["test", "--release", "--features", "doca", "--tests"],
+        &env,
+    )?;
+    cargo(
+        &[
+            "run",
+            "--release",
+            "--features",
+            "doca",
+            "--example",
+            "quickstart",
+            "--",
+            C_ECHO_MESSAGES,
+        ],
+        &env,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_programs_build_against_the_prefix_and_the_app_library() {
+        let cmd = cc_command(
+            Path::new("prog.c"),
+            Path::new("prog"),
+            &[
+                "-I/p/include".into(),
+                "-L/p/lib".into(),
+                "-ldoca_comch".into(),
+            ],
+            Path::new("/app"),
+        );
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let at = |s: &str| {
+            args.iter()
+                .position(|a| a == s)
+                .unwrap_or_else(|| panic!("{s} in {args:?}"))
+        };
+        assert!(
+            at("prog.c") < at("-ldoca_comch"),
+            "sources before libraries"
+        );
+        assert!(at("-ldoca_comch") < at("-ldpakit_kernels"));
+        assert!(args.contains(&"-Wl,-rpath,/app".to_string()));
+        assert!(args.contains(&"-Werror".to_string()));
+    }
+
+    #[test]
+    fn every_c_program_exists_and_the_matrices_run_five_times() {
+        let root = workspace_root();
+        for program in C_PROGRAMS {
+            assert!(root.join(program.source).is_file(), "{}", program.source);
+            assert!(program.runs >= 1);
+        }
+        for matrix in ["tests/c/reentrancy_comch.c", "tests/c/reentrancy_msgq.c"] {
+            let program = C_PROGRAMS.iter().find(|p| p.source == matrix).unwrap();
+            assert!(program.runs >= 5, "{matrix} runs {} times", program.runs);
+        }
+    }
+
+    #[test]
+    fn leftovers_lists_what_a_runtime_directory_holds() {
+        let dir = std::env::temp_dir().join(format!("xtask-leftovers-{}", std::process::id()));
+        assert_eq!(
+            leftovers(&dir),
+            Ok(vec![]),
+            "a missing directory holds nothing"
+        );
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(leftovers(&dir), Ok(vec![]));
+        std::fs::write(dir.join("comch-x"), b"").unwrap();
+        assert_eq!(leftovers(&dir), Ok(vec!["comch-x".to_string()]));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
