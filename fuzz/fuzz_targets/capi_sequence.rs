@@ -5,9 +5,10 @@
 //! and DPA consumers and producers, consumer and DPA completions, DPAs (app, memory, RPC,
 //! threads, affinities, notifications, deterministic steps) and Comch servers, clients and
 //! connections in this process. Handle arguments are NULL, live, destroyed, stray, of another
-//! kind, or of another device or DPA; sizes, flags and enums are random. Callbacks may call
-//! back into the API. At the end everything is stopped and destroyed: a handle the soft device
-//! will not take back, or a descriptor it keeps open, is a finding, as is any panic (even one
+//! kind, or of another device or DPA; sizes, flags and enums are random. Callbacks call back
+//! into the API as the input's tail says (`reenter`): stop or destroy their own context or
+//! another, free or resubmit their task, progress or destroy a PE, disconnect. At the end
+//! everything is stopped and destroyed: a handle the soft device will not take back, or a descriptor it keeps open, is a finding, as is any panic (even one
 //! the API turns into an error), crash or hang. Kernel panics are the kernel's, not findings.
 //!
 //! This file reads the input: one byte picks an operation (`op`), which reads its own
@@ -34,6 +35,8 @@ mod mem;
 mod msgq;
 #[path = "capi_sequence/pe.rs"]
 mod pe;
+#[path = "capi_sequence/reenter.rs"]
+mod reenter;
 
 use capi::{MEM_LEN, World};
 use dpakit_sys::*;
@@ -58,10 +61,12 @@ fuzz_target!(
         let mut b = Bytes::new(data);
         let mut w = World::new();
         FREE_IN_CALLBACK.with(|f| f.set(b.bool()));
+        reenter::start(data);
         for _ in 0..MAX_OPS {
             if b.is_empty() {
                 break;
             }
+            reenter::snapshot(&w);
             op(&mut w, &mut b);
             w.adopt();
         }

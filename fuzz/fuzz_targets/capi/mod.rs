@@ -220,7 +220,7 @@ impl World {
 ///
 /// # Safety
 /// `h` is a handle of kind `k` the soft device gave out.
-unsafe fn destroy(k: K, h: *mut c_void) {
+pub unsafe fn destroy(k: K, h: *mut c_void) {
     // SAFETY: the caller's contract; each call validates its handle regardless.
     unsafe {
         match k {

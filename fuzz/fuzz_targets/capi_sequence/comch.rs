@@ -4,7 +4,7 @@
 
 use crate::capi::{ADOPT, K, World};
 use crate::support::Bytes;
-use crate::{FREE_IN_CALLBACK, ignore, out, size};
+use crate::{FREE_IN_CALLBACK, ignore, out, reenter, size};
 use dpakit_sys::*;
 use std::cell::Cell;
 use std::ffi::{CStr, c_void};
@@ -12,33 +12,59 @@ use std::ptr::null_mut;
 
 const NAMES: [&CStr; 4] = [c"fuzz", c"fuzz-2", c"", c"a-name-longer-than-anything-the-soft-device-accepts-for-a-comch-server-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"];
 
+/// The server or client context of a connection's callback.
+///
+/// # Safety
+/// A connection handle the soft device passed to a callback.
+unsafe fn ctx_of(conn: *mut doca_comch_connection) -> *mut doca_ctx {
+    // SAFETY: the caller's contract; each call checks the handle.
+    unsafe {
+        let server = doca_comch_server_get_server_ctx(conn);
+        if server.is_null() {
+            doca_comch_client_as_ctx(doca_comch_client_get_client_ctx(conn))
+        } else {
+            doca_comch_server_as_ctx(server)
+        }
+    }
+}
+
 unsafe extern "C" fn conn_event(
     _: *mut doca_comch_event_connection_status_changed,
     conn: *mut doca_comch_connection,
     _: u8,
 ) {
     ADOPT.with(|a| a.borrow_mut().push((K::Conn, conn.cast())));
+    // SAFETY: the connection the soft device passed.
+    unsafe { reenter::act(ctx_of(conn), null_mut(), conn) };
 }
 
 unsafe extern "C" fn msg_recv(
     _: *mut doca_comch_event_msg_recv,
     _: *mut u8,
     _: u32,
-    _: *mut doca_comch_connection,
+    conn: *mut doca_comch_connection,
 ) {
+    // SAFETY: the connection the soft device passed.
+    unsafe { reenter::act(ctx_of(conn), null_mut(), conn) };
 }
 
 unsafe extern "C" fn consumer_event(
     _: *mut doca_comch_event_consumer,
-    _: *mut doca_comch_connection,
+    conn: *mut doca_comch_connection,
     _: u32,
 ) {
+    // SAFETY: the connection the soft device passed.
+    unsafe { reenter::act(ctx_of(conn), null_mut(), conn) };
 }
 
 unsafe extern "C" fn comch_send_done(task: *mut doca_comch_task_send, _: doca_data, _: doca_data) {
+    // SAFETY: the completed task, handed back to the program.
+    let task = unsafe { doca_comch_task_send_as_task(task) };
+    // SAFETY: as above.
+    unsafe { reenter::act(null_mut(), task, null_mut()) };
     if FREE_IN_CALLBACK.with(Cell::get) {
-        // SAFETY: the completed task, handed back to the program.
-        unsafe { doca_task_free(doca_comch_task_send_as_task(task)) };
+        // SAFETY: as above (refused if the call above freed it already).
+        unsafe { doca_task_free(task) };
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::capi::{K, World};
 use crate::support::Bytes;
-use crate::{FREE_IN_CALLBACK, ignore, out, size};
+use crate::{FREE_IN_CALLBACK, ignore, out, reenter, size};
 use dpakit_sys::*;
 use std::cell::Cell;
 use std::ptr::null_mut;
@@ -46,9 +46,13 @@ pub unsafe extern "C" fn recv_done(
     _: doca_data,
     _: doca_data,
 ) {
+    // SAFETY: the completed task, handed back to the program.
+    let task = unsafe { doca_comch_consumer_task_post_recv_as_task(task) };
+    // SAFETY: as above.
+    unsafe { reenter::act(null_mut(), task, null_mut()) };
     if FREE_IN_CALLBACK.with(Cell::get) {
-        // SAFETY: the completed task, handed back to the program.
-        unsafe { doca_task_free(doca_comch_consumer_task_post_recv_as_task(task)) };
+        // SAFETY: as above (refused if the call above freed it already).
+        unsafe { doca_task_free(task) };
     }
 }
 
@@ -57,9 +61,13 @@ pub unsafe extern "C" fn send_done(
     _: doca_data,
     _: doca_data,
 ) {
+    // SAFETY: the completed task, handed back to the program.
+    let task = unsafe { doca_comch_producer_task_send_as_task(task) };
+    // SAFETY: as above.
+    unsafe { reenter::act(null_mut(), task, null_mut()) };
     if FREE_IN_CALLBACK.with(Cell::get) {
-        // SAFETY: the completed task, handed back to the program.
-        unsafe { doca_task_free(doca_comch_producer_task_send_as_task(task)) };
+        // SAFETY: as above (refused if the call above freed it already).
+        unsafe { doca_task_free(task) };
     }
 }
 

@@ -53,7 +53,10 @@ pub fn pe_ops(w: &mut World, b: &mut Bytes<'_>) {
     }
 }
 
-unsafe extern "C" fn state_changed(_: doca_data, _: *mut doca_ctx, _: u32, _: u32) {}
+unsafe extern "C" fn state_changed(_: doca_data, ctx: *mut doca_ctx, _: u32, _: u32) {
+    // SAFETY: the context the soft device passed.
+    unsafe { crate::reenter::act(ctx, null_mut(), null_mut()) };
+}
 
 /// A context call, on a context of any kind.
 pub fn ctx_ops(w: &mut World, b: &mut Bytes<'_>) {
