@@ -420,3 +420,32 @@ fn fast_path_endpoints_dropped_in_their_own_callbacks() {
     // With no endpoint left on the connection, the client can stop (IN_USE otherwise).
     client.stop().unwrap();
 }
+
+#[test]
+fn waiting_on_a_pe_from_its_own_callback_is_refused_at_once() {
+    let d = devs();
+    let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
+    let log = Rc::default();
+    let _server = echo_server(&d, "wait-in-callback", &spe, &log);
+    let answer: Rc<Cell<Option<(ErrorCode, Duration)>>> = Rc::default();
+    let (a2, pe2) = (answer.clone(), cpe.clone());
+    let client = Client::builder(&d.host, "wait-in-callback", &cpe)
+        .on_message(move |_, _, _| {
+            let started = Instant::now();
+            let e = pe2
+                .progress_until(Duration::from_secs(10), || false)
+                .unwrap_err();
+            a2.set(Some((e.code(), started.elapsed())));
+        })
+        .start()
+        .unwrap();
+    until(&[&spe, &cpe], "the connection", || {
+        client.state().unwrap() == CtxState::Running
+    });
+    let conn = client.connection().unwrap();
+    client.channel().send(conn, b"ping", 0).unwrap();
+    until(&[&spe, &cpe], "the echo", || answer.get().is_some());
+    let (code, took) = answer.get().unwrap();
+    assert_eq!(code, ErrorCode::BadState);
+    assert!(took < PROMPT, "refused after {took:?}");
+}

@@ -29,6 +29,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// After a start that answered `IN_PROGRESS`: progress on `pe` until the context is RUNNING.
 /// A context that falls back to IDLE failed to start (the soft device's last error says why).
 pub(crate) fn progress_until_running(ctx: *mut sys::doca_ctx, pe: &Pe) -> Result<()> {
+    pe.require_outside_callback("starting a context that becomes RUNNING through progress")?;
     let deadline = Instant::now() + STOP_TIMEOUT;
     loop {
         match state(ctx)? {

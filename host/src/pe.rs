@@ -105,6 +105,19 @@ impl Pe {
         self.inner.depth.get() > 0
     }
 
+    /// `BAD_STATE` inside a callback of this PE: `what` would wait for progress of the PE whose
+    /// callback is running, which cannot come until the callback returns.
+    pub(crate) fn require_outside_callback(&self, what: &str) -> Result<()> {
+        if self.in_callback() {
+            bail!(
+                BadState,
+                "{what} waits for progress of the PE whose callback is running: return from the \
+                 callback and call it from the program's own loop"
+            );
+        }
+        Ok(())
+    }
+
     /// Runs `teardown` (which progresses this PE) now, or — inside a callback of this PE — when
     /// the outermost [`progress`](Self::progress) call returns, after the callback and every
     /// frame that ran it have unwound.
@@ -202,7 +215,10 @@ impl Pe {
     /// Progresses until `done()` holds: spins for a short while, then sleeps on the
     /// notification handle between bursts. `TIME_OUT` after `timeout`, naming on the soft device
     /// the kernels whose activation had run for a while meanwhile (what the wait may be for).
+    /// `BAD_STATE` inside a callback of this PE, which cannot progress until the callback
+    /// returns.
     pub fn progress_until(&self, timeout: Duration, mut done: impl FnMut() -> bool) -> Result<()> {
+        self.require_outside_callback("Pe::progress_until")?;
         const SPIN: Duration = Duration::from_micros(50);
         // Reading the clock costs about a progress pass; look at it every so often.
         const CLOCK_EVERY: u32 = 64;

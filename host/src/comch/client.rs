@@ -132,8 +132,10 @@ impl Client {
     }
 
     /// Progresses until the client is RUNNING; `TIME_OUT` naming the server if it is not there
-    /// within `timeout`, or the reason the server refused the connection.
+    /// within `timeout`, or the reason the server refused the connection. `BAD_STATE` inside a
+    /// callback of the client's PE.
     pub fn connect(&self, timeout: Duration) -> Result<Connection> {
+        self.inner.pe.require_outside_callback("Client::connect")?;
         let deadline = std::time::Instant::now() + timeout;
         loop {
             match self.state()? {
