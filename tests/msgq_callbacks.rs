@@ -1,14 +1,15 @@
 //! The CPU endpoints of a MsgQ used from their own callbacks, as DOCA programs use them: the
 //! receive callback posts the next receive, so one receive task carries a whole exchange.
 
-use dpakit::abi::args::{MsgqPathArgs, ServeState};
-use dpakit::abi::{Echo, ErrorCode, ImmMessage, SubmitFlags};
-use dpakit::comch::{CpuConsumer, CpuProducer, DpaConsumer, DpaProducer};
-use dpakit::dpa::{ConsumerCompletion, Dpa, DpaCompletion, DpaThread};
-use dpakit::msgq::Msgq;
-use dpakit::pe::Pe;
+#[path = "support/echo_path.rs"]
+mod echo_path;
+
+use dpakit::abi::{Echo, ErrorCode, ImmMessage};
+use dpakit::comch::{CpuConsumer, CpuProducer};
+use dpakit::dpa::Dpa;
 use dpakit::soft::SchedMode;
-use dpakit::{kernels, kit_app, open_dpa_dev};
+use dpakit::{kit_app, open_dpa_dev};
+use echo_path::EchoPath;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -31,35 +32,14 @@ fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
         .workers(1)
         .start()
         .unwrap();
-    let pe = Pe::new().unwrap();
-    let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
-    let from_dpa = Msgq::builder(dpa.dev()).dpa_producer(&dpa).start().unwrap();
-    let state = dpa
-        .mem_alloc_init(&ServeState {
-            report_every: 1,
-            sends: 0,
-        })
-        .unwrap();
-    let (thread, args) = DpaThread::builder(&dpa, &kernels::ECHO)
-        .local_storage(state)
-        .start_deferred()
-        .unwrap();
-    let consumer_completion = ConsumerCompletion::builder(&dpa)
-        .dpa_thread(&thread)
+    let path = EchoPath::new(dpa);
+    let producer = CpuProducer::builder(&path.to_dpa, &path.pe)
         .start()
         .unwrap();
-    let dpa_consumer = DpaConsumer::builder(&to_dpa, &consumer_completion)
-        .start()
-        .unwrap();
-    let producer_completion = DpaCompletion::start(&dpa, 64, None).unwrap();
-    let dpa_producer = DpaProducer::builder(&from_dpa, &producer_completion)
-        .start()
-        .unwrap();
-    let producer = CpuProducer::builder(&to_dpa, &pe).start().unwrap();
 
     let seen = Rc::new(RefCell::new(Seen::default()));
     let log = seen.clone();
-    let consumer = CpuConsumer::builder(&from_dpa, &pe)
+    let consumer = CpuConsumer::builder(&path.from_dpa, &path.pe)
         .num_recv_tasks(1)
         .on_recv(move |r| {
             if r.status != ErrorCode::Success {
@@ -75,31 +55,17 @@ fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
         .start()
         .unwrap();
 
-    let block = MsgqPathArgs {
-        consumer_completion: consumer_completion.dpa_handle(),
-        consumer: dpa_consumer.dpa_handle(),
-        producer: dpa_producer.dpa_handle(),
-        producer_completion: producer_completion.dpa_handle(),
-        cpu_consumer_id: consumer.id(),
-        submit_flags: SubmitFlags::FLUSH,
-    };
-    args.write(&block).unwrap();
-    thread.run().unwrap();
-    dpa.rpc(
-        dpa.app().consumer_ack(),
-        (dpa_consumer.dpa_handle().raw(), 1),
-    )
-    .unwrap();
+    path.run(consumer.id());
     consumer.post_recv(0).unwrap();
 
     let deadline = Instant::now() + Duration::from_secs(30);
     for seq in 0..ROUNDS {
         let msg = ImmMessage::new(seq, &Echo::default());
         producer
-            .send(msg.as_bytes(), dpa_consumer.id(), u64::from(seq))
+            .send(msg.as_bytes(), path.dpa_consumer.id(), u64::from(seq))
             .unwrap();
         while seen.borrow().seqs.len() <= seq as usize {
-            pe.progress();
+            path.pe.progress();
             if let Some(Err(e)) = seen.borrow().reposts.last() {
                 panic!(
                     "the repost inside the callback of reply {} failed: {e:?}",
@@ -128,5 +94,5 @@ fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
     );
     assert_eq!(consumer.posted(), 1, "the last repost is posted");
     consumer.stop().unwrap();
-    dpa.check().unwrap();
+    path.dpa.check().unwrap();
 }

@@ -3,19 +3,18 @@
 //! context finishes stopping through the progress that follows, and nothing the running
 //! callback uses is freed under it. A second stop of an IDLE context answers as the C API does.
 
+#[path = "support/echo_path.rs"]
+mod echo_path;
+
 use dpakit::ErrorCode;
-use dpakit::abi::args::{MsgqPathArgs, ServeState};
-use dpakit::abi::{Echo, ImmMessage, SubmitFlags};
-use dpakit::comch::{
-    Client, Connection, Consumer, CpuConsumer, CpuProducer, DpaConsumer, DpaProducer, Producer,
-    Server,
-};
+use dpakit::abi::{Echo, ImmMessage};
+use dpakit::comch::{Client, Connection, Consumer, CpuConsumer, CpuProducer, Producer, Server};
 use dpakit::ctx::CtxState;
 use dpakit::dev::{Dev, DevRep};
-use dpakit::dpa::{ConsumerCompletion, Dpa, DpaCompletion, DpaThread};
-use dpakit::msgq::Msgq;
+use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
-use dpakit::{kernels, kit_app, open_dpa_dev};
+use dpakit::{kit_app, open_dpa_dev};
+use echo_path::EchoPath;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -242,87 +241,14 @@ fn a_server_stopped_in_its_connection_callback_refuses_nobody_afterwards() {
     drop(server.borrow_mut().take());
 }
 
-/// A MsgQ pair with the echo kernel behind it, as tests/msgq_callbacks.rs wires it.
-struct EchoPath {
-    pe: Pe,
-    dpa: Dpa,
-    to_dpa: Msgq,
-    from_dpa: Msgq,
-    thread: DpaThread,
-    consumer_completion: ConsumerCompletion,
-    dpa_consumer: DpaConsumer,
-    producer_completion: DpaCompletion,
-    dpa_producer: DpaProducer,
-}
-
-impl EchoPath {
-    fn new() -> (EchoPath, dpakit::dpa::ArgsBlock<MsgqPathArgs>) {
-        let dpa = Dpa::builder(&open_dpa_dev().unwrap())
-            .app(kit_app())
-            .start()
-            .unwrap();
-        let pe = Pe::new().unwrap();
-        let to_dpa = Msgq::builder(dpa.dev()).dpa_consumer(&dpa).start().unwrap();
-        let from_dpa = Msgq::builder(dpa.dev()).dpa_producer(&dpa).start().unwrap();
-        let state = dpa
-            .mem_alloc_init(&ServeState {
-                report_every: 1,
-                sends: 0,
-            })
-            .unwrap();
-        let (thread, args) = DpaThread::builder(&dpa, &kernels::ECHO)
-            .local_storage(state)
-            .start_deferred()
-            .unwrap();
-        let consumer_completion = ConsumerCompletion::builder(&dpa)
-            .dpa_thread(&thread)
-            .start()
-            .unwrap();
-        let dpa_consumer = DpaConsumer::builder(&to_dpa, &consumer_completion)
-            .start()
-            .unwrap();
-        let producer_completion = DpaCompletion::start(&dpa, 64, None).unwrap();
-        let dpa_producer = DpaProducer::builder(&from_dpa, &producer_completion)
-            .start()
-            .unwrap();
-        let path = EchoPath {
-            pe,
-            dpa,
-            to_dpa,
-            from_dpa,
-            thread,
-            consumer_completion,
-            dpa_consumer,
-            producer_completion,
-            dpa_producer,
-        };
-        (path, args)
-    }
-
-    /// Starts the kernel, answering to CPU consumer `consumer_id`, with one credit.
-    fn run(&self, args: &dpakit::dpa::ArgsBlock<MsgqPathArgs>, consumer_id: u32) {
-        args.write(&MsgqPathArgs {
-            consumer_completion: self.consumer_completion.dpa_handle(),
-            consumer: self.dpa_consumer.dpa_handle(),
-            producer: self.dpa_producer.dpa_handle(),
-            producer_completion: self.producer_completion.dpa_handle(),
-            cpu_consumer_id: consumer_id,
-            submit_flags: SubmitFlags::FLUSH,
-        })
-        .unwrap();
-        self.thread.run().unwrap();
-        self.dpa
-            .rpc(
-                self.dpa.app().consumer_ack(),
-                (self.dpa_consumer.dpa_handle().raw(), 1),
-            )
-            .unwrap();
-    }
-}
-
 #[test]
 fn msgq_endpoints_dropped_in_their_own_callbacks() {
-    let (path, args) = EchoPath::new();
+    let path = EchoPath::new(
+        Dpa::builder(&open_dpa_dev().unwrap())
+            .app(kit_app())
+            .start()
+            .unwrap(),
+    );
     let producer_slot: Rc<Slot<CpuProducer>> = Slot::new();
     let consumer_slot: Rc<Slot<CpuConsumer>> = Slot::new();
     let (p2, c2) = (producer_slot.clone(), consumer_slot.clone());
@@ -340,7 +266,7 @@ fn msgq_endpoints_dropped_in_their_own_callbacks() {
         })
         .start()
         .unwrap();
-    path.run(&args, consumer.id());
+    path.run(consumer.id());
     // A second receive and a second send stay outstanding when the first callbacks run: the
     // stops cannot finish inside them.
     consumer.post_recv(0).unwrap();
