@@ -92,8 +92,8 @@ const C_PAIRS: &[CPair] = &[
 const SERVER_GRACE: Duration = Duration::from_secs(10);
 
 /// The Comch pairs between processes, for the control path and the fast path. Runs after
-/// [`doca_feature`], whose build of the kit the Rust servers reuse (they link the prefix's
-/// libraries, like the C clients).
+/// [`doca_feature`](super::doca_feature), whose build of the kit the Rust servers reuse (they
+/// link the prefix's libraries, like the C clients).
 pub fn comch_pairs(prefix: &Path, cargo: impl Fn(&[&str], &[(&str, &str)]) -> Result) -> Result {
     let flags = pkg_config_flags(prefix)?;
     let app_dir = app_dir();
