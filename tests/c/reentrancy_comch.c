@@ -69,6 +69,9 @@ static const struct cb_info cb_infos[CB_COUNT] = {
 	[CB_FAST_RECV_ERR] = {"client: receive failed", "server: receive failed", true, true, true, false, false},
 	[CB_FAST_SEND] = {"client: fast send done", "server: fast send done", true, true, true, false, false},
 	[CB_FAST_SEND_ERR] = {"client: fast send failed", "server: fast send failed", true, true, true, false, false},
+	[CB_CTRL_IDLE] = {"client: IDLE", "server: IDLE", false, false, false, false, false},
+	[CB_FAST_C_IDLE] = {"client: consumer IDLE", "server: consumer IDLE", false, true, true, false, false},
+	[CB_FAST_P_IDLE] = {"client: producer IDLE", "server: producer IDLE", false, true, true, false, false},
 };
 
 /* ---- The side under test ---- */
@@ -83,7 +86,7 @@ static struct reent_site site_of(struct tested *t, struct reent_obj *self, struc
 		.parent = &t->ctrl,
 		.pe = t->pe,
 		.task = task,
-		.in_progress = !t->in_start,
+		.in_progress = !t->in_call,
 		.server = t->server_role ? t->ctrl.handle : NULL,
 		.connection = t->conn,
 		.connection_live = t->conn_live,
@@ -112,6 +115,8 @@ static void ctrl_state_changed(const union doca_data user_data, struct doca_ctx 
 
 	(void)ctx;
 	(void)prev;
+	if (next == DOCA_CTX_STATE_IDLE)
+		hook(t, CB_CTRL_IDLE, &t->ctrl, NULL);
 	if (next != DOCA_CTX_STATE_RUNNING)
 		return;
 	if (!t->server_role && doca_comch_client_get_connection(t->ctrl.handle, &t->conn) == DOCA_SUCCESS)
@@ -212,6 +217,8 @@ static void fast_consumer_state(const union doca_data user_data, struct doca_ctx
 
 	(void)ctx;
 	(void)prev;
+	if (next == DOCA_CTX_STATE_IDLE)
+		hook(t, CB_FAST_C_IDLE, &t->ep.consumer, NULL);
 	if (next != DOCA_CTX_STATE_RUNNING)
 		return;
 	hook(t, CB_FAST_C_STATE, &t->ep.consumer, NULL);
@@ -229,6 +236,8 @@ static void fast_producer_state(const union doca_data user_data, struct doca_ctx
 	(void)prev;
 	if (next == DOCA_CTX_STATE_RUNNING)
 		hook(t, CB_FAST_P_STATE, &t->ep.producer, NULL);
+	else if (next == DOCA_CTX_STATE_IDLE)
+		hook(t, CB_FAST_P_IDLE, &t->ep.producer, NULL);
 }
 
 static void fast_recv_finished(struct doca_comch_consumer_task_post_recv *recv, union doca_data ctx_user_data,
@@ -376,6 +385,16 @@ static doca_error_t ctrl_send(struct tested *t, const char *text)
 	return result;
 }
 
+/* Stops `o` as the program (not a callback): its state callbacks may run inside the call. */
+static void stop_from_program(struct tested *t, struct reent_obj *o)
+{
+	if (o->handle == NULL)
+		return;
+	t->in_call = true;
+	doca_ctx_stop(o->ctx);
+	t->in_call = false;
+}
+
 /* Makes the case's callback run. */
 static void trigger(struct tested *t)
 {
@@ -399,7 +418,10 @@ static void trigger(struct tested *t)
 		ctrl_send(t, "hold");
 		for (int i = 0; i < CTRL_FLOOD; i++)
 			ctrl_send(t, "quiet");
-		doca_ctx_stop(t->ctrl.ctx);
+		stop_from_program(t, &t->ctrl);
+		break;
+	case CB_CTRL_IDLE:
+		stop_from_program(t, &t->ctrl);
 		break;
 	case CB_CONSUMER_EXPIRED:
 		ctrl_send(t, "expire");
@@ -408,8 +430,11 @@ static void trigger(struct tested *t)
 		ctrl_send(t, "bye");
 		break;
 	case CB_FAST_RECV_ERR:
-		if (t->ep.consumer.handle != NULL)
-			doca_ctx_stop(t->ep.consumer.ctx);
+	case CB_FAST_C_IDLE:
+		stop_from_program(t, &t->ep.consumer);
+		break;
+	case CB_FAST_P_IDLE:
+		stop_from_program(t, &t->ep.producer);
 		break;
 	case CB_FAST_SEND:
 		ep_send(&t->ep, 64);
@@ -441,15 +466,15 @@ static bool run_case(struct tested *t, struct reent_case *c, const struct device
 		reent_fail(c, "creating the context under test", DOCA_ERROR_UNKNOWN);
 	if (!c->failed && !reent_progress_until(t->pe, settled_connection, t))
 		reent_fail(c, "no connection", DOCA_ERROR_TIME_OUT);
-	/* Producers and consumers on the connection, except where the context must stop with sends
-	 * waiting (it cannot while they exist). */
-	if (!c->failed && c->cb != CB_SEND_ERR && ctrl_running(t) && t->conn_live) {
+	/* Producers and consumers on the connection, except where the context must stop (it cannot
+	 * while they exist). */
+	if (!c->failed && c->cb != CB_SEND_ERR && c->cb != CB_CTRL_IDLE && ctrl_running(t) && t->conn_live) {
 		union doca_data me = {.ptr = t};
 		doca_error_t result;
 
-		t->in_start = true;
+		t->in_call = true;
 		result = ep_pair_create(&t->ep, t->dev, t->pe, t->conn, &tested_ep_callbacks, me);
-		t->in_start = false;
+		t->in_call = false;
 		if (result != DOCA_SUCCESS && !c->fired)
 			reent_fail(c, "creating the consumer and producer", result);
 		if (!reent_progress_until(t->pe, settled_endpoints, t))

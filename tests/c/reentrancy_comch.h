@@ -35,6 +35,9 @@ enum cb {
 	CB_FAST_RECV_ERR,    /* a posted receive was flushed by a stop */
 	CB_FAST_SEND,	     /* a fast-path send completed */
 	CB_FAST_SEND_ERR,    /* a fast-path send failed (too big for the peer's buffers) */
+	CB_CTRL_IDLE,	     /* the server or client becomes IDLE (the program stopped it) */
+	CB_FAST_C_IDLE,	     /* the consumer becomes IDLE (the program stopped it) */
+	CB_FAST_P_IDLE,	     /* the producer becomes IDLE (inside the program's doca_ctx_stop) */
 	CB_COUNT
 };
 
@@ -48,7 +51,7 @@ struct devices {
 struct tested {
 	struct reent_case *c;
 	bool server_role;
-	bool in_start; /* inside a doca_ctx_start (its state callback is not progress's) */
+	bool in_call; /* inside a doca_ctx_start or _stop the program made (not progress) */
 	struct doca_pe *pe;
 	struct doca_dev *dev;
 	struct reent_obj ctrl, sibling;
@@ -192,7 +195,7 @@ static inline void sibling_connection(struct doca_comch_event_connection_status_
  */
 static inline doca_error_t server_create(const struct devices *d, struct doca_pe *pe, const char *name,
 					 uint32_t recv_queue, const struct ctrl_callbacks *cbs,
-					 union doca_data user_data, struct reent_obj *o, bool *in_start)
+					 union doca_data user_data, struct reent_obj *o, bool *in_call)
 {
 	struct doca_comch_server *server;
 	doca_error_t result = doca_comch_server_create(d->arm, d->rep, name, &server);
@@ -218,11 +221,11 @@ static inline doca_error_t server_create(const struct devices *d, struct doca_pe
 	if (result == DOCA_SUCCESS)
 		result = doca_pe_connect_ctx(pe, o->ctx);
 	if (result == DOCA_SUCCESS) {
-		if (in_start != NULL)
-			*in_start = true;
+		if (in_call != NULL)
+			*in_call = true;
 		result = doca_ctx_start(o->ctx);
-		if (in_start != NULL)
-			*in_start = false;
+		if (in_call != NULL)
+			*in_call = false;
 	}
 	return result;
 }
@@ -296,7 +299,7 @@ static inline doca_error_t ctrl_create(struct tested *t, const struct devices *d
 
 	service_name(name, sizeof(name), t->server_role, getpid());
 	t->dev = t->server_role ? d->arm : d->host;
-	result = t->server_role ? server_create(d, t->pe, name, 0, cbs, me, &t->ctrl, &t->in_start) :
+	result = t->server_role ? server_create(d, t->pe, name, 0, cbs, me, &t->ctrl, &t->in_call) :
 				  client_create(d, t->pe, name, 0, cbs, me, &t->ctrl);
 	t->ctrl.has_children = endpoints_on_live_connection;
 	t->ctrl.children_arg = t;

@@ -50,6 +50,8 @@ enum cb {
 	CB_P_SEND_ERR,	/* a send waiting for a credit was flushed by a stop */
 	CB_C_RECV_DONE, /* the kernel's answer arrived */
 	CB_C_RECV_ERR,	/* a posted receive was flushed by a stop */
+	CB_P_IDLE,	/* the CPU producer becomes IDLE (the program stopped it) */
+	CB_C_IDLE,	/* the CPU consumer becomes IDLE (the program stopped it) */
 	CB_COUNT
 };
 
@@ -60,12 +62,13 @@ static const struct {
 	[CB_P_STATE] = {"producer RUNNING", false},   [CB_C_STATE] = {"consumer RUNNING", false},
 	[CB_P_SEND_DONE] = {"send done", true},	      [CB_P_SEND_ERR] = {"send failed", true},
 	[CB_C_RECV_DONE] = {"receive done", true},     [CB_C_RECV_ERR] = {"receive failed", true},
+	[CB_P_IDLE] = {"producer IDLE", false},	      [CB_C_IDLE] = {"consumer IDLE", false},
 };
 
 /* One case's path. */
 struct path {
 	struct reent_case *c;
-	bool in_start;
+	bool in_call;
 	struct doca_pe *pe;
 	struct doca_dpa *dpa;
 	struct doca_dpa_thread *thread;
@@ -100,7 +103,7 @@ static bool hook(struct path *p, enum cb cb, struct reent_obj *self, struct doca
 		.parent = NULL,
 		.pe = p->pe,
 		.task = task,
-		.in_progress = !p->in_start,
+		.in_progress = !p->in_call,
 	};
 
 	return reent_hook(p->c, cb, &s) && p->c->task_consumed;
@@ -164,13 +167,13 @@ static void endpoint_state(const union doca_data user_data, struct doca_ctx *ctx
 {
 	struct path *p = user_data.ptr;
 
+	bool producer = ctx == p->producer.ctx;
+
 	(void)prev;
-	if (next != DOCA_CTX_STATE_RUNNING)
-		return;
-	if (ctx == p->producer.ctx)
-		hook(p, CB_P_STATE, &p->producer, NULL);
-	else
-		hook(p, CB_C_STATE, &p->consumer, NULL);
+	if (next == DOCA_CTX_STATE_RUNNING)
+		hook(p, producer ? CB_P_STATE : CB_C_STATE, producer ? &p->producer : &p->consumer, NULL);
+	else if (next == DOCA_CTX_STATE_IDLE)
+		hook(p, producer ? CB_P_IDLE : CB_C_IDLE, producer ? &p->producer : &p->consumer, NULL);
 }
 
 /* ---- Building and tearing down the path ---- */
@@ -248,11 +251,11 @@ static void build_cpu_side(struct path *p, bool credits)
 	STEP(p, doca_ctx_set_state_changed_cb(p->producer.ctx, endpoint_state));
 	STEP(p, doca_pe_connect_ctx(p->pe, p->producer.ctx));
 	/* Both start at once (RUNNING comes inside doca_ctx_start); a callback may stop either. */
-	p->in_start = true;
+	p->in_call = true;
 	STEP(p, doca_ctx_start(p->consumer.ctx));
 	if (p->producer.handle != NULL)
 		STEP(p, doca_ctx_start(p->producer.ctx));
-	p->in_start = false;
+	p->in_call = false;
 
 	STEP(p, doca_comch_consumer_completion_get_dpa_handle(p->consumer_comp, &args.consumer_completion));
 	STEP(p, doca_comch_consumer_get_dpa_handle(p->dpa_consumer, &args.consumer));
@@ -290,6 +293,16 @@ static void send_message(struct path *p, uint32_t seq)
 	STEP(p, doca_comch_producer_task_send_alloc_init(p->producer.handle, NULL, (uint8_t *)&msg, sizeof(msg),
 							 p->dpa_consumer_id, &task));
 	STEP(p, doca_task_submit(doca_comch_producer_task_send_as_task(task)));
+}
+
+/* Stops `o` as the program (not a callback): its state callbacks may run inside the call. */
+static void stop_from_program(struct path *p, struct reent_obj *o)
+{
+	if (reent_state(o) != DOCA_CTX_STATE_RUNNING)
+		return;
+	p->in_call = true;
+	doca_ctx_stop(o->ctx);
+	p->in_call = false;
 }
 
 static void stop_dpa_endpoint(struct path *p, struct doca_ctx *ctx)
@@ -352,12 +365,14 @@ static bool run_case(struct path *p, struct reent_case *c, struct doca_dev *dev)
 			send_message(p, 1);
 			send_message(p, 2);
 			reent_settle(p->pe, 10);
-			if (reent_state(&p->producer) == DOCA_CTX_STATE_RUNNING)
-				doca_ctx_stop(p->producer.ctx);
+			stop_from_program(p, &p->producer);
 			break;
 		case CB_C_RECV_ERR:
-			if (reent_state(&p->consumer) == DOCA_CTX_STATE_RUNNING)
-				doca_ctx_stop(p->consumer.ctx);
+		case CB_C_IDLE:
+			stop_from_program(p, &p->consumer);
+			break;
+		case CB_P_IDLE:
+			stop_from_program(p, &p->producer);
 			break;
 		default:
 			break;
