@@ -15,8 +15,8 @@
 #define CTRL_SEND_TASKS 16
 #define CTRL_FLOOD 12	       /* sends past the peer's one-slot ring */
 #define PEER_RECV_QUEUE 1      /* the peers' control ring: one slot */
-#define PEER_HOLD_USEC 100000  /* how long a peer holds its engine on `hold` */
-#define SETTLE_PASSES 200      /* progress after the action ran, before the teardown */
+#define PEER_HOLD_USEC 30000   /* how long a peer holds its engine on `hold` */
+#define SETTLE_PASSES 50       /* progress after the action ran, before the teardown */
 #define PEER_EXIT_TIMEOUT_SEC 30.0
 
 /* The callbacks of the matrix. */

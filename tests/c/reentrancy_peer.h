@@ -268,12 +268,11 @@ static void peer_tend(void)
 	}
 }
 
+/* Not finishing a stop of its own (the server went): ready for peer_end. */
 static bool peer_client_settled(void *arg)
 {
-	enum doca_ctx_states s = reent_state(&the_peer.ctrl);
-
 	(void)arg;
-	return s == DOCA_CTX_STATE_RUNNING || s == DOCA_CTX_STATE_IDLE;
+	return reent_state(&the_peer.ctrl) != DOCA_CTX_STATE_STOPPING;
 }
 
 /* A peer client: one client after another, each connected to the server under test until it goes. */
