@@ -75,6 +75,14 @@ pub(crate) fn stop(ctx: *mut sys::doca_ctx, pe: Option<&Pe>) -> Result<()> {
     }
 }
 
+/// [`stop`], unless the context is IDLE already (a teardown's first step).
+fn stop_unless_idle(ctx: *mut sys::doca_ctx, pe: Option<&Pe>) -> Result<()> {
+    match state(ctx)? {
+        CtxState::Idle => Ok(()),
+        _ => stop(ctx, pe),
+    }
+}
+
 /// Progress on `pe` until the context is IDLE, for at most [`STOP_TIMEOUT`].
 fn progress_until_idle(ctx: *mut sys::doca_ctx, pe: &Pe) -> Result<()> {
     let deadline = Instant::now() + STOP_TIMEOUT;
@@ -110,12 +118,7 @@ pub(crate) fn teardown<K: 'static>(
     let report = move |step: &str, e: &crate::Error| {
         eprintln!("dpakit: {what} teardown: {step}: {e}");
     };
-    let stopped = match state(ctx) {
-        Ok(CtxState::Idle) => Ok(()),
-        Ok(_) => stop(ctx, Some(pe)),
-        Err(e) => Err(e),
-    };
-    if let Err(e) = stopped {
+    if let Err(e) = stop_unless_idle(ctx, Some(pe)) {
         report("doca_ctx_stop", &e);
         if !matches!(state(ctx), Ok(CtxState::Idle)) {
             // It cannot be destroyed, and its callbacks may still run: what they reach is
@@ -126,12 +129,7 @@ pub(crate) fn teardown<K: 'static>(
     }
     let finish_pe = pe.clone();
     pe.defer_teardown(Box::new(move || {
-        let idle = match state(ctx) {
-            Ok(CtxState::Idle) => Ok(()),
-            Ok(_) => progress_until_idle(ctx, &finish_pe),
-            Err(e) => Err(e),
-        };
-        match idle {
+        match progress_until_idle(ctx, &finish_pe) {
             Ok(()) => {
                 if let Err(e) = destroy() {
                     report("destroy", &e);
@@ -155,12 +153,7 @@ pub(crate) fn teardown_without_pe(
     what: &str,
     destroy: impl FnOnce() -> Result<()>,
 ) {
-    let stopped = match state(ctx) {
-        Ok(CtxState::Idle) => Ok(()),
-        Ok(_) => stop(ctx, None),
-        Err(e) => Err(e),
-    };
-    let result = stopped
+    let result = stop_unless_idle(ctx, None)
         .map_err(|e| ("doca_ctx_stop", e))
         .and_then(|()| destroy().map_err(|e| ("destroy", e)));
     if let Err((step, e)) = result {

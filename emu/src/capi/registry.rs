@@ -457,11 +457,10 @@ fn refused(ptr: *const c_void, param: &str, kinds: &[Kind]) -> crate::error::Err
 
 /// Unregisters the object behind `ptr` and frees it: now, or — while a [`CallbackFrame`] is on
 /// this thread's stack — once the outermost one returns, since that frame (or one it called)
-/// may still hold a reference to it. The handle is invalid from now on either way. Whether
-/// there was such an object.
-pub(crate) fn retire<T: Object>(ptr: *const c_void) -> bool {
+/// may still hold a reference to it. The handle is invalid from now on either way.
+pub(crate) fn retire<T: Object>(ptr: *const c_void) {
     let Some(obj) = unregister::<T>(ptr) else {
-        return false;
+        return;
     };
     if FRAMES.with(|f| f.depth.get()) == 0 {
         drop(obj);
@@ -469,7 +468,6 @@ pub(crate) fn retire<T: Object>(ptr: *const c_void) -> bool {
         RETIRED.with(|r| r.borrow_mut().push(obj));
         FRAMES.with(|f| f.retired.set(true));
     }
-    true
 }
 
 /// Unregisters the object behind `ptr` and hands it back. The handle is invalid from now on.

@@ -500,9 +500,7 @@ impl<T: Task> Tasks<T> {
 
 impl<T: Task> Drop for Tasks<T> {
     fn drop(&mut self) {
-        if let Some(pool) = self.pool.get_mut().take() {
-            pool.destroy();
-        }
+        self.release();
     }
 }
 

@@ -298,9 +298,7 @@ impl ServerObj {
             let (got, on_rings) = self.poll_rings(woke);
             n += got;
             let on_rings = on_rings && self.handshakes.borrow().is_empty();
-            // Unless a callback stopped the server meanwhile: a stopped server accepts nobody.
-            let running = self.ep.core.state() == CtxState::Running;
-            if running && self.ep.socket_due(on_rings, woke) {
+            if self.ep.socket_due(on_rings, woke) {
                 n += self.poll_sockets();
             }
         }
@@ -357,7 +355,8 @@ impl ServerObj {
         let ready = self.poller.ready(&mut tokens);
         for &token in &tokens[..ready] {
             if self.ep.core.state() != CtxState::Running {
-                // A callback stopped the server: the rest waits for its next start, if any.
+                // A callback (of this pass, or of the rings' before it) stopped the server: a
+                // stopped server accepts nobody; the rest waits for its next start, if any.
                 break;
             }
             n += match token {
