@@ -408,17 +408,7 @@ impl Scheduler {
             if std::os::unix::thread::JoinHandleExt::as_pthread_t(&j) == me {
                 continue;
             }
-            let mut polls = 0u32;
-            while !j.is_finished() && std::time::Instant::now() < deadline {
-                // A worker leaves within microseconds unless a kernel holds it.
-                if polls < 1_000 {
-                    std::thread::yield_now();
-                } else {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                polls += 1;
-            }
-            if j.is_finished() {
+            if wait_until(deadline, || j.is_finished()) {
                 let _ = j.join();
             } else {
                 eprintln!(
@@ -429,6 +419,24 @@ impl Scheduler {
             }
         }
     }
+}
+
+/// Waits until `done()` holds or `deadline` passes; whether it held. For a kernel to end its
+/// activation: that usually takes microseconds (yielding), a long one is slept on.
+pub(crate) fn wait_until(deadline: std::time::Instant, mut done: impl FnMut() -> bool) -> bool {
+    let mut polls = 0u32;
+    while !done() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        if polls < 1_000 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        polls += 1;
+    }
+    true
 }
 
 fn pin_to(cpu: usize) {

@@ -193,19 +193,9 @@ impl DpaThread {
         if thread.is_abandoned() && thread.state.is_active() {
             return Err(self.stuck());
         }
-        let started = std::time::Instant::now();
-        let mut polls = 0u32;
-        while thread.state.is_active() {
-            if started.elapsed() > super::sched::STOP_WAIT {
-                return Err(self.abandon());
-            }
-            // An activation usually ends within microseconds; a long one is slept on.
-            if polls < 1_000 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            polls += 1;
+        let deadline = std::time::Instant::now() + super::sched::STOP_WAIT;
+        if !super::sched::wait_until(deadline, || !thread.state.is_active()) {
+            return Err(self.abandon());
         }
         Ok(())
     }
