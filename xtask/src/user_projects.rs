@@ -203,13 +203,14 @@ pub fn c_dpacc_project(prefix: &Path) -> Result {
     std::fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))
 }
 
-/// The counter program natively, then from its DPA image in ISA mode, then natively under
+/// The counter program natively, then from its DPA image in ISA mode, then both again under
 /// memcheck; each must succeed.
 fn counter_runs(program: &Path) -> Result {
     let runs = [
         (Mode::Native, "native"),
         (Mode::Native, "isa"),
         (Mode::Memcheck, "native"),
+        (Mode::Memcheck, "isa"),
     ];
     for (mode, exec) in runs {
         let mut cmd = mode.command(program);

@@ -18,13 +18,17 @@ use std::time::Instant;
 const C_ECHO_MESSAGES: &str = "20000";
 
 /// A C program CI builds and runs `runs` times natively, each run with a fresh runtime
-/// directory that must be empty after, then once under memcheck.
+/// directory that must be empty after, then under memcheck once per kernel execution mode of
+/// `memcheck_exec`.
 struct CProgram {
     source: &'static str,
     args: &'static [&'static str],
     /// Under memcheck: fewer messages where a program takes a count, the same paths.
     memcheck_args: &'static [&'static str],
     runs: u32,
+    /// `DPAKIT_SOFT_EXEC` of the memcheck runs: programs with DPA kernels run them from their
+    /// image too (ISA mode has memory of its own per worker).
+    memcheck_exec: &'static [&'static str],
 }
 
 const fn once(source: &'static str) -> CProgram {
@@ -33,6 +37,7 @@ const fn once(source: &'static str) -> CProgram {
         args: &[],
         memcheck_args: &[],
         runs: 1,
+        memcheck_exec: &["native"],
     }
 }
 
@@ -45,6 +50,7 @@ const C_PROGRAMS: &[CProgram] = &[
         args: &["-n", C_ECHO_MESSAGES],
         memcheck_args: &["-n", "200"],
         runs: 1,
+        memcheck_exec: &["native", "isa"],
     },
     once("tests/c/ctx_state.c"),
     once("tests/c/argp_log.c"),
@@ -57,6 +63,7 @@ const C_PROGRAMS: &[CProgram] = &[
     },
     CProgram {
         runs: 5,
+        memcheck_exec: &["native", "isa"],
         ..once("tests/c/reentrancy_msgq.c")
     },
 ];
@@ -144,7 +151,8 @@ pub fn c_programs(prefix: &Path) -> Result {
         let name = file_name(&out);
         for run in 1..=program.runs {
             let started = Instant::now();
-            run_c_program(&out, &format!("{name}-{run}"), program.args, Mode::Native)
+            let dir = format!("{name}-{run}");
+            run_c_program(&out, &dir, program.args, Mode::Native, "native")
                 .map_err(|e| format!("run {run} of {}: {e}", program.runs))?;
             if program.runs > 1 {
                 eprintln!(
@@ -154,19 +162,22 @@ pub fn c_programs(prefix: &Path) -> Result {
                 );
             }
         }
-        let dir = format!("{name}-memcheck");
-        run_c_program(&out, &dir, program.memcheck_args, Mode::Memcheck)
-            .map_err(|e| format!("the run under memcheck: {e}"))?;
+        for exec in program.memcheck_exec {
+            let dir = format!("{name}-memcheck-{exec}");
+            run_c_program(&out, &dir, program.memcheck_args, Mode::Memcheck, exec)
+                .map_err(|e| format!("the run under memcheck ({exec}): {e}"))?;
+        }
     }
     Ok(())
 }
 
-/// Runs C program `out` with `args` in `mode` and a fresh runtime directory
-/// `target/c-runs/<dir>`; it must exit 0 and leave the directory empty.
-fn run_c_program(out: &Path, dir: &str, args: &[&str], mode: Mode) -> Result {
+/// Runs C program `out` with `args` in `mode`, its kernels in `exec` mode (`DPAKIT_SOFT_EXEC`)
+/// and a fresh runtime directory `target/c-runs/<dir>`; it must exit 0 and leave the directory
+/// empty.
+fn run_c_program(out: &Path, dir: &str, args: &[&str], mode: Mode, exec: &str) -> Result {
     let runtime = fresh_runtime_dir("c-runs", dir)?;
     eprintln!(
-        "$ DPAKIT_SOFT_RUNTIME_DIR={} {}{} {}",
+        "$ DPAKIT_SOFT_EXEC={exec} DPAKIT_SOFT_RUNTIME_DIR={} {}{} {}",
         runtime.display(),
         mode.prefix(),
         out.display(),
@@ -175,6 +186,7 @@ fn run_c_program(out: &Path, dir: &str, args: &[&str], mode: Mode) -> Result {
     let status = mode
         .command(out)
         .args(args)
+        .env("DPAKIT_SOFT_EXEC", exec)
         .env("DPAKIT_SOFT_RUNTIME_DIR", &runtime)
         .status()
         .map_err(|e| format!("cannot run {}: {e}", out.display()))?;

@@ -127,16 +127,55 @@ impl Program {
 thread_local! {
     /// The stack ISA activations on this OS thread use: an activation starts from its kernel's
     /// entry with an empty stack, and one OS thread runs one activation at a time. Allocated by
-    /// the first activation (warm-up), never freed while the thread lives.
+    /// the first activation (warm-up), freed when the thread ends ([`Release`]).
     static STACK: Cell<*mut u8> = const { Cell::new(std::ptr::null_mut()) };
 }
 
 thread_local! {
     /// The decode cache of this OS thread's ISA activations and the program whose code it
     /// holds: kept across activations of that program, cleared when another one runs.
-    /// Allocated by the first activation (warm-up), never freed while the thread lives (an
-    /// activation that ends inside a device call never returns to release a borrow).
+    /// Allocated by the first activation (warm-up), freed when the thread ends ([`Release`]);
+    /// a raw pointer, not a borrow: an activation that ends inside a device call never returns
+    /// to release one.
     static DECODED: Cell<(u64, *mut DecodeCache)> = const { Cell::new((0, std::ptr::null_mut())) };
+}
+
+thread_local! {
+    /// Frees this OS thread's ISA stack and decode cache when it ends (a DPA context's workers
+    /// end with the context). Touched only when they are allocated, so the datapath reads the
+    /// plain cells above.
+    static RELEASE: Release = const { Release };
+}
+
+/// The 16-byte-aligned unit the ISA stack is allocated in.
+#[repr(C, align(16))]
+struct Chunk([u8; 16]);
+
+/// See [`RELEASE`].
+struct Release;
+
+impl Release {
+    /// Makes sure this thread's ISA memory is freed when the thread ends.
+    fn register() {
+        RELEASE.with(|_| {});
+    }
+}
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        let stack = STACK.with(|s| s.replace(std::ptr::null_mut()));
+        if !stack.is_null() {
+            let chunks = std::ptr::slice_from_raw_parts_mut(stack.cast::<Chunk>(), STACK_SIZE / 16);
+            // SAFETY: the Box<[Chunk]> `stack()` leaked, of that length; the thread is ending,
+            // so no activation of it runs on the stack any more.
+            drop(unsafe { Box::from_raw(chunks) });
+        }
+        let (_, cache) = DECODED.with(|d| d.replace((0, std::ptr::null_mut())));
+        if !cache.is_null() {
+            // SAFETY: the Box `decode_cache()` leaked; no activation of this thread uses it.
+            drop(unsafe { Box::from_raw(cache) });
+        }
+    }
 }
 
 /// This OS thread's decode cache, holding decodings of `program`'s code only.
@@ -144,6 +183,7 @@ fn decode_cache(program: &Program) -> *mut DecodeCache {
     let (id, mut cache) = DECODED.with(Cell::get);
     if cache.is_null() {
         cache = Box::into_raw(Box::new(DecodeCache::new()));
+        Release::register();
     } else if id != program.id {
         // SAFETY: this thread's cache, not in use: one activation at a time per OS thread,
         // and none is running while the next one starts.
@@ -157,11 +197,10 @@ fn decode_cache(program: &Program) -> *mut DecodeCache {
 fn stack() -> (u64, u64) {
     let mut p = STACK.with(Cell::get);
     if p.is_null() {
-        #[repr(C, align(16))]
-        struct Chunk([u8; 16]);
         let chunks: Box<[Chunk]> = (0..STACK_SIZE / 16).map(|_| Chunk([0; 16])).collect();
         p = Box::into_raw(chunks).cast::<u8>();
         STACK.with(|s| s.set(p));
+        Release::register();
     }
     (p as u64, p as u64 + STACK_SIZE as u64)
 }
