@@ -42,6 +42,15 @@ fn until(pes: &[&Pe], what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Progresses until `client` runs, then sends `msg` on its connection.
+fn connect_and_send(pes: &[&Pe], client: &Client, msg: &[u8]) {
+    until(pes, "the connection", || {
+        client.state().unwrap() == CtxState::Running
+    });
+    let conn = client.connection().unwrap();
+    client.channel().send(conn, msg, 0).unwrap();
+}
+
 /// An object a callback may take and drop (or stop), with how long that took.
 struct Slot<T> {
     object: RefCell<Option<T>>,
@@ -115,11 +124,7 @@ fn a_client_dropped_in_its_message_callback_tears_down_after_the_callback() {
         })
         .start()
         .unwrap();
-    until(&[&spe, &cpe], "the connection", || {
-        client.state().unwrap() == CtxState::Running
-    });
-    let conn = client.connection().unwrap();
-    client.channel().send(conn, b"ping", 0).unwrap();
+    connect_and_send(&[&spe, &cpe], &client, b"ping");
     *slot.object.borrow_mut() = Some(client);
     until(&[&spe, &cpe], "the echo", || slot.took.get().is_some());
     slot.dropped_promptly();
@@ -155,18 +160,8 @@ fn a_client_stopped_in_its_message_callback_becomes_idle_through_progress() {
         .start()
         .unwrap();
     *client.borrow_mut() = Some(started);
+    connect_and_send(&[&spe, &cpe], client.borrow().as_ref().unwrap(), b"ping");
     let state = || client.borrow().as_ref().unwrap().state().unwrap();
-    until(&[&spe, &cpe], "the connection", || {
-        state() == CtxState::Running
-    });
-    let conn = client.borrow().as_ref().unwrap().connection().unwrap();
-    client
-        .borrow()
-        .as_ref()
-        .unwrap()
-        .channel()
-        .send(conn, b"ping", 0)
-        .unwrap();
     until(&[&spe, &cpe], "the echo", || stopped.get().is_some());
     assert_eq!(stopped.get(), Some(Ok(())));
     until(&[&spe, &cpe], "IDLE", || state() == CtxState::Idle);
@@ -193,11 +188,7 @@ fn a_server_dropped_in_its_message_callback_tells_its_client() {
         .on_message(|_, _, _| {})
         .start()
         .unwrap();
-    until(&[&spe, &cpe], "the connection", || {
-        client.state().unwrap() == CtxState::Running
-    });
-    let conn = client.connection().unwrap();
-    client.channel().send(conn, b"bye", 0).unwrap();
+    connect_and_send(&[&spe, &cpe], &client, b"bye");
     until(&[&spe, &cpe], "the message", || slot.took.get().is_some());
     slot.dropped_promptly();
     // The server went away: the client loses its connection and stops.
@@ -365,11 +356,7 @@ fn waiting_on_a_pe_from_its_own_callback_is_refused_at_once() {
         })
         .start()
         .unwrap();
-    until(&[&spe, &cpe], "the connection", || {
-        client.state().unwrap() == CtxState::Running
-    });
-    let conn = client.connection().unwrap();
-    client.channel().send(conn, b"ping", 0).unwrap();
+    connect_and_send(&[&spe, &cpe], &client, b"ping");
     until(&[&spe, &cpe], "the echo", || answer.get().is_some());
     let (code, took) = answer.get().unwrap();
     assert_eq!(code, ErrorCode::BadState);
