@@ -42,7 +42,11 @@ fn next() -> Option<u8> {
 fn pick(sel: u8, kinds: &[K]) -> Option<(K, *mut c_void)> {
     HANDLES.with(|h| {
         let h = h.borrow();
-        let of_kind: Vec<_> = h.iter().filter(|(k, _)| kinds.contains(k)).copied().collect();
+        let of_kind: Vec<_> = h
+            .iter()
+            .filter(|(k, _)| kinds.contains(k))
+            .copied()
+            .collect();
         (!of_kind.is_empty()).then(|| of_kind[usize::from(sel) % of_kind.len()])
     })
 }
