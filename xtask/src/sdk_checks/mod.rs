@@ -172,8 +172,8 @@ pub fn c_programs(prefix: &Path) -> Result {
 }
 
 /// Runs C program `out` with `args` in `mode`, its kernels in `exec` mode (`DPAKIT_SOFT_EXEC`)
-/// and a fresh runtime directory `target/c-runs/<dir>`; it must exit 0 and leave the directory
-/// empty.
+/// and a fresh runtime directory `c-runs/<dir>` ([`fresh_runtime_dir`]); it must exit 0 and
+/// leave the directory empty.
 fn run_c_program(out: &Path, dir: &str, args: &[&str], mode: Mode, exec: &str) -> Result {
     let runtime = fresh_runtime_dir("c-runs", dir)?;
     eprintln!(
@@ -208,17 +208,25 @@ fn run_c_program(out: &Path, dir: &str, args: &[&str], mode: Mode, exec: &str) -
     Ok(())
 }
 
-/// `target/<kind>/<dir>`, removed if it exists; the soft device creates it itself, closed to
-/// other users as it requires.
+/// `<tmp>/dpakit-checks-<uid>/<kind>/<dir>`, removed if it exists; the soft device creates it
+/// itself, closed to other users as it requires. Under the temporary directory rather than the
+/// checkout: a socket's path has room for 107 bytes, and a checkout may lie deep.
 fn fresh_runtime_dir(kind: &str, dir: &str) -> Result<PathBuf> {
-    let runtime = workspace_root().join("target").join(kind).join(dir);
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .map_err(|e| format!("cannot read /proc/self: {e}"))?;
+    let runtime = std::env::temp_dir()
+        .join(format!("dpakit-checks-{uid}"))
+        .join(kind)
+        .join(dir);
     match std::fs::remove_dir_all(&runtime) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             return Err(format!("cannot remove {}: {e}", runtime.display()));
         }
         _ => {}
     }
-    let parent = runtime.parent().expect("under target");
+    let parent = runtime.parent().expect("under the temporary directory");
     std::fs::create_dir_all(parent)
         .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     Ok(runtime)

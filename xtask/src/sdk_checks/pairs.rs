@@ -156,8 +156,8 @@ pub fn c_pairs(prefix: &Path) -> Result {
 }
 
 /// Runs `server` in the background and `client` against it, both with `args` (in `mode`) and a
-/// fresh runtime directory `target/comch-pairs/<dir>` for their sockets, which must be empty
-/// after.
+/// fresh runtime directory `comch-pairs/<dir>` (`fresh_runtime_dir`) for their sockets, which
+/// must be empty after.
 fn run_pair(dir: &str, server: &Path, client: &Path, args: &[&str], mode: Mode) -> Result {
     let runtime = super::fresh_runtime_dir("comch-pairs", dir)?;
     let run = |program: &Path| {
