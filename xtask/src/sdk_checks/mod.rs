@@ -163,7 +163,7 @@ pub fn c_programs(prefix: &Path) -> Result {
             }
         }
         for exec in program.memcheck_exec {
-            let dir = format!("{name}-memcheck-{exec}");
+            let dir = format!("{name}-m-{exec}");
             run_c_program(&out, &dir, program.memcheck_args, Mode::Memcheck, exec)
                 .map_err(|e| format!("the run under memcheck ({exec}): {e}"))?;
         }
@@ -172,10 +172,10 @@ pub fn c_programs(prefix: &Path) -> Result {
 }
 
 /// Runs C program `out` with `args` in `mode`, its kernels in `exec` mode (`DPAKIT_SOFT_EXEC`)
-/// and a fresh runtime directory `c-runs/<dir>` ([`fresh_runtime_dir`]); it must exit 0 and
+/// and a fresh runtime directory `c/<dir>` ([`fresh_runtime_dir`]); it must exit 0 and
 /// leave the directory empty.
 fn run_c_program(out: &Path, dir: &str, args: &[&str], mode: Mode, exec: &str) -> Result {
-    let runtime = fresh_runtime_dir("c-runs", dir)?;
+    let runtime = fresh_runtime_dir("c", dir)?;
     eprintln!(
         "$ DPAKIT_SOFT_EXEC={exec} DPAKIT_SOFT_RUNTIME_DIR={} {}{} {}",
         runtime.display(),
@@ -208,16 +208,17 @@ fn run_c_program(out: &Path, dir: &str, args: &[&str], mode: Mode, exec: &str) -
     Ok(())
 }
 
-/// `<tmp>/dpakit-checks-<uid>/<kind>/<dir>`, removed if it exists; the soft device creates it
-/// itself, closed to other users as it requires. Under the temporary directory rather than the
-/// checkout: a socket's path has room for 107 bytes, and a checkout may lie deep.
+/// `<tmp>/dpakit-<uid>/<kind>/<dir>`, removed if it exists; the soft device creates it itself,
+/// closed to other users as it requires. Short, and under the temporary directory rather than
+/// the checkout, which may lie deep: a socket's path has room for 107 bytes, and a server's takes
+/// about 50 below its runtime directory while it is bound under a temporary name.
 fn fresh_runtime_dir(kind: &str, dir: &str) -> Result<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let uid = std::fs::metadata("/proc/self")
         .map(|m| m.uid())
         .map_err(|e| format!("cannot read /proc/self: {e}"))?;
     let runtime = std::env::temp_dir()
-        .join(format!("dpakit-checks-{uid}"))
+        .join(format!("dpakit-{uid}"))
         .join(kind)
         .join(dir);
     match std::fs::remove_dir_all(&runtime) {

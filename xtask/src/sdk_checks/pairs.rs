@@ -114,7 +114,7 @@ pub fn comch_pairs(prefix: &Path, cargo: impl Fn(&[&str], &[(&str, &str)]) -> Re
         for mode in [Mode::Native, Mode::Memcheck] {
             let (args, suffix) = match mode {
                 Mode::Native => (pair.args, ""),
-                Mode::Memcheck => (pair.memcheck_args, "-memcheck"),
+                Mode::Memcheck => (pair.memcheck_args, "-m"),
             };
             let label = |servers: &str| format!("{}-{servers}{suffix}", pair.name);
             run_pair(&label("c-c"), &c_server, &c_client, args, mode)?;
@@ -148,7 +148,7 @@ pub fn c_pairs(prefix: &Path) -> Result {
                 started.elapsed().as_secs_f64()
             );
         }
-        let dir = format!("{}-c-c-memcheck", pair.name);
+        let dir = format!("{}-c-c-m", pair.name);
         run_pair(&dir, &server, &client, pair.memcheck_args, Mode::Memcheck)
             .map_err(|e| format!("the run under memcheck: {e}"))?;
     }
@@ -156,10 +156,10 @@ pub fn c_pairs(prefix: &Path) -> Result {
 }
 
 /// Runs `server` in the background and `client` against it, both with `args` (in `mode`) and a
-/// fresh runtime directory `comch-pairs/<dir>` (`fresh_runtime_dir`) for their sockets, which
+/// fresh runtime directory `p/<dir>` (`fresh_runtime_dir`) for their sockets, which
 /// must be empty after.
 fn run_pair(dir: &str, server: &Path, client: &Path, args: &[&str], mode: Mode) -> Result {
-    let runtime = super::fresh_runtime_dir("comch-pairs", dir)?;
+    let runtime = super::fresh_runtime_dir("p", dir)?;
     let run = |program: &Path| {
         let mut cmd = mode.command(program);
         cmd.args(args).env("DPAKIT_SOFT_RUNTIME_DIR", &runtime);
