@@ -53,7 +53,13 @@ fn allocations_during(path: &MsgqPath, round_trips: u64, pipelined: bool) -> u64
 #[path = "../examples/support/image.rs"]
 mod image;
 
-#[test]
+fn main() {
+    counting::run(&[(
+        "round_trips_allocate_nothing_after_warm_up",
+        round_trips_allocate_nothing_after_warm_up,
+    )]);
+}
+
 fn round_trips_allocate_nothing_after_warm_up() {
     let isa_image = image::ensure_kit_image().unwrap();
     for (mode, exec) in [

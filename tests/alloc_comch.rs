@@ -11,13 +11,21 @@ use dpakit::dev::{Dev, DevRep};
 use dpakit::pe::Pe;
 use std::cell::Cell;
 use std::rc::Rc;
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
-/// The allocator's count is the process's: the tests of this binary take turns.
-fn one_at_a_time() -> MutexGuard<'static, ()> {
-    static TURN: Mutex<()> = Mutex::new(());
-    TURN.lock().unwrap_or_else(|p| p.into_inner())
+fn main() {
+    // The allocator's count is the process's: the tests run one after the other.
+    counting::run(&[
+        (
+            "control_and_fast_path_allocate_nothing_after_warm_up",
+            control_and_fast_path_allocate_nothing_after_warm_up,
+        ),
+        (
+            "comm_channel_round_trips_allocate_nothing_after_warm_up",
+            comm_channel_round_trips_allocate_nothing_after_warm_up,
+        ),
+    ]);
 }
 
 /// A runtime directory for this binary's sockets, set before any test touches the soft device.
@@ -30,9 +38,7 @@ fn runtime_dir() {
     });
 }
 
-#[test]
 fn control_and_fast_path_allocate_nothing_after_warm_up() {
-    let _turn = one_at_a_time();
     runtime_dir();
     let arm = Dev::open_by_pci("03:00.0").unwrap();
     let rep = DevRep::open_by_pci(&arm, "b1:00.0").unwrap();
@@ -133,10 +139,8 @@ fn control_and_fast_path_allocate_nothing_after_warm_up() {
     drop(consumer);
 }
 
-#[test]
 fn comm_channel_round_trips_allocate_nothing_after_warm_up() {
     use dpakit::comm_channel::{Endpoint, Received};
-    let _turn = one_at_a_time();
     runtime_dir();
     let arm = Dev::open_by_pci("03:00.0").unwrap();
     let rep = DevRep::open_by_pci(&arm, "b1:00.0").unwrap();

@@ -36,3 +36,14 @@ pub static GLOBAL: Counting = Counting;
 pub fn allocations() -> u64 {
     ALLOCATIONS.load(Ordering::SeqCst)
 }
+
+/// Runs a test binary's tests one after the other on the main thread, in place of libtest
+/// (`harness = false`): its harness books tests on threads of its own while they run, and a
+/// measurement under load counted those allocations.
+pub fn run(tests: &[(&str, fn())]) {
+    for (name, test) in tests {
+        println!("test {name} ...");
+        test();
+        println!("test {name} ... ok");
+    }
+}
