@@ -21,7 +21,7 @@ mod printf;
 use super::current::{Current, with_current};
 pub use counters::Profile;
 use counters::Counters;
-use crate::error::{ErrorCode, Result};
+use crate::error::{ErrorCode, Result, bail};
 use crate::sync::Ordering;
 use crate::sync::plain::AtomicU64;
 use bus::DeviceBus;
@@ -125,9 +125,11 @@ impl Program {
 }
 
 thread_local! {
-    /// The stack ISA activations on this OS thread use: an activation starts from its kernel's
-    /// entry with an empty stack, and one OS thread runs one activation at a time. Allocated by
-    /// the first activation (warm-up), freed when the thread ends ([`Release`]).
+    /// The stack ISA activations on this OS thread use (its lowest address): an activation
+    /// starts from its kernel's entry with an empty stack, and one OS thread runs one activation
+    /// at a time. Mapped by the first activation (warm-up) with an inaccessible guard of the
+    /// same size below it, so an access just below the stack is always an overflow and never
+    /// other memory; unmapped when the thread ends ([`Release`]).
     static STACK: Cell<*mut u8> = const { Cell::new(std::ptr::null_mut()) };
 }
 
@@ -147,10 +149,6 @@ thread_local! {
     static RELEASE: Release = const { Release };
 }
 
-/// The 16-byte-aligned unit the ISA stack is allocated in.
-#[repr(C, align(16))]
-struct Chunk([u8; 16]);
-
 /// See [`RELEASE`].
 struct Release;
 
@@ -165,10 +163,9 @@ impl Drop for Release {
     fn drop(&mut self) {
         let stack = STACK.with(|s| s.replace(std::ptr::null_mut()));
         if !stack.is_null() {
-            let chunks = std::ptr::slice_from_raw_parts_mut(stack.cast::<Chunk>(), STACK_SIZE / 16);
-            // SAFETY: the Box<[Chunk]> `stack()` leaked, of that length; the thread is ending,
-            // so no activation of it runs on the stack any more.
-            drop(unsafe { Box::from_raw(chunks) });
+            // SAFETY: the mapping `stack()` made, guard and stack; the thread is ending, so no
+            // activation of it runs on the stack any more.
+            unsafe { libc::munmap(stack.wrapping_sub(STACK_SIZE).cast(), 2 * STACK_SIZE) };
         }
         let (_, cache) = DECODED.with(|d| d.replace((0, std::ptr::null_mut())));
         if !cache.is_null() {
@@ -193,16 +190,43 @@ fn decode_cache(program: &Program) -> *mut DecodeCache {
     cache
 }
 
-/// The `[start, end)` of this OS thread's ISA stack.
-fn stack() -> (u64, u64) {
+/// The `[start, end)` of this OS thread's ISA stack; `NO_MEMORY` if it cannot be mapped.
+fn stack() -> Result<(u64, u64)> {
     let mut p = STACK.with(Cell::get);
     if p.is_null() {
-        let chunks: Box<[Chunk]> = (0..STACK_SIZE / 16).map(|_| Chunk([0; 16])).collect();
-        p = Box::into_raw(chunks).cast::<u8>();
+        // SAFETY: a new private anonymous mapping, touching no existing one.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                2 * STACK_SIZE,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            bail!(
+                NoMemory,
+                "cannot map an ISA stack: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let top = base.cast::<u8>().wrapping_add(STACK_SIZE);
+        // SAFETY: the upper half of the mapping just made; the lower half stays the guard.
+        if unsafe { libc::mprotect(top.cast(), STACK_SIZE, libc::PROT_READ | libc::PROT_WRITE) }
+            != 0
+        {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: the mapping just made, used by nothing.
+            unsafe { libc::munmap(base, 2 * STACK_SIZE) };
+            bail!(NoMemory, "cannot map an ISA stack: {e}");
+        }
+        p = top;
         STACK.with(|s| s.set(p));
         Release::register();
     }
-    (p as u64, p as u64 + STACK_SIZE as u64)
+    Ok((p as u64, p as u64 + STACK_SIZE as u64))
 }
 
 /// Runs kernel code at `entry` with `args` in the current activation; returns a0 if it returns.
@@ -211,7 +235,15 @@ fn stack() -> (u64, u64) {
 pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u64]) -> u64 {
     with_current("the ISA interpreter", |cur| {
         let image = &program.image;
-        let (stack_start, stack_end) = stack();
+        let (stack_start, stack_end) = match stack() {
+            Ok(range) => range,
+            Err(e) => {
+                let (code, message) = (e.code(), e.message().to_string());
+                // The activation ends without unwinding: nothing owned may be left on this frame.
+                drop(e);
+                cur.fault(code, message)
+            }
+        };
         let mut bus = DeviceBus::new(image, cur.dpa, (stack_start, stack_end));
         let mut hart = Hart::new();
         hart.prepare_call(entry, EXIT_PC, stack_end, args);
