@@ -5,7 +5,7 @@
 //! API: compiled only with feature `fuzzing`, unstable, and nothing but the fuzz targets calls it.
 
 use crate::error::{Result, bail};
-use dpakit_wire::fast_path::{ConnShared, FastProducer, RemoteConsumer};
+use dpakit_wire::fast_path::{ConnShared, FastProducer, PeerFds, RemoteConsumer};
 use dpakit_wire::{SeqPacket, proto};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -82,7 +82,8 @@ pub fn consumer_announcement(
             _ => eventfd()?,
         });
     }
-    let consumer = RemoteConsumer::attach(id, depth, imm_len, ring_len, data_len, fds)?;
+    let budget = PeerFds::new(1);
+    let consumer = RemoteConsumer::attach(id, depth, imm_len, ring_len, data_len, fds, &budget)?;
     let (ours, _peer) = SeqPacket::pair()?;
     let shared = ConnShared::new(&ours)?;
     shared.add_remote(consumer)?;

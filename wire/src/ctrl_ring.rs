@@ -183,20 +183,26 @@ impl CtrlReceiver {
             depth,
             max_msg,
         };
-        // SAFETY: the region is ours alone until it is announced; each object is written in
-        // place at its aligned offset inside it.
-        unsafe {
-            ring.mem.ptr.cast::<Header>().write(Header {
-                tail: Line(AtomicU64::new(0)),
-                head: Line(AtomicU64::new(0)),
-                sleeping: Line(AtomicU64::new(0)),
-                send_waiting: Line(AtomicU64::new(0)),
-            });
-            for i in 0..depth {
-                ring.slot(i).cast::<SlotHead>().write(SlotHead {
-                    len: AtomicU32::new(0),
-                    _pad: 0,
+        // A fresh memfd reads as zeros, which is what every counter, flag and slot length
+        // starts as: nothing is written, so a slot's pages become resident only once a message
+        // passes through it and an idle connection costs no ring memory. Heap rings (in the
+        // loom model the atomics are objects of their own) are laid out in full.
+        if ring.mem.is_heap() {
+            // SAFETY: the region is ours alone until it is announced; each object is written
+            // in place at its aligned offset inside it.
+            unsafe {
+                ring.mem.ptr.cast::<Header>().write(Header {
+                    tail: Line(AtomicU64::new(0)),
+                    head: Line(AtomicU64::new(0)),
+                    sleeping: Line(AtomicU64::new(0)),
+                    send_waiting: Line(AtomicU64::new(0)),
                 });
+                for i in 0..depth {
+                    ring.slot(i).cast::<SlotHead>().write(SlotHead {
+                        len: AtomicU32::new(0),
+                        _pad: 0,
+                    });
+                }
             }
         }
         CtrlReceiver {

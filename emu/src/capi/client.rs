@@ -16,7 +16,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often a starting client tries to reach its server.
 const RETRY: Duration = Duration::from_millis(10);
@@ -217,6 +217,11 @@ impl ClientObj {
                     if flow == Flow::Open && self.ep.socket_due(conn.on_rings(), woke) {
                         let (more, then) = self.ep.receive(h, conn);
                         (got, flow) = (got + more, then);
+                        // The server took nothing for the stall time: the connection goes.
+                        if flow == Flow::Open && conn.stalled(Instant::now()) {
+                            conn.abort();
+                            flow = Flow::Closed;
+                        }
                     }
                     n += got;
                     // A callback may have stopped the client (and even started it again): the

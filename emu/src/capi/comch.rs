@@ -1,5 +1,6 @@
-//! `doca_comch.h`, the part a server and a client share: capability queries, configuration,
-//! send tasks and delivering what arrives on a connection to the program's callbacks.
+//! `doca_comch.h`, the part a server and a client share: capability queries, configuration and
+//! send tasks (with each server connection's share of them). Delivering what arrives on a
+//! connection is in `comch_receive.rs`.
 
 use super::connection::{ConnObj, ConnState, connection};
 use super::context::CtxCore;
@@ -9,16 +10,15 @@ use super::task::{Task, TaskCore, TaskNames, Tasks};
 use super::types::*;
 use crate::error::{ErrorCode, Result, bail, err};
 use crate::limits::{
-    COMCH_CTRL_RING_MAX_DEPTH, COMCH_DEFAULT_RECV_QUEUE_SIZE, COMCH_MAX_MSG_SIZE,
-    COMCH_MAX_NAME_LEN, COMCH_MAX_RECV_QUEUE_SIZE, COMCH_MAX_SEND_TASKS,
+    COMCH_DEFAULT_RECV_QUEUE_SIZE, COMCH_MAX_MSG_SIZE, COMCH_MAX_NAME_LEN,
+    COMCH_MAX_RECV_QUEUE_SIZE, COMCH_MAX_SEND_TASKS,
 };
-use dpakit_wire::Recv;
-use dpakit_wire::fast_path::RemoteConsumer;
-use dpakit_wire::proto::{self, Message};
+use dpakit_wire::fast_path::PeerFds;
+use dpakit_wire::proto;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::os::fd::OwnedFd;
+use std::sync::Arc;
 
 /// Send-task configuration (`doca_comch_{server,client}_task_send_set_conf`).
 #[derive(Clone, Copy)]
@@ -47,18 +47,23 @@ pub(crate) struct Endpoint {
     pub max_msg_size: Cell<u32>,
     pub recv_queue_size: Cell<u32>,
     send_conf: Cell<Option<SendConf>>,
-    recv_cb: Cell<doca_comch_event_msg_recv_cb_t>,
+    pub(super) recv_cb: Cell<doca_comch_event_msg_recv_cb_t>,
     pub consumer_cbs: Cell<ConsumerCbs>,
     pub tasks: Tasks<ComchSendTask>,
     /// Sends written to the socket (or failed), whose callbacks run at the next progress.
     done: RefCell<VecDeque<(u32, doca_error_t)>>,
-    recv_buf: RefCell<Box<[u8]>>,
+    pub(super) recv_buf: RefCell<Box<[u8]>>,
     /// Progress passes since the sockets were last looked at (see [`socket_due`]).
     ///
     /// [`socket_due`]: Self::socket_due
     passes: Cell<u32>,
     /// Whether the progress engine asked to sleep since the last pass.
     slept: Cell<bool>,
+    /// The descriptors its peers' consumers hold open in this process, and their cap.
+    pub(super) peer_fds: Arc<PeerFds>,
+    /// A server's connections (0 for a client): each one's share of the send tasks is the
+    /// pool divided by them.
+    connections: Cell<usize>,
 }
 
 /// How often the socket of a connection whose control messages go through rings is looked at
@@ -157,6 +162,8 @@ impl Endpoint {
             recv_buf: RefCell::new(Box::new([])),
             passes: Cell::new(0),
             slept: Cell::new(false),
+            peer_fds: PeerFds::for_process(),
+            connections: Cell::new(0),
         }
     }
 
@@ -304,6 +311,7 @@ impl Endpoint {
             bail!(InvalidValue, "msg is NULL");
         }
         super::non_null(task, "task")?;
+        self.require_share(conn)?;
         let handle = self.tasks.alloc(self.core.state(), |t| {
             t.conn.set(peer.cast());
             t.msg.set(msg.cast());
@@ -312,6 +320,36 @@ impl Endpoint {
         })?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(task, "task", handle.cast()) }
+    }
+
+    /// A server's connections share its send tasks: one may have at most the pool divided by
+    /// the connections outstanding (at least one), so a peer that stops taking cannot hold the
+    /// tasks every other peer's answers need; a lone client may use the whole pool.
+    /// `NO_MEMORY`, as for an empty pool, past it.
+    fn require_share(&self, conn: &ConnObj) -> Result<()> {
+        let connections = self.connections.get();
+        if connections == 0 {
+            return Ok(());
+        }
+        let pool = self.tasks.len();
+        let share = (pool / connections).max(1);
+        // What the peer took since this pass began no longer counts.
+        self.reap(conn);
+        let outstanding = conn.outstanding();
+        if outstanding >= share {
+            bail!(
+                NoMemory,
+                "the connection has {outstanding} sends outstanding, its share of the server's \
+                 {pool} send tasks among {connections} connections: its peer has not taken them \
+                 yet (docs/comch.md, per-peer limits)"
+            );
+        }
+        Ok(())
+    }
+
+    /// A server now has `n` connections (see [`require_share`](Self::require_share)).
+    pub(crate) fn set_connections(&self, n: usize) {
+        self.connections.set(n);
     }
 
     fn submit(&self, task: &ComchSendTask) -> Result<()> {
@@ -411,211 +449,6 @@ impl Endpoint {
     /// its connections' peers need not wake it any more: [`ConnObj::awake`]).
     pub(crate) fn woke(&self) -> bool {
         self.slept.replace(false)
-    }
-
-    fn violation(&self, why: &str) {
-        super::connection::report_violation(self.role, why);
-    }
-
-    /// The receive buffer, for a message to be delivered from it. No `RefCell` borrow is held
-    /// across the callback, which may call back into the endpoint.
-    fn recv_slice<'a>(&self) -> &'a mut [u8] {
-        let (buf, cap) = {
-            let mut b = self.recv_buf.borrow_mut();
-            (b.as_mut_ptr(), b.len())
-        };
-        // SAFETY: the endpoint's receive buffer, not resized while it runs; one message at a
-        // time is read into it and delivered from it.
-        unsafe { std::slice::from_raw_parts_mut(buf, cap) }
-    }
-
-    /// Hands one control message to the receive callback (valid during the call, as DOCA
-    /// documents).
-    fn deliver(&self, handle: *mut c_void, conn: &ConnObj, payload: &[u8]) {
-        conn.count_recv(payload.len());
-        if let Some(cb) = self.recv_cb.get() {
-            debug_assert!(crate::capi::registry::in_callback_frame());
-            // SAFETY: the program's callback; the payload lies in our buffer.
-            unsafe {
-                cb(
-                    self.core.handle.get().cast(),
-                    payload.as_ptr() as *mut u8,
-                    payload.len() as u32,
-                    handle.cast(),
-                )
-            };
-        }
-    }
-
-    /// Delivers what waits in connection `handle`'s control ring: at most `budget` messages.
-    pub(crate) fn receive_ring(
-        &self,
-        handle: *mut c_void,
-        conn: &ConnObj,
-        budget: u32,
-    ) -> (usize, Flow) {
-        let mut n = 0;
-        while n < budget as usize && conn.state.get() == ConnState::Connected {
-            let slice = self.recv_slice();
-            match conn.pop(slice) {
-                Ok(Some(len)) => self.deliver(handle, conn, &slice[..len]),
-                Ok(None) => break,
-                Err(e) => {
-                    self.violation(e.message());
-                    return (n, Flow::Closed);
-                }
-            }
-            n += 1;
-        }
-        if n > 0 {
-            conn.after_pops();
-        }
-        (n, Flow::Open)
-    }
-
-    /// Delivers what arrived on connection `handle`'s socket, at most the receive queue size
-    /// of messages per progress (its ring is read by [`receive_ring`](Self::receive_ring)). A
-    /// socket message other than a wake-up is handled only after the ring is emptied, so each
-    /// side's messages keep their order.
-    pub(crate) fn receive(&self, handle: *mut c_void, conn: &ConnObj) -> (usize, Flow) {
-        let budget = self.recv_queue_size.get();
-        let mut n = 0;
-        for _ in 0..budget {
-            if conn.state.get() != ConnState::Connected {
-                return (n, Flow::Open);
-            }
-            let slice = self.recv_slice();
-            // The descriptors that came with this message, closed with it (on every way out:
-            // a peer that is dropped must not leave any of its descriptors open here) unless
-            // an announcement keeps them. Only announcements carry any.
-            let mut fds: Vec<OwnedFd> = Vec::new();
-            let got = conn.sock.recv(slice, &mut fds);
-            let len = match got {
-                Ok(Recv::Message(len)) => len,
-                Ok(Recv::Empty) => return (n, Flow::Open),
-                Ok(Recv::Closed) => {
-                    // What the peer put in the ring before it closed is delivered, as a
-                    // socket's bytes are read to its end.
-                    let (m, _) = self.receive_ring(handle, conn, COMCH_CTRL_RING_MAX_DEPTH as u32);
-                    return (n + m, Flow::Closed);
-                }
-                Err(e) => {
-                    super::note(&format!("comch {}", self.role), &e);
-                    return (n, Flow::Closed);
-                }
-            };
-            let message = proto::decode(&slice[..len]);
-            // Only announcements carry descriptors: a consumer's three (checked when it is
-            // attached) and a control ring's one.
-            let allowed = match &message {
-                Ok(Message::ConsumerNew { .. }) | Err(_) => None,
-                Ok(Message::CtrlRing { .. }) => Some(1),
-                Ok(_) => Some(0),
-            };
-            if allowed.is_some_and(|k| k != fds.len()) {
-                self.violation(&format!(
-                    "{} descriptor(s) attached to a message that carries {}",
-                    fds.len(),
-                    allowed.unwrap_or(0)
-                ));
-                return (n, Flow::Closed);
-            }
-            // Ring first: what the peer put there was sent before this.
-            if !matches!(message, Ok(Message::Wake)) {
-                let (m, flow) = self.receive_ring(handle, conn, COMCH_CTRL_RING_MAX_DEPTH as u32);
-                n += m;
-                if flow == Flow::Closed {
-                    return (n, flow);
-                }
-            }
-            match message {
-                Ok(Message::Data(payload)) if payload.len() > self.max_msg_size.get() as usize => {
-                    self.violation(&format!(
-                        "a {}-byte message, more than the {} bytes agreed",
-                        payload.len(),
-                        self.max_msg_size.get()
-                    ));
-                    return (n, Flow::Closed);
-                }
-                Ok(Message::Data(_)) if conn.rx_active() => {
-                    self.violation(
-                        "a control message on the socket after its control ring was acknowledged",
-                    );
-                    return (n, Flow::Closed);
-                }
-                Ok(Message::Data(payload)) => self.deliver(handle, conn, payload),
-                Ok(Message::Wake) => {
-                    let (m, flow) = self.receive_ring(handle, conn, budget);
-                    n += m;
-                    if flow == Flow::Closed {
-                        return (n, flow);
-                    }
-                    continue;
-                }
-                Ok(Message::CtrlRing { depth, ring_len }) => {
-                    let fd = fds.pop().expect("one descriptor, checked above");
-                    if let Err(e) = conn.peer_ring(fd, depth, ring_len) {
-                        self.violation(e.message());
-                        return (n, Flow::Closed);
-                    }
-                    continue;
-                }
-                Ok(Message::CtrlRingAck) => {
-                    if let Err(e) = conn.ring_acknowledged() {
-                        self.violation(e.message());
-                        return (n, Flow::Closed);
-                    }
-                    continue;
-                }
-                Ok(Message::ConsumerNew {
-                    id,
-                    depth,
-                    imm_len,
-                    ring_len,
-                    data_len,
-                }) => {
-                    let added = RemoteConsumer::attach(id, depth, imm_len, ring_len, data_len, fds)
-                        .and_then(|c| conn.shared.add_remote(c));
-                    if let Err(e) = added {
-                        self.violation(e.message());
-                        return (n, Flow::Closed);
-                    }
-                    self.consumer_event(handle, id, true);
-                }
-                Ok(Message::ConsumerGone { id }) => {
-                    if let Err(e) = conn.shared.remove_remote(id) {
-                        self.violation(e.message());
-                        return (n, Flow::Closed);
-                    }
-                    self.consumer_event(handle, id, false);
-                }
-                Ok(Message::Bye) => return (n + 1, Flow::Closed),
-                Ok(other) => {
-                    let e = err(
-                        ErrorCode::InvalidValue,
-                        format!("the peer sent {other:?} on an established connection"),
-                    );
-                    super::note(&format!("comch {}", self.role), &e);
-                    return (n, Flow::Closed);
-                }
-                Err(e) => {
-                    super::note(&format!("comch {}", self.role), &e);
-                    return (n, Flow::Closed);
-                }
-            }
-            n += 1;
-        }
-        (n, Flow::Open)
-    }
-
-    fn consumer_event(&self, conn: *mut c_void, id: u32, created: bool) {
-        let cbs = self.consumer_cbs.get();
-        let cb = if created { cbs.created } else { cbs.expired };
-        if let Some(cb) = cb {
-            debug_assert!(crate::capi::registry::in_callback_frame());
-            // SAFETY: the program's callback; the connection handle is live.
-            unsafe { cb(self.core.handle.get().cast(), conn.cast(), id) };
-        }
     }
 }
 

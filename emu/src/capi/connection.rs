@@ -6,6 +6,7 @@ use super::registry::{self, Kind, Object};
 use super::types::*;
 use super::{call, call_value, out};
 use crate::error::{ErrorCode, Result, bail};
+use crate::limits::COMCH_PEER_STALL_TIMEOUT_MS;
 use dpakit_wire::SeqPacket;
 use dpakit_wire::ctrl_ring::{CtrlReceiver, CtrlSender, Pushed, depth_for};
 use dpakit_wire::fast_path::ConnShared;
@@ -15,6 +16,7 @@ use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Where a connection is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +69,14 @@ pub(crate) struct ConnObj {
     tx_offer: RefCell<Option<(OwnedFd, u64, u64)>>,
     /// The max message size both sides agreed on in the handshake: the rings' slot size.
     max_msg: Cell<u32>,
+    /// Sends the peer has let through so far (written to its socket, or taken from its ring),
+    /// and, while sends are outstanding, that count and when it was last seen to move: a peer
+    /// that takes nothing for [`COMCH_PEER_STALL_TIMEOUT_MS`] loses the connection.
+    moved: Cell<u64>,
+    stall: Cell<Option<(u64, Instant)>>,
+    /// The connection was dropped because its peer stalled: what was outstanding fails with
+    /// `CONNECTION_ABORTED`.
+    aborted: Cell<bool>,
     /// Sent messages, sent bytes, received messages, received bytes: live, and as of the last
     /// `doca_comch_connection_update_info`.
     live: [Cell<u64>; 4],
@@ -109,6 +119,9 @@ impl ConnObj {
             ring_sent: RefCell::new(VecDeque::new()),
             ring_done: Cell::new(0),
             max_msg: Cell::new(0),
+            moved: Cell::new(0),
+            stall: Cell::new(None),
+            aborted: Cell::new(false),
             live: Default::default(),
             shown: Default::default(),
         }))
@@ -167,6 +180,9 @@ impl ConnObj {
     /// Task `index`'s message is out: a socket send is done, a ring send once the peer takes it
     /// ([`reap`](Self::reap)).
     fn sent(&self, index: u32, via: Via, done: &mut VecDeque<(u32, doca_error_t)>) {
+        if matches!(via, Via::Socket) {
+            self.moved.set(self.moved.get().wrapping_add(1));
+        }
         match via {
             Via::Socket => done.push_back((index, 0)),
             Via::Ring => self.ring_sent.borrow_mut().push_back(index),
@@ -187,8 +203,55 @@ impl ConnObj {
         while self.ring_done.get() != taken {
             let Some(index) = sent.pop_front() else { break };
             self.ring_done.set(self.ring_done.get().wrapping_add(1));
+            self.moved.set(self.moved.get().wrapping_add(1));
             done.push_back((index, 0));
         }
+    }
+
+    /// Sends submitted on this connection and not completed: in the peer's ring, or waiting
+    /// for room.
+    pub(crate) fn outstanding(&self) -> usize {
+        self.ring_sent.borrow().len() + self.waiting.borrow().len()
+    }
+
+    /// Whether the peer has taken nothing for [`COMCH_PEER_STALL_TIMEOUT_MS`] while sends to
+    /// it were outstanding (`now`: the pass's clock). Then the connection is to be dropped
+    /// ([`abort`](Self::abort)).
+    pub(crate) fn stalled(&self, now: Instant) -> bool {
+        if self.outstanding() == 0 {
+            self.stall.set(None);
+            return false;
+        }
+        let moved = self.moved.get();
+        match self.stall.get() {
+            Some((seen, since)) if seen == moved => {
+                now.saturating_duration_since(since)
+                    >= Duration::from_millis(COMCH_PEER_STALL_TIMEOUT_MS)
+            }
+            _ => {
+                self.stall.set(Some((moved, now)));
+                false
+            }
+        }
+    }
+
+    /// Drops a connection whose peer stalled: the reason is reported and kept as the last
+    /// error, the socket shut (the peer sees a disconnection), and what was outstanding fails
+    /// with `CONNECTION_ABORTED` when the owner ends the connection.
+    pub(crate) fn abort(&self) {
+        let role = if self.is_server { "server" } else { "client" };
+        let e = crate::error::err(
+            ErrorCode::ConnectionAborted,
+            format!(
+                "the peer took none of the {} message(s) sent to it for \
+                 {COMCH_PEER_STALL_TIMEOUT_MS} ms (COMCH_PEER_STALL_TIMEOUT_MS): the connection \
+                 is dropped and its sends fail",
+                self.outstanding()
+            ),
+        );
+        super::report(&format!("comch {role}"), &e);
+        self.aborted.set(true);
+        self.sock.shutdown();
     }
 
     /// Tells the peer to look at a ring. Never waits: a full socket already holds a wake-up.
@@ -368,7 +431,12 @@ impl ConnObj {
     /// `CONNECTION_RESET` when the peer went; sends still waiting for room fail either way.
     pub(crate) fn end_pending(&self, ours: bool, done: &mut VecDeque<(u32, doca_error_t)>) {
         self.reap(done);
-        let reset = ErrorCode::ConnectionReset.raw() as doca_error_t;
+        let reset = if self.aborted.get() {
+            ErrorCode::ConnectionAborted
+        } else {
+            ErrorCode::ConnectionReset
+        }
+        .raw() as doca_error_t;
         let in_ring = if ours { 0 } else { reset };
         // Ring sends first: they were out before the waiting ones.
         done.extend(self.ring_sent.borrow_mut().drain(..).map(|i| (i, in_ring)));

@@ -20,6 +20,7 @@ mod buf_pool;
 mod client;
 mod comch;
 mod comch_api;
+mod comch_receive;
 mod comm_channel;
 mod connection;
 mod consumer;

@@ -104,6 +104,19 @@ pub const COMCH_ANNOUNCE_TIMEOUT_MS: u64 = 1000;
 /// ring is at most 1 MiB, and a server maps at most one per client.
 pub const COMCH_CTRL_RING_MAX_DEPTH: usize = 256;
 
+/// Most descriptors one Comch server (or client) keeps open for its peers' consumers (one
+/// wake-up each), and at most a quarter of the process's `RLIMIT_NOFILE`: past it an
+/// announcement is refused with `FULL` and its connection dropped, before the process's
+/// descriptor table can fill.
+pub const COMCH_MAX_PEER_DESCRIPTORS: usize = 4096;
+
+/// How long a Comch peer may take nothing while sends to it are outstanding (a control message
+/// in its ring or waiting for room; a fast-path send waiting for a posted receive) before its
+/// connection is dropped and those sends fail with `CONNECTION_ABORTED`. A live peer takes a
+/// message within a progress pass; two seconds is far beyond any pause of a program that still
+/// runs, and short enough that a stuck or hostile peer frees what it holds.
+pub const COMCH_PEER_STALL_TIMEOUT_MS: u64 = 2000;
+
 /// Smallest maximal message size of a legacy Comm Channel endpoint, in bytes; smaller requests
 /// are raised to it.
 pub const COMM_CHANNEL_MIN_MSG_SIZE: usize = 256;

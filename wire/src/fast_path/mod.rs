@@ -464,8 +464,10 @@ pub fn ring_bytes(depth: u64) -> Option<usize> {
 }
 
 mod endpoints;
+mod peer_fds;
 mod ring;
 mod sides;
+pub use peer_fds::{PeerFd, PeerFds};
 pub use sides::{Attempt, FastConsumer, FastProducer, RemoteConsumer};
 
 #[cfg(test)]

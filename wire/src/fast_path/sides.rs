@@ -2,7 +2,7 @@
 //! the peer's consumers it writes into.
 
 use super::ring::{Claim, Done, Post, Ring, Stall};
-use super::{ConnShared, Mapping, SharedMemory, check_shared_file, memfd};
+use super::{ConnShared, Mapping, PeerFd, PeerFds, SharedMemory, check_shared_file, memfd};
 use crate::Result;
 use dpakit_abi::soft::limits::MAX_IMM_DATA_LEN;
 use dpakit_abi::{Error, ErrorCode, bail};
@@ -135,6 +135,11 @@ impl FastConsumer {
         Ok(sent)
     }
 
+    /// The ring's depth: the most receives it has outstanding.
+    pub fn depth(&self) -> usize {
+        self.depth as usize
+    }
+
     /// The descriptor the consumer's PE watches.
     pub fn wake_fd(&self) -> RawFd {
         self.wake.as_raw_fd()
@@ -241,6 +246,8 @@ pub struct RemoteConsumer {
     data: Mapping,
     /// Our end of the consumer's wake-up: a stream socket, written without blocking.
     wake: OwnedFd,
+    /// `wake` counted in its server's (or client's) descriptor budget.
+    _counted: PeerFd,
     /// Set when the consumer is gone or the connection closed.
     pub(super) dead: AtomicBool,
 }
@@ -282,13 +289,27 @@ fn check_wake_socket(fd: RawFd) -> Result<()> {
             "the peer's consumer announcement carried a wake-up that is not a stream socket"
         );
     }
+    // An unconnected socket (or a listening one) would take no byte: wake-ups would vanish.
+    // SAFETY: sockaddr_storage is plain data with room for any address; getpeername fills
+    // at most `len` bytes of it.
+    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: `addr` has `len` writable bytes.
+    let connected = unsafe { libc::getpeername(fd, (&raw mut addr).cast(), &mut len) } == 0;
+    if !connected {
+        bail!(
+            InvalidValue,
+            "the peer's consumer announcement carried a wake-up socket that is not connected"
+        );
+    }
     Ok(())
 }
 
 impl RemoteConsumer {
     /// Maps what a `CONSUMER_NEW` message carried: descriptors ring, data, wake-up. Everything
     /// is checked: the sizes against the ring depth and the limits, the memory files sealed
-    /// and large enough, the wake-up a stream socket. Only the wake-up descriptor is kept.
+    /// and large enough, the wake-up a connected stream socket. Only the wake-up descriptor is
+    /// kept, counted in `budget` (`FULL` when that is spent).
     pub fn attach(
         id: u32,
         depth: u64,
@@ -296,7 +317,9 @@ impl RemoteConsumer {
         ring_len: u64,
         data_len: u64,
         mut fds: Vec<OwnedFd>,
+        budget: &Arc<PeerFds>,
     ) -> Result<Arc<RemoteConsumer>> {
+        let counted = budget.take()?;
         if fds.len() != 3
             || !depth.is_power_of_two()
             || depth > dpakit_abi::soft::limits::CPU_MAX_NUM_TASKS.next_power_of_two() as u64
@@ -326,6 +349,7 @@ impl RemoteConsumer {
             ring,
             data,
             wake,
+            _counted: counted,
             dead: AtomicBool::new(false),
         }))
     }
@@ -398,6 +422,12 @@ impl FastProducer {
         };
         self.known.borrow_mut().push(c.clone());
         Ok(c)
+    }
+
+    /// Ends the connection from this side: its peer stopped taking (see
+    /// [`ConnShared::abort`]).
+    pub fn abort(&self) {
+        self.shared.abort();
     }
 
     /// Sends `data` and `imm` to consumer `id`: `Wait` while it has no receive posted,

@@ -84,7 +84,8 @@ fn announced_depths_whose_ring_size_overflows_are_refused() {
         memfd(c"data", 4096).unwrap(),
         memfd(c"wake", 0).unwrap(),
     ];
-    let e = RemoteConsumer::attach(1, depth, 0, wrapped as u64, 4096, fds).expect_err("refused");
+    let e = RemoteConsumer::attach(1, depth, 0, wrapped as u64, 4096, fds, &PeerFds::new(1))
+        .expect_err("refused");
     assert_eq!(e.code(), dpakit_abi::ErrorCode::InvalidValue, "{e}");
     assert_eq!(ring::Ring::checked_bytes(4), Some(ring::Ring::bytes(4)));
 }
@@ -112,7 +113,8 @@ fn ring_counters_a_peer_set_to_the_maximum_wrap_around() {
         data_fd.try_clone().unwrap(),
         wake,
     ];
-    let consumer = RemoteConsumer::attach(1, depth, 32, len as u64, 4096, fds).unwrap();
+    let consumer =
+        RemoteConsumer::attach(1, depth, 32, len as u64, 4096, fds, &PeerFds::new(1)).unwrap();
     let (ours, _theirs) = SeqPacket::pair().unwrap();
     let shared = ConnShared::new(&ours).unwrap();
     shared.add_remote(consumer).unwrap();

@@ -253,13 +253,15 @@ impl ConsumerObj {
         1
     }
 
-    /// Delivers what producers wrote; returns how many receives completed.
+    /// Delivers what producers wrote; returns how many receives completed. At most one ring's
+    /// worth per progress: the ring is the peer's to write, and a peer that keeps publishing
+    /// (bogus) completions must not hold the progress call from everything else on the PE.
     fn poll_fast(&self) -> usize {
         let mut n = 0;
         loop {
             // No borrow of `running` across the callback, which may stop the consumer.
             let next = match self.running.borrow().as_ref() {
-                Some(Running::Fast(fast)) => {
+                Some(Running::Fast(fast)) if n < fast.depth() => {
                     if n == 0 {
                         fast.wake_up();
                     }

@@ -10,15 +10,16 @@ use super::types::*;
 use crate::comch::{CpuProducer, DpaProducer, SendCompletion};
 use crate::ctx::CtxState;
 use crate::error::{ErrorCode, Result, bail};
-use crate::limits::MAX_IMM_DATA_LEN;
+use crate::limits::{COMCH_PEER_STALL_TIMEOUT_MS, MAX_IMM_DATA_LEN};
 use crate::msgq::Direction;
 use dpakit_wire::fast_path::{Attempt, ConnShared, FastProducer};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
 
 /// How often a send waiting for a posted receive tries again while its PE sleeps.
-const RETRY: std::time::Duration = std::time::Duration::from_micros(200);
+const RETRY: Duration = Duration::from_micros(200);
 use std::ffi::c_void;
 use std::sync::Arc;
 
@@ -51,6 +52,9 @@ pub(crate) struct ProducerObj {
     /// While sends wait for a posted receive: a timer that wakes the PE to try again (the
     /// consumer's side has no signal for producers), so a waiting producer sleeps, not spins.
     retry: RefCell<Option<std::os::fd::OwnedFd>>,
+    /// Since when the first waiting send has found no receive posted: past
+    /// [`COMCH_PEER_STALL_TIMEOUT_MS`] the peer is taking nothing, and the connection goes.
+    waiting_since: Cell<Option<Instant>>,
     id: u32,
     conf: Cell<Option<SendConf>>,
     dev_max_num_send: Cell<u32>,
@@ -117,6 +121,7 @@ impl ProducerObj {
             waiting: RefCell::new(VecDeque::new()),
             done: RefCell::new(VecDeque::new()),
             retry: RefCell::new(None),
+            waiting_since: Cell::new(None),
             id,
             conf: Cell::new(None),
             dev_max_num_send: Cell::new(0),
@@ -229,10 +234,22 @@ impl ProducerObj {
                 .unwrap_or_else(|| Err(crate::error::err(ErrorCode::Unexpected, "task index")));
             let status = match attempt {
                 Ok(Attempt::Wait) => {
-                    self.sleep_until_retry(true);
+                    let now = Instant::now();
+                    let since = *self.waiting_since.get().get_or_insert(now);
+                    self.waiting_since.set(Some(since));
+                    let limit = Duration::from_millis(COMCH_PEER_STALL_TIMEOUT_MS);
+                    if now.saturating_duration_since(since) < limit {
+                        self.sleep_until_retry(true);
+                        return;
+                    }
+                    drop(waiting);
+                    self.abandon(fast);
                     return;
                 }
-                Ok(Attempt::Sent) => 0,
+                Ok(Attempt::Sent) => {
+                    self.waiting_since.set(None);
+                    0
+                }
                 Err(e) => {
                     if e.code() == ErrorCode::ConnectionAborted {
                         super::report("comch fast path: dropping the connection", &e);
@@ -243,6 +260,29 @@ impl ProducerObj {
             waiting.pop_front();
             self.done.borrow_mut().push_back((index, status));
         }
+        self.sleep_until_retry(false);
+    }
+
+    /// The peer posted no receive for the stall time while sends waited: the connection is
+    /// dropped (its owner sees it closed at its next progress) and every waiting send fails
+    /// with `CONNECTION_ABORTED`.
+    fn abandon(&self, fast: &FastProducer) {
+        let e = crate::error::err(
+            ErrorCode::ConnectionAborted,
+            format!(
+                "the peer's consumer posted no receive for {COMCH_PEER_STALL_TIMEOUT_MS} ms \
+                 (COMCH_PEER_STALL_TIMEOUT_MS) while producer {} had sends waiting: the \
+                 connection is dropped and the sends fail",
+                fast.id
+            ),
+        );
+        super::report("comch fast path", &e);
+        fast.abort();
+        self.waiting_since.set(None);
+        let status = e.code().raw() as doca_error_t;
+        let mut done = self.done.borrow_mut();
+        done.extend(self.waiting.borrow_mut().drain(..).map(|i| (i, status)));
+        drop(done);
         self.sleep_until_retry(false);
     }
 
@@ -410,6 +450,7 @@ impl Context for ProducerObj {
             }
             Some(Running::Fast(_)) => {
                 self.sleep_until_retry(false);
+                self.waiting_since.set(None);
                 let flushed = crate::comch::FLUSHED.raw() as doca_error_t;
                 let mut done = self.done.borrow_mut();
                 done.extend(self.waiting.borrow_mut().drain(..).map(|i| (i, flushed)));

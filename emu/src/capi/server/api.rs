@@ -56,7 +56,9 @@ pub unsafe extern "C" fn doca_comch_server_create(
             handshakes: RefCell::new(VecDeque::new()),
             closing: RefCell::new(Vec::new()),
         }))?;
-        server(handle.cast(), "server")?.ep.core.handle.set(handle);
+        let s = server(handle.cast(), "server")?;
+        s.ep.core.handle.set(handle);
+        s.ep.set_connections(0);
         d.users.hold();
         r.users.hold();
         // SAFETY: checked non-null; writable by the C contract.

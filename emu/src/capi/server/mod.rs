@@ -239,6 +239,7 @@ impl ServerObj {
             self.ep.offer_ring(conn);
         }
         self.conns.borrow_mut().push(handle);
+        self.ep.set_connections(self.conns.borrow().len());
         self.connection_event(handle, true, true);
         1
     }
@@ -267,6 +268,7 @@ impl ServerObj {
     /// order, see [`ConnObj::end_pending`]), the program hears of it, the handle goes.
     fn drop_connection(&self, handle: *mut c_void, ours: bool) -> usize {
         self.conns.borrow_mut().retain(|&h| h != handle);
+        self.ep.set_connections(self.conns.borrow().len());
         let Ok(conn) = connection(handle.cast(), "connection") else {
             return 0;
         };
@@ -299,6 +301,7 @@ impl ServerObj {
             n += got;
             let on_rings = on_rings && self.handshakes.borrow().is_empty();
             if self.ep.socket_due(on_rings, woke) {
+                n += self.drop_stalled();
                 n += self.poll_sockets();
             }
         }
@@ -346,6 +349,28 @@ impl ServerObj {
             on_rings &= conn.on_rings();
         }
         (n, on_rings)
+    }
+
+    /// Drops the connections whose peers took nothing for the stall time while sends to them
+    /// were outstanding (looked at when the sockets are: a clock read per pass would cost more
+    /// than a ring round trip).
+    fn drop_stalled(&self) -> usize {
+        let now = Instant::now();
+        let mut n = 0;
+        let mut i = 0;
+        while let Some(h) = self.conn_at(i) {
+            i += 1;
+            let Ok(conn) = connection(h.cast(), "connection") else {
+                continue;
+            };
+            if conn.stalled(now) {
+                conn.abort();
+                // The list shifts down by one.
+                n += self.drop_connection(h, false);
+                i -= 1;
+            }
+        }
+        n
     }
 
     /// The listener, the handshakes and the connections' sockets the poller says are ready.
@@ -456,6 +481,7 @@ impl Context for ServerObj {
             self.poller.remove(sock.fd());
         }
         let conns = std::mem::take(&mut *self.conns.borrow_mut());
+        self.ep.set_connections(0);
         for &h in &conns {
             if let Ok(conn) = connection(h.cast(), "connection") {
                 let _ = conn.sock.send(&[&[proto::TAG_BYE]], &[]);
