@@ -9,7 +9,8 @@
 //!   descriptors may come with it;
 //! - frames: DATA of any length, CONSUMER_NEW, CONSUMER_GONE, BYE, unknown tags, truncated
 //!   messages, any of them carrying descriptors; the attacker reads the answers or lets them
-//!   pile up;
+//!   pile up, floods the server with messages whose answers it never takes (its share of the
+//!   server's send tasks runs out), and opens a crowd of connections that all close together;
 //! - consumer announcements whose descriptors are the three a consumer shares or anything
 //!   else: memfds of fuzzed sizes, sealed or not (or against writing), pipe ends with their
 //!   other end open or closed, eventfds blocking or not, stream, datagram and seqpacket sockets

@@ -26,6 +26,8 @@ impl Rig {
         let mut peer = Peer::connect(&self.path);
         // What the attack passes or maps, closed once it ends (after the scribbler stopped).
         let mut held = Held::default();
+        // Extra connections the attack opened: closed together when it ends.
+        let mut crowd: Vec<Peer> = Vec::new();
         let jobs: Mutex<Vec<Job>> = Mutex::default();
         let stop = AtomicBool::new(false);
         std::thread::scope(|s| {
@@ -46,6 +48,14 @@ impl Rig {
                 }
                 self.pass();
                 match b.u8() % 16 {
+                    0..=2 if b.u8() % 8 == 7 => {
+                        // A flood the attacker never reads the answers to: the server's sends
+                        // to it wait, up to the connection's share of the send tasks.
+                        for _ in 0..=b.u8() % 64 {
+                            let data = data_frame(b);
+                            peer.send(self, &data, &[]);
+                        }
+                    }
                     0..=2 => {
                         let data = data_frame(b);
                         let fds = maybe_fds(b, self, &peer, &mut held);
@@ -94,6 +104,16 @@ impl Rig {
                         m.truncate(cut);
                         let fds = maybe_fds(b, self, &peer, &mut held);
                         peer.send(self, &m, &fds);
+                    }
+                    11 if b.u8() % 4 == 3 => {
+                        // A crowd of well-behaved connections that all close together when
+                        // the attack ends (shrinking every connection's share meanwhile).
+                        for _ in 0..=b.u8() % 32 {
+                            let mut extra = Peer::connect(&self.path);
+                            extra.send(self, &hello(&mut Bytes::new(&[])), &[]);
+                            crowd.push(extra);
+                            self.pass();
+                        }
                     }
                     11 => {
                         for _ in 0..b.u8() % 8 {
