@@ -371,16 +371,19 @@ impl Endpoint {
         })
     }
 
-    /// Runs the callbacks of finished sends; returns how many.
+    /// Runs the callbacks of the sends finished so far; returns how many. What a callback
+    /// submits and finishes at once (a socket with room) waits for the next call, so a program
+    /// that resubmits in its callback to a peer that keeps reading cannot hold the progress
+    /// call.
     pub(crate) fn run_done(&self) -> usize {
-        let mut n = 0;
-        loop {
+        let ready = self.done.borrow().len();
+        for n in 0..ready {
             let Some((index, status)) = self.done.borrow_mut().pop_front() else {
                 return n;
             };
             self.complete(index, status);
-            n += 1;
         }
+        ready
     }
 
     pub(crate) fn has_done(&self) -> bool {

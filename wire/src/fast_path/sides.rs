@@ -198,10 +198,11 @@ impl FastConsumer {
         }
     }
 
-    /// Consumes the wake-up signals (the PE's handle stays readable until they are read).
+    /// Consumes the wake-up signals (the PE's handle stays readable until they are read): at
+    /// most 4 KiB per call, since the peer writes them and may never stop.
     fn clear_wake(&self) {
         let mut buf = [0u8; 256];
-        loop {
+        for _ in 0..16 {
             // SAFETY: reads into a live buffer of that size; EAGAIN means nothing left.
             let n = unsafe {
                 libc::recv(

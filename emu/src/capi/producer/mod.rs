@@ -311,17 +311,19 @@ impl ProducerObj {
         }
     }
 
-    /// Runs the callbacks of finished fast-path sends; returns how many.
+    /// Runs the callbacks of finished fast-path sends; returns how many. Only those finished
+    /// before the pass: what a callback submits and finishes at once waits for the next one, so
+    /// a program that resubmits in its callback cannot hold the progress call.
     fn poll_fast(&self) -> usize {
         self.drive();
-        let mut n = 0;
-        loop {
+        let ready = self.done.borrow().len();
+        for n in 0..ready {
             let Some((index, status)) = self.done.borrow_mut().pop_front() else {
                 return n;
             };
             self.completed(index, status);
-            n += 1;
         }
+        ready
     }
 
     fn start_dpa(&self, q: &MsgqObj, direction: Direction, dpa: *mut c_void) -> Result<Running> {
