@@ -33,27 +33,47 @@ fn scene(test: &str) -> Scene {
     Scene::with(test, &[("SEND_TASKS", SEND_TASKS), ("SLEEP", "1")])
 }
 
-/// The server's idle CPU (percent of a core over half a second) and RSS (KiB) now.
-fn footprint(s: &Scene) -> (u64, u64) {
+/// The server's idle CPU (percent of a core over half a second), RSS (KiB) and descriptors.
+fn footprint(s: &Scene) -> (u64, u64, usize) {
     let pid = s.server.child.id();
-    (cpu_percent(pid, Duration::from_millis(500)), rss_kib(pid))
+    (
+        cpu_percent(pid, Duration::from_millis(500)),
+        rss_kib(pid),
+        open_fds(pid),
+    )
 }
 
-/// Prints the figures of an attack and checks that the idle server does not spin after it.
-fn report(s: &Scene, attack: &str, before: (u64, u64)) {
+/// Prints the figures of an attack and checks, once its peers are gone, that the idle server
+/// does not spin, is back to its descriptors and close to its memory, and obeys SIGTERM.
+fn report(s: &mut Scene, attack: &str, before: (u64, u64, usize)) {
     let after = footprint(s);
     eprintln!(
-        "{attack}: server idle CPU {}% -> {}%, RSS {} -> {} KiB, {} descriptors",
-        before.0,
-        after.0,
-        before.1,
-        after.1,
-        open_fds(s.server.child.id())
+        "{attack}: server idle CPU {}% -> {}%, RSS {} -> {} KiB, descriptors {} -> {}",
+        before.0, after.0, before.1, after.1, before.2, after.2
     );
     assert!(
         after.0 < 50,
         "{attack}: the idle server uses {}% of a core",
         after.0
+    );
+    assert!(
+        after.2 <= before.2 + 2,
+        "{attack}: the server holds {} descriptors, {} before",
+        after.2,
+        before.2
+    );
+    assert!(
+        after.1 <= before.1 + 16 * 1024,
+        "{attack}: the server grew from {} to {} KiB",
+        before.1,
+        after.1
+    );
+    // SAFETY: signals our own child.
+    unsafe { libc::kill(s.server.child.id() as i32, libc::SIGTERM) };
+    s.server.expect("terminated", Duration::from_secs(2));
+    assert!(
+        s.server.child.wait().unwrap().success(),
+        "{attack}: the server's exit"
     );
 }
 
@@ -140,7 +160,7 @@ fn a_peer_that_never_takes_holds_only_its_share_and_then_loses_its_connection() 
     );
     s.server.expect("disconnect", T);
     s.check("a peer that never takes from its ring (after)", rss);
-    report(&s, "peers that never take", before);
+    report(&mut s, "peers that never take", before);
 }
 
 /// Five hundred connections that handshake and then sit idle: a connection's control ring is
@@ -167,7 +187,7 @@ fn idle_connections_cost_little_memory() {
     s.check("500 idle connections", before.1);
     drop(idle);
     s.check("500 idle connections gone", before.1);
-    report(&s, "500 idle connections", before);
+    report(&mut s, "500 idle connections", before);
 }
 
 /// Connections that leave all at once: the server drops each and goes on.
@@ -179,7 +199,7 @@ fn many_peers_leaving_together_leave_the_server_serving() {
     let peers: Vec<Raw> = (0..100).map(|_| s.handshake()).collect();
     drop(peers);
     s.check("100 peers leaving together", before.1);
-    report(&s, "100 peers leaving together", before);
+    report(&mut s, "100 peers leaving together", before);
 }
 
 /// Lowers this process's descriptor limit to `n` while `f` runs (children started meanwhile
@@ -274,8 +294,8 @@ fn descriptors_from_peers_have_a_server_wide_cap() {
     let newcomer = s.handshake();
     let _ = newcomer.server_ring();
     s.check("descriptors past the cap", before.1);
-    drop(peers);
-    report(&s, "descriptors past the cap", before);
+    drop((peers, newcomer));
+    report(&mut s, "descriptors past the cap", before);
 }
 
 /// A consumer that never posts a receive: the server's send to it waits, and after the stall
@@ -302,7 +322,7 @@ fn a_consumer_that_never_posts_loses_its_connection() {
         "the connection of a consumer that never posts is dropped"
     );
     s.check("a consumer that never posts (after)", before.1);
-    report(&s, "a consumer that never posts", before);
+    report(&mut s, "a consumer that never posts", before);
 }
 
 /// A wake-up socket that is not connected would swallow every wake-up: refused.
@@ -333,5 +353,5 @@ fn an_unconnected_wake_up_socket_is_refused() {
         "an unconnected wake-up drops the peer"
     );
     s.check("an unconnected wake-up socket", before.1);
-    report(&s, "an unconnected wake-up socket", before);
+    report(&mut s, "an unconnected wake-up socket", before);
 }

@@ -62,8 +62,16 @@ pub fn server_role() {
         .start()
         .unwrap();
     let mut producers: Vec<(Connection, Producer)> = Vec::new();
+    // SIGTERM ends the loop, as a service's handler would: the test sees whether the progress
+    // calls still return under attack.
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe { libc::signal(libc::SIGTERM, on_sigterm as *const () as libc::sighandler_t) };
     ev(format_args!("ready"));
     loop {
+        if TERMINATED.load(std::sync::atomic::Ordering::Relaxed) {
+            ev(format_args!("terminated"));
+            return;
+        }
         if !pe.progress() && sleep {
             let _ = pe.wait(Duration::from_millis(10));
         }
@@ -91,6 +99,14 @@ pub fn server_role() {
             return;
         }
     }
+}
+
+// A signal handler may touch nothing but a static atomic: a bare one, outside the facade.
+#[allow(clippy::disallowed_types)]
+static TERMINATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_sigterm(_: libc::c_int) {
+    TERMINATED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 // ---------------------------------------------------------------------------------------------
