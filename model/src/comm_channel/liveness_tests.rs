@@ -5,7 +5,9 @@
 
 use super::peer::Peer;
 use super::*;
-use crate::limits::{COMM_CHANNEL_FRAMES_PER_PASS, COMM_CHANNEL_PEER_STALL_TIMEOUT_MS};
+use crate::limits::{
+    COMM_CHANNEL_FRAMES_PER_PASS, COMM_CHANNEL_PASSES_PER_CALL, COMM_CHANNEL_PEER_STALL_TIMEOUT_MS,
+};
 use dpakit_abi::ErrorCode;
 use dpakit_wire::proto::{self, Message};
 use dpakit_wire::{Connect, Listener, Recv, SeqPacket};
@@ -252,4 +254,30 @@ fn progress_aborts_a_stalled_peer_and_a_live_one_never() {
     assert!(matches!(client.recv(&mut buf, true).unwrap(), Received::Message { len: 4, .. }));
     service.disconnect(stuck).unwrap();
     still_served(&mut service, &mut client, good);
+}
+
+/// docs/comm-channel.md states the budgets and the stall time the endpoint keeps.
+#[test]
+fn the_documented_budgets_are_these() {
+    let doc = include_str!("../../../docs/comm-channel.md");
+    for (words, name) in [
+        (
+            format!("stall time {} s", COMM_CHANNEL_PEER_STALL_TIMEOUT_MS / 1000),
+            "COMM_CHANNEL_PEER_STALL_TIMEOUT_MS",
+        ),
+        (
+            format!("{COMM_CHANNEL_FRAMES_PER_PASS} frames of one connection per pass"),
+            "COMM_CHANNEL_FRAMES_PER_PASS",
+        ),
+        (
+            format!("at most {COMM_CHANNEL_PASSES_PER_CALL} passes"),
+            "COMM_CHANNEL_PASSES_PER_CALL",
+        ),
+    ] {
+        let row = doc
+            .lines()
+            .find(|l| l.contains(&format!("`{name}`")))
+            .unwrap_or_else(|| panic!("docs/comm-channel.md does not name {name}"));
+        assert!(row.contains(&words), "`{words}` in: {row}");
+    }
 }
