@@ -13,7 +13,8 @@
 //! victim's own calls: progress, receive (messages taken, resets disconnected as a program does),
 //! send, statistics, sends until the attacker's credit is gone and then one that waits. The
 //! attacker reads what comes back or lets it pile up (never takes, never returns credits).
-//! Against a service, more raw peers may join (each with a hello) and all leave at once.
+//! Against a service, up to 96 more raw peers may join (each with a hello) and all leave at
+//! once.
 //!
 //! The victims' stall time is shortened to `STALL`, so a peer that holds its credits is aborted
 //! within an input. Every call of the victim must return within `CALL_BOUND`: a call that runs
@@ -53,8 +54,9 @@ const SETTLE: Duration = Duration::from_secs(2);
 const STALL: Duration = Duration::from_millis(20);
 /// The longest one call of the victim may take (a blocking send waits for `STALL` at most).
 const CALL_BOUND: Duration = Duration::from_secs(1);
-/// Most raw peers that join a service besides the attacker.
-const CROWD: usize = 16;
+/// Most raw peers that join a service besides the attacker: more than a poller pass takes, so
+/// their leaving together fills passes with failed connections.
+const CROWD: usize = 96;
 
 /// The victim service, its good client and that client's peer; the fake service's socket.
 struct Rig {
@@ -330,12 +332,17 @@ fn script(sock: &SeqPacket, victim: &mut Victim, input: &mut Bytes) {
                 }
                 None
             }
-            8 if matches!(victim, Victim::Service(..)) && crowd.len() < CROWD => {
-                // One more peer joins (its hello answered, or not, as the service progresses).
+            8 if matches!(victim, Victim::Service(..)) => {
+                // 1 to 16 more peers join (their hellos answered as the service progresses).
                 let path = dpakit_wire::service_path(FUNCTION, SERVICE).expect("path");
-                if let Ok(Connect::Connected(s)) = SeqPacket::connect(&path) {
-                    let _ = s.send(&[&proto::cc_hello(4080, 16, FUNCTION, SERVICE)], &[]);
-                    crowd.push(s);
+                for _ in 0..=input.u8() % 16 {
+                    if crowd.len() >= CROWD {
+                        break;
+                    }
+                    if let Ok(Connect::Connected(s)) = SeqPacket::connect(&path) {
+                        let _ = s.send(&[&proto::cc_hello(4080, 16, FUNCTION, SERVICE)], &[]);
+                        crowd.push(s);
+                    }
                 }
                 None
             }
@@ -353,7 +360,8 @@ fn script(sock: &SeqPacket, victim: &mut Victim, input: &mut Bytes) {
         match (step >> 4) & 0x7 {
             0 => bounded("progress", || ep.progress()),
             1 => {
-                if let Ok(Received::Reset { peer, .. }) = bounded("recv", || ep.recv(&mut buf, false))
+                if let Ok(Received::Reset { peer, .. }) =
+                    bounded("recv", || ep.recv(&mut buf, false))
                 {
                     let _ = ep.disconnect(peer);
                 }
