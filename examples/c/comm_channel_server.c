@@ -2,9 +2,15 @@
  * Legacy Comm Channel, service side: the partner of comm_channel_client.c, written like DOCA
  * 2.8's Comm Channel samples. It listens under a name on the BlueField Arm device and the
  * representor of the client's host function and answers every message on the connection it came
- * from: with the message itself, or with TEXT when -t is given. It waits on the endpoint's event
- * channels with epoll, and exits once it has answered COUNT messages and the client has
+ * from: with the message itself, or with TEXT when -t is given. It waits on the endpoint's
+ * receive channel with epoll, and exits once it has answered COUNT messages and a client has
  * disconnected (or on SIGINT/SIGTERM).
+ *
+ * It serves any number of clients and waits on none of them: an answer that finds its client's
+ * send queue full waits in a small queue of that client's (and past it is dropped, with a log
+ * line), retried every pass; a client whose connection fails (it left or died, broke the
+ * protocol, or took nothing until the device aborted its connection) is disconnected, and the
+ * others are served on.
  *
  * It is a plain DOCA program: built against the soft SDK it runs on the soft device, built
  * against DOCA up to 2.8 it runs on a BlueField's Arm cores.
@@ -33,6 +39,8 @@ DOCA_LOG_REGISTER(COMM_CHANNEL_SERVER);
 #define CC_MAX_MSG_SIZE 4080
 #define CC_QUEUE_SIZE 64
 #define CC_IDLE_TIMEOUT_SEC 10
+#define CC_BACKLOG 8	/* answers kept per client whose send queue is full */
+#define CC_RETRY_MS 10	/* how soon answers kept for busy clients are retried */
 
 static volatile sig_atomic_t stop;
 
@@ -69,30 +77,14 @@ static doca_error_t register_flags(void)
 	return result;
 }
 
-/* Waits up to timeout_ms for the event channel fd, armed by arm(ep). */
-static void wait_channel(struct doca_comm_channel_ep_t *ep, int epoll_fd,
-			 doca_error_t (*arm)(struct doca_comm_channel_ep_t *), int timeout_ms)
+/* Waits up to timeout_ms on epoll_fd, which watches the receive channel, after arming it. */
+static void wait_channel(struct doca_comm_channel_ep_t *ep, int epoll_fd, int timeout_ms)
 {
 	struct epoll_event event;
 
-	if (arm(ep) != DOCA_SUCCESS)
+	if (doca_comm_channel_ep_event_handle_arm_recv(ep) != DOCA_SUCCESS)
 		return;
 	(void)epoll_wait(epoll_fd, &event, 1, timeout_ms);
-}
-
-/* Sends msg to peer, waiting on the send channel while the send queue is full. */
-static doca_error_t send_answer(struct doca_comm_channel_ep_t *ep, int send_epoll, const void *msg,
-				size_t len, struct doca_comm_channel_addr_t *peer)
-{
-	doca_error_t result;
-
-	while ((result = doca_comm_channel_ep_sendto(ep, msg, len, DOCA_CC_MSG_FLAG_NONE, peer)) ==
-	       DOCA_ERROR_AGAIN) {
-		if (stop)
-			return DOCA_ERROR_AGAIN;
-		wait_channel(ep, send_epoll, doca_comm_channel_ep_event_handle_arm_send, 100);
-	}
-	return result;
 }
 
 static int epoll_on(doca_event_channel_t fd)
@@ -109,13 +101,144 @@ static int epoll_on(doca_event_channel_t fd)
 	return epoll_fd;
 }
 
+/* Answers kept for one client whose send queue is full, oldest first. */
+struct backlog {
+	struct doca_comm_channel_addr_t *peer;
+	struct backlog *next;
+	uint32_t head;
+	uint32_t count;
+	bool dropping; /* logged once per run of dropped answers */
+	size_t len[CC_BACKLOG];
+	char msg[CC_BACKLOG][CC_MAX_MSG_SIZE];
+};
+
+struct service {
+	struct doca_comm_channel_ep_t *ep;
+	struct backlog *backlogs; /* the clients with answers waiting */
+	uint64_t answered;
+	bool client_left;
+};
+
+static struct backlog **find_backlog(struct service *svc, struct doca_comm_channel_addr_t *peer)
+{
+	struct backlog **at = &svc->backlogs;
+
+	while (*at != NULL && (*at)->peer != peer)
+		at = &(*at)->next;
+	return at;
+}
+
+/*
+ * Disconnects a client whose connection failed (it left or died, broke the protocol, or took
+ * nothing for so long that the soft device aborted it), forgetting its waiting answers; the
+ * others are served on. Only a failed disconnect ends the service.
+ */
+static doca_error_t drop_client(struct service *svc, struct doca_comm_channel_addr_t *peer,
+				doca_error_t why)
+{
+	struct backlog **at = find_backlog(svc, peer);
+	doca_error_t result;
+
+	if (*at != NULL) {
+		struct backlog *gone = *at;
+
+		*at = gone->next;
+		free(gone);
+	}
+	DOCA_LOG_INFO("a client is gone (%s): disconnecting it", doca_error_get_descr(why));
+	svc->client_left = true;
+	result = doca_comm_channel_ep_disconnect(svc->ep, peer);
+	if (result != DOCA_SUCCESS)
+		DOCA_LOG_ERR("cannot disconnect a client: %s", doca_error_get_descr(result));
+	return result;
+}
+
+/*
+ * Sends what waits for each client until its send queue is full again; a client whose
+ * connection failed is dropped.
+ */
+static doca_error_t flush_backlogs(struct service *svc)
+{
+	struct backlog **at = &svc->backlogs;
+
+	while (*at != NULL) {
+		struct backlog *b = *at;
+		doca_error_t result = DOCA_SUCCESS;
+
+		while (b->count > 0) {
+			result = doca_comm_channel_ep_sendto(svc->ep, b->msg[b->head], b->len[b->head],
+							     DOCA_CC_MSG_FLAG_NONE, b->peer);
+			if (result != DOCA_SUCCESS)
+				break;
+			b->head = (b->head + 1) % CC_BACKLOG;
+			b->count--;
+			svc->answered++;
+		}
+		if (result == DOCA_ERROR_AGAIN) {
+			at = &b->next;
+		} else if (result != DOCA_SUCCESS) {
+			/* Unlinks b: *at is the next one. */
+			result = drop_client(svc, b->peer, result);
+			if (result != DOCA_SUCCESS)
+				return result;
+		} else {
+			*at = b->next;
+			free(b);
+		}
+	}
+	return DOCA_SUCCESS;
+}
+
+/*
+ * Answers peer without waiting on it: at once if its send queue has room, else behind what
+ * already waits for it, up to CC_BACKLOG answers (more are dropped, with a log line).
+ */
+static doca_error_t answer(struct service *svc, struct doca_comm_channel_addr_t *peer, const void *msg,
+			   size_t len)
+{
+	struct backlog **at = find_backlog(svc, peer);
+	struct backlog *b = *at;
+	doca_error_t result;
+	uint32_t tail;
+
+	if (b == NULL) {
+		result = doca_comm_channel_ep_sendto(svc->ep, msg, len, DOCA_CC_MSG_FLAG_NONE, peer);
+		if (result == DOCA_SUCCESS) {
+			svc->answered++;
+			return DOCA_SUCCESS;
+		}
+		if (result != DOCA_ERROR_AGAIN)
+			return drop_client(svc, peer, result);
+		b = calloc(1, sizeof(*b));
+		if (b == NULL) {
+			DOCA_LOG_WARN("no memory to keep an answer for a busy client: dropped");
+			return DOCA_SUCCESS;
+		}
+		b->peer = peer;
+		*at = b;
+	}
+	if (b->count == CC_BACKLOG) {
+		if (!b->dropping)
+			DOCA_LOG_WARN("a client takes no answers (%d wait already): dropping more until it does",
+				      CC_BACKLOG);
+		b->dropping = true;
+		return DOCA_SUCCESS;
+	}
+	b->dropping = false;
+	tail = (b->head + b->count) % CC_BACKLOG;
+	memcpy(b->msg[tail], msg, len);
+	b->len[tail] = len;
+	b->count++;
+	return DOCA_SUCCESS;
+}
+
 static doca_error_t serve(const struct comch_flags *cfg, struct doca_comm_channel_ep_t *ep,
 			  uint64_t *answered)
 {
+	struct service svc = {.ep = ep};
 	char msg[CC_MAX_MSG_SIZE];
 	doca_event_channel_t send_fd, recv_fd;
-	int send_epoll, recv_epoll;
-	bool client_left = false;
+	int recv_epoll;
 	double idle_since = now_sec();
 	doca_error_t result = doca_comm_channel_ep_get_event_channel(ep, &send_fd, &recv_fd);
 
@@ -123,17 +246,18 @@ static doca_error_t serve(const struct comch_flags *cfg, struct doca_comm_channe
 		DOCA_LOG_ERR("cannot get the event channels: %s", doca_error_get_descr(result));
 		return result;
 	}
-	send_epoll = epoll_on(send_fd);
 	recv_epoll = epoll_on(recv_fd);
-	if (send_epoll < 0 || recv_epoll < 0) {
-		DOCA_LOG_ERR("cannot wait on the event channels: %s", strerror(errno));
-		result = DOCA_ERROR_OPERATING_SYSTEM;
-		goto close_epoll;
+	if (recv_epoll < 0) {
+		DOCA_LOG_ERR("cannot wait on the event channel: %s", strerror(errno));
+		return DOCA_ERROR_OPERATING_SYSTEM;
 	}
-	while (!stop && !(client_left && *answered >= (uint64_t)cfg->count)) {
+	while (!stop && !(svc.client_left && svc.answered >= (uint64_t)cfg->count)) {
 		struct doca_comm_channel_addr_t *peer = NULL;
 		size_t len = sizeof(msg);
 
+		result = flush_backlogs(&svc);
+		if (result != DOCA_SUCCESS)
+			break;
 		result = doca_comm_channel_ep_recvfrom(ep, msg, &len, DOCA_CC_MSG_FLAG_NONE, &peer);
 		if (result == DOCA_ERROR_AGAIN) {
 			if (now_sec() - idle_since > CC_IDLE_TIMEOUT_SEC) {
@@ -141,19 +265,16 @@ static doca_error_t serve(const struct comch_flags *cfg, struct doca_comm_channe
 				result = DOCA_ERROR_TIME_OUT;
 				break;
 			}
-			wait_channel(ep, recv_epoll, doca_comm_channel_ep_event_handle_arm_recv, 100);
+			/* Answers waiting for busy clients are retried soon. */
+			wait_channel(ep, recv_epoll, svc.backlogs != NULL ? CC_RETRY_MS : 100);
 			continue;
 		}
 		idle_since = now_sec();
-		if (result == DOCA_ERROR_CONNECTION_RESET) {
-			/* The client disconnected: its connection is ours to free. */
-			DOCA_LOG_INFO("a client disconnected");
-			result = doca_comm_channel_ep_disconnect(ep, peer);
-			if (result != DOCA_SUCCESS) {
-				DOCA_LOG_ERR("cannot disconnect: %s", doca_error_get_descr(result));
+		if (result != DOCA_SUCCESS && peer != NULL) {
+			/* That client's connection failed; the others are served on. */
+			result = drop_client(&svc, peer, result);
+			if (result != DOCA_SUCCESS)
 				break;
-			}
-			client_left = true;
 			continue;
 		}
 		if (result != DOCA_SUCCESS) {
@@ -161,22 +282,22 @@ static doca_error_t serve(const struct comch_flags *cfg, struct doca_comm_channe
 			break;
 		}
 		if (cfg->text[0] != '\0')
-			result = send_answer(ep, send_epoll, cfg->text, strlen(cfg->text) + 1, peer);
+			result = answer(&svc, peer, cfg->text, strlen(cfg->text) + 1);
 		else
-			result = send_answer(ep, send_epoll, msg, len, peer);
-		if (result != DOCA_SUCCESS) {
-			DOCA_LOG_ERR("cannot answer: %s", doca_error_get_descr(result));
+			result = answer(&svc, peer, msg, len);
+		if (result != DOCA_SUCCESS)
 			break;
-		}
-		(*answered)++;
 	}
 	if (stop && result == DOCA_SUCCESS)
 		result = DOCA_ERROR_AGAIN;
-close_epoll:
-	if (send_epoll >= 0)
-		close(send_epoll);
-	if (recv_epoll >= 0)
-		close(recv_epoll);
+	while (svc.backlogs != NULL) {
+		struct backlog *next = svc.backlogs->next;
+
+		free(svc.backlogs);
+		svc.backlogs = next;
+	}
+	*answered = svc.answered;
+	close(recv_epoll);
 	return result;
 }
 

@@ -9,9 +9,16 @@
 //! Then the attacker's script: a handshake (the right one, one with fuzzed sizes, names and
 //! version, a refusal, raw bytes, or none) and frames until the input ends — DATA of any length,
 //! credits back (`CC_ACK`) of any count, BYE, another handshake, unknown tags, truncated frames,
-//! any of them with a descriptor attached — interleaved with the victim's own calls: progress,
-//! receive (messages taken, resets disconnected as a program does), send, statistics. The
-//! attacker reads what comes back or lets it pile up.
+//! any of them with a descriptor attached, a flood of credits of count 0 — interleaved with the
+//! victim's own calls: progress, receive (messages taken, resets disconnected as a program does),
+//! send, statistics, sends until the attacker's credit is gone and then one that waits. The
+//! attacker reads what comes back or lets it pile up (never takes, never returns credits).
+//! Against a service, up to 96 more raw peers may join (each with a hello) and all leave at
+//! once.
+//!
+//! The victims' stall time is shortened to `STALL`, so a peer that holds its credits is aborted
+//! within an input. Every call of the victim must return within `CALL_BOUND`: a call that runs
+//! for as long as a peer writes, fails or holds its credits is a finding.
 //!
 //! A zero byte (and the end of the input, which reads as zeros) picks the well-behaved choice
 //! where there is one, so short inputs get through the handshake.
@@ -43,6 +50,13 @@ const SERVICE: &str = "cc-peer";
 const FAKE: &str = "cc-peer-fake";
 /// How long the victim has to let a closed connection go.
 const SETTLE: Duration = Duration::from_secs(2);
+/// The victims' stall time: a peer that makes no room for a send this long is aborted.
+const STALL: Duration = Duration::from_millis(20);
+/// The longest one call of the victim may take (a blocking send waits for `STALL` at most).
+const CALL_BOUND: Duration = Duration::from_secs(1);
+/// Most raw peers that join a service besides the attacker: more than a poller pass takes, so
+/// their leaving together fills passes with failed connections.
+const CROWD: usize = 96;
 
 /// The victim service, its good client and that client's peer; the fake service's socket.
 struct Rig {
@@ -71,6 +85,7 @@ fn init() {
 impl Rig {
     fn new() -> Rig {
         let mut service = Endpoint::new(Mode::NonBlocking);
+        service.set_peer_stall_timeout(STALL);
         service.listen(FUNCTION, SERVICE).expect("listen");
         let mut good = Endpoint::new(Mode::NonBlocking);
         let to_service = good.connect(FUNCTION, SERVICE).expect("connect");
@@ -185,6 +200,7 @@ fn attack_service(rig: &mut Rig, input: &mut Bytes) {
 /// A fresh client connects to the attacker's fake service.
 fn attack_client(rig: &mut Rig, input: &mut Bytes) {
     let mut client = Endpoint::new(Mode::NonBlocking);
+    client.set_peer_stall_timeout(STALL);
     let peer = client
         .connect(FUNCTION, FAKE)
         .expect("connect to the fake service");
@@ -267,11 +283,22 @@ impl Victim<'_> {
     }
 }
 
+/// Runs one call of the victim, which must return within `CALL_BOUND`.
+fn bounded<R>(what: &str, call: impl FnOnce() -> R) -> R {
+    let start = Instant::now();
+    let r = call();
+    let took = start.elapsed();
+    assert!(took < CALL_BOUND, "{what} took {took:?}");
+    r
+}
+
 /// The attacker's frames, with the victim's calls in between.
 fn script(sock: &SeqPacket, victim: &mut Victim, input: &mut Bytes) {
     let devnull = std::fs::File::open("/dev/null").expect("/dev/null");
     let mut buf = vec![0u8; 8192];
     let mut got: Vec<OwnedFd> = Vec::new();
+    // More raw peers of a victim service; all leave at once.
+    let mut crowd: Vec<SeqPacket> = Vec::new();
     for _ in 0..64 {
         if input.is_empty() {
             break;
@@ -295,6 +322,34 @@ fn script(sock: &SeqPacket, victim: &mut Victim, input: &mut Bytes) {
             4 => Some(proto::cc_welcome(4080, 16).to_vec()),
             5 => Some(raw(input)),
             6 => Some(fuzzed_hello(input)),
+            7 => {
+                // A flood of credits of count 0, until the socket is full.
+                let ack = proto::with_id(proto::TAG_CC_ACK, 0);
+                for _ in 0..usize::from(input.u8()) * 8 {
+                    if !matches!(sock.send(&[&ack], &[]), Ok(true)) {
+                        break;
+                    }
+                }
+                None
+            }
+            8 if matches!(victim, Victim::Service(..)) => {
+                // 1 to 16 more peers join (their hellos answered as the service progresses).
+                let path = dpakit_wire::service_path(FUNCTION, SERVICE).expect("path");
+                for _ in 0..=input.u8() % 16 {
+                    if crowd.len() >= CROWD {
+                        break;
+                    }
+                    if let Ok(Connect::Connected(s)) = SeqPacket::connect(&path) {
+                        let _ = s.send(&[&proto::cc_hello(4080, 16, FUNCTION, SERVICE)], &[]);
+                        crowd.push(s);
+                    }
+                }
+                None
+            }
+            9 => {
+                crowd.clear();
+                None
+            }
             _ => None,
         };
         if let Some(frame) = frame {
@@ -303,16 +358,19 @@ fn script(sock: &SeqPacket, victim: &mut Victim, input: &mut Bytes) {
         // The victim's turn.
         let ep = victim.endpoint();
         match (step >> 4) & 0x7 {
-            0 => ep.progress(),
+            0 => bounded("progress", || ep.progress()),
             1 => {
-                if let Ok(Received::Reset { peer, .. }) = ep.recv(&mut buf, false) {
+                if let Ok(Received::Reset { peer, .. }) =
+                    bounded("recv", || ep.recv(&mut buf, false))
+                {
                     let _ = ep.disconnect(peer);
                 }
             }
             2 => {
                 let len = usize::from(input.u16()) % 4200;
                 if let Some(peer) = victim.peer() {
-                    let _ = victim.endpoint().send(peer, &buf[..len], false);
+                    let ep = victim.endpoint();
+                    let _ = bounded("send", || ep.send(peer, &buf[..len], false));
                 }
             }
             3 => {
@@ -326,6 +384,19 @@ fn script(sock: &SeqPacket, victim: &mut Victim, input: &mut Bytes) {
                 // The attacker reads what came back.
                 while let Ok(Recv::Message(_)) = sock.recv(&mut buf, &mut got) {}
                 got.clear();
+            }
+            5 => {
+                // Sends until the attacker's credit (or socket) is full, then one that waits:
+                // it returns by the stall time, the attacker's connection aborted, or sent.
+                if let Some(peer) = victim.peer() {
+                    let ep = victim.endpoint();
+                    for _ in 0..512 {
+                        if ep.send(peer, b"fill", false).is_err() {
+                            break;
+                        }
+                    }
+                    let _ = bounded("a blocking send", || ep.send(peer, b"wait", true));
+                }
             }
             _ => {}
         }

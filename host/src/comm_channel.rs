@@ -314,7 +314,9 @@ impl Endpoint {
         ))
     }
 
-    /// Sends `msg` to `peer`, waiting on the send channel while its queue is full.
+    /// Sends `msg` to `peer`, waiting on the send channel while its queue is full: for the
+    /// peer's stall time at most (`COMM_CHANNEL_PEER_STALL_TIMEOUT_MS` on the soft device), then
+    /// `CONNECTION_ABORTED`, the connection in the error state.
     pub fn send(&self, peer: PeerAddr, msg: &[u8]) -> Result<()> {
         loop {
             match self.try_send(peer, msg) {
@@ -462,7 +464,8 @@ impl Endpoint {
     }
 
     /// `doca_comm_channel_peer_addr_update_info` and the statistics getters: `peer`'s counters
-    /// now. `CONNECTION_RESET` once the connection is in the error state.
+    /// now. Once the connection is in the error state, its error: `CONNECTION_RESET`, or
+    /// `CONNECTION_ABORTED` for a peer that made no room for a send within the stall time.
     #[doc(alias = "doca_comm_channel_peer_addr_update_info")]
     pub fn stats(&self, peer: PeerAddr) -> Result<PeerStats> {
         doca!(doca_comm_channel_peer_addr_update_info(peer.raw))?;

@@ -70,6 +70,7 @@ pub fn run() -> Result {
     eprintln!("soft DOCA SDK in {}", prefix.display());
     sdk_checks::c_programs(&prefix)?;
     sdk_checks::c_pairs(&prefix)?;
+    sdk_checks::cc_hostile(&prefix, cargo)?;
     clock.lap("soft SDK, C programs");
     sdk_checks::doca_feature(&prefix, cargo)?;
     sdk_checks::comch_pairs(&prefix, cargo)?;

@@ -2,19 +2,28 @@
 //! client) or a client connected to one service (host side), and the calls that move messages.
 //!
 //! Nothing runs in the background: every call makes progress (accepts, handshakes, reads what
-//! the sockets hold into the connections' queues, returns credits) before doing its job, and a
-//! blocking call waits on the endpoint's own epoll set between attempts.
+//! the sockets hold into the connections' queues, returns credits, aborts stalled peers) before
+//! doing its job, and a blocking call waits on the endpoint's own epoll set between attempts.
+//!
+//! No loop of a call ends only when a peer cooperates: progress makes at most
+//! [`COMM_CHANNEL_PASSES_PER_CALL`] passes over the ready sockets, each reading a bounded number
+//! of frames per connection; a connection leaves both pollers the moment it fails, whatever
+//! failed it (its record stays until the program disconnects it); and a blocking send waits at
+//! most until the peer's stall time runs out.
+
+mod service;
 
 use super::peer::{Peer, PeerId, PeerState, PeerStats, Sent};
 use super::props::{Mode, Props};
 use crate::error::{Error, ErrorCode, Result, err};
 use crate::limits::{
-    COMCH_HANDSHAKE_TIMEOUT_MS, COMCH_MAX_PENDING_HANDSHAKES, COMM_CHANNEL_MAX_MSG_SIZE,
-    COMM_CHANNEL_MAX_SERVICE_NAME_LEN, COMM_CHANNEL_SERVICE_MAX_CONNECTIONS,
+    COMM_CHANNEL_MAX_MSG_SIZE, COMM_CHANNEL_MAX_SERVICE_NAME_LEN, COMM_CHANNEL_PASSES_PER_CALL,
+    COMM_CHANNEL_PEER_STALL_TIMEOUT_MS,
 };
 use dpakit_abi::bail;
-use dpakit_wire::proto::{self, Message};
-use dpakit_wire::{self as wire, Connect, Listener, Poller, Recv, SeqPacket};
+use dpakit_wire::proto;
+use dpakit_wire::{self as wire, Connect, Listener, Poller, SeqPacket};
+use service::Service;
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
@@ -25,8 +34,8 @@ const LISTENER: u64 = u64::MAX;
 const HANDSHAKE: u64 = 1 << 62;
 /// Poller token of the "something waits" event descriptors.
 const READY: u64 = (1 << 62) - 1;
-/// Connections accepted per progress pass at most.
-const ACCEPTS_PER_PASS: usize = 64;
+/// Ready descriptors one pass takes from the poller (the most `Poller::ready` reports).
+const PASS: usize = 64;
 /// Longest a blocking call sleeps before it looks at the clock again (handshake deadlines).
 const WAIT_SLICE_MS: i32 = 100;
 /// Room for the largest frame: a message and its tag, or a handshake with its two strings.
@@ -49,21 +58,6 @@ pub enum Received {
         /// What happened to it.
         error: Error,
     },
-}
-
-/// An accepted connection waiting for its `CC_HELLO`.
-#[derive(Debug)]
-struct Pending {
-    sock: SeqPacket,
-    since: Instant,
-}
-
-#[derive(Debug)]
-struct Service {
-    listener: Listener,
-    function: String,
-    name: String,
-    pending: VecDeque<Pending>,
 }
 
 #[derive(Debug)]
@@ -97,6 +91,8 @@ pub struct Endpoint {
     scratch: Box<[u8]>,
     fds: Vec<OwnedFd>,
     channels: Option<Channels>,
+    /// How long a peer may leave a send without room before its connection is aborted.
+    stall: Duration,
 }
 
 fn eventfd() -> Result<OwnedFd> {
@@ -166,7 +162,15 @@ impl Endpoint {
             scratch: Box::default(),
             fds: Vec::new(),
             channels: None,
+            stall: Duration::from_millis(COMM_CHANNEL_PEER_STALL_TIMEOUT_MS),
         }
+    }
+
+    /// The stall time of this endpoint's peers (default
+    /// [`COMM_CHANNEL_PEER_STALL_TIMEOUT_MS`]): shorter for tests and the fuzzer, which would
+    /// otherwise wait it out.
+    pub fn set_peer_stall_timeout(&mut self, stall: Duration) {
+        self.stall = stall;
     }
 
     /// The properties in effect.
@@ -331,32 +335,51 @@ impl Endpoint {
         }
     }
 
-    /// Accepts, handshakes and reads whatever is ready, without waiting.
+    /// Accepts, handshakes and reads what is ready, without waiting: at most
+    /// [`COMM_CHANNEL_PASSES_PER_CALL`] passes of up to 64 ready descriptors (what is still
+    /// ready waits for the next call); then returns credits and aborts stalled peers.
     pub fn progress(&mut self) {
-        let mut tokens = [0u64; 64];
-        loop {
+        let mut tokens = [0u64; PASS];
+        for _ in 0..COMM_CHANNEL_PASSES_PER_CALL {
             let n = match &self.channels {
                 Some(c) => c.recv.ready(&mut tokens),
                 None => return,
             };
-            let mut worked = false;
             for &token in &tokens[..n] {
                 match token {
                     LISTENER => self.accept(),
-                    READY => continue,
+                    READY => {}
                     t if t & HANDSHAKE != 0 => self.handshake((t & !HANDSHAKE) as RawFd),
                     slot => self.pump(slot as usize),
                 }
-                worked = true;
             }
-            if !worked || n < tokens.len() {
+            if n < tokens.len() {
                 break;
             }
         }
         self.expire_handshakes();
+        let now = Instant::now();
         for slot in 0..self.peers.len() {
             if let Some(p) = self.peers[slot].as_mut() {
                 p.return_credits();
+                p.check_stall(now, self.stall);
+            }
+            self.unpoll_failed(slot);
+        }
+    }
+
+    /// Takes the connection in `slot` out of both pollers once it failed: a failed socket
+    /// stays readable (end of file) until the program disconnects it, and would otherwise
+    /// count as ready on every pass.
+    fn unpoll_failed(&mut self, slot: usize) {
+        let Some(p) = self.peers.get_mut(slot).and_then(Option::as_mut) else {
+            return;
+        };
+        if p.polled && p.is_failed() {
+            p.polled = false;
+            if let Some(c) = &self.channels {
+                c.recv.remove(p.sock.fd());
+                c.send.remove(p.sock.fd());
             }
         }
     }
@@ -366,140 +389,12 @@ impl Endpoint {
         if let Some(p) = self.peers.get_mut(slot).and_then(Option::as_mut) {
             p.pump(&props, &mut self.scratch, &mut self.fds);
         }
-    }
-
-    fn accept(&mut self) {
-        let Role::Service(service) = &mut self.role else {
-            return;
-        };
-        let Some(c) = &self.channels else { return };
-        for _ in 0..ACCEPTS_PER_PASS {
-            let sock = match service.listener.accept() {
-                Ok(Some(s)) => s,
-                _ => break,
-            };
-            // A local peer of another user may not reach this service.
-            // SAFETY: getuid cannot fail and touches no memory.
-            let me = unsafe { libc::getuid() };
-            match sock.peer_uid() {
-                Ok(uid) if uid == me || wire::any_uid() => {}
-                _ => continue,
-            }
-            if service.pending.len() >= COMCH_MAX_PENDING_HANDSHAKES {
-                // The oldest silent connection makes room.
-                if let Some(old) = service.pending.pop_front() {
-                    c.recv.remove(old.sock.fd());
-                }
-            }
-            let fd = sock.fd();
-            if c.recv.add(fd, HANDSHAKE | fd as u64).is_ok() {
-                service.pending.push_back(Pending {
-                    sock,
-                    since: Instant::now(),
-                });
-            }
-        }
-    }
-
-    fn expire_handshakes(&mut self) {
-        let Role::Service(service) = &mut self.role else {
-            return;
-        };
-        let timeout = Duration::from_millis(COMCH_HANDSHAKE_TIMEOUT_MS);
-        while service
-            .pending
-            .front()
-            .is_some_and(|p| p.since.elapsed() > timeout)
-        {
-            if let (Some(old), Some(c)) = (service.pending.pop_front(), &self.channels) {
-                c.recv.remove(old.sock.fd());
-            }
-        }
-    }
-
-    /// Reads the `CC_HELLO` of the pending connection on `fd`, and welcomes or refuses it.
-    fn handshake(&mut self, fd: RawFd) {
-        let Role::Service(service) = &mut self.role else {
-            return;
-        };
-        let Some(at) = service.pending.iter().position(|p| p.sock.fd() == fd) else {
-            return;
-        };
-        self.fds.clear();
-        let n = match service.pending[at].sock.recv(&mut self.scratch, &mut self.fds) {
-            Ok(Recv::Message(n)) if self.fds.is_empty() => n,
-            Ok(Recv::Empty) => return,
-            // Closed, descriptors, an error: the connection goes.
-            _ => {
-                self.fds.clear();
-                if let (Some(p), Some(c)) = (service.pending.remove(at), &self.channels) {
-                    c.recv.remove(p.sock.fd());
-                }
-                return;
-            }
-        };
-        let Some(pending) = service.pending.remove(at) else {
-            return;
-        };
-        if let Some(c) = &self.channels {
-            c.recv.remove(pending.sock.fd());
-        }
-        let connected = self.peers.iter().flatten().count();
-        let verdict = match proto::decode(&self.scratch[..n]) {
-            Ok(Message::CcHello {
-                version,
-                max_msg_size,
-                recv_queue,
-                function,
-                name,
-            }) => {
-                if version != proto::VERSION || !Peer::announced_ok(max_msg_size, recv_queue) {
-                    Err(err(
-                        ErrorCode::NotSupported,
-                        format!(
-                            "protocol version {version}, max_msg_size {max_msg_size}, \
-                             recv_queue {recv_queue}: not what this service speaks"
-                        ),
-                    ))
-                } else if function != service.function || name != service.name {
-                    Err(err(
-                        ErrorCode::NotFound,
-                        format!("no service `{name}` for function {function} here"),
-                    ))
-                } else if connected >= COMM_CHANNEL_SERVICE_MAX_CONNECTIONS {
-                    Err(err(
-                        ErrorCode::NoMemory,
-                        format!(
-                            "the service `{name}` serves {COMM_CHANNEL_SERVICE_MAX_CONNECTIONS} \
-                             connections, the most it takes"
-                        ),
-                    ))
-                } else {
-                    Ok((max_msg_size, recv_queue))
-                }
-            }
-            // Anything else first: not a Comm Channel client.
-            _ => return,
-        };
-        match verdict {
-            Ok(announced) => {
-                let welcome = proto::cc_welcome(self.props.max_msg_size, self.props.recv_queue_size);
-                if !matches!(pending.sock.send(&[&welcome], &[]), Ok(true)) {
-                    return;
-                }
-                let props = self.props;
-                let _ = self.insert(|id| Peer::connected(id, pending.sock, &props, announced));
-            }
-            Err(e) => {
-                let _ = pending
-                    .sock
-                    .send(&[&proto::refuse(e.code().raw(), e.message())], &[]);
-            }
-        }
+        self.unpoll_failed(slot);
     }
 
     /// `doca_comm_channel_ep_sendto`: sends `msg` to `peer`. A blocking call waits for credit
-    /// and room; otherwise `AGAIN`.
+    /// and room, until the peer's stall time runs out at most (then `CONNECTION_ABORTED`);
+    /// otherwise `AGAIN`.
     pub fn send(&mut self, peer: PeerId, msg: &[u8], wait: bool) -> Result<()> {
         let slot = self.slot(peer).ok_or_else(|| {
             err(
@@ -507,22 +402,43 @@ impl Endpoint {
                 "the peer address is not a connection of this endpoint (disconnected?)",
             )
         })?;
+        let started = Instant::now();
+        let stall = self.stall;
         loop {
             self.pump(slot);
             let p = self.peers[slot].as_mut().unwrap_or_else(|| unreachable!());
-            let blocked_on = match p.send(msg)? {
-                Sent::Yes => return Ok(()),
-                Sent::NoCredit => libc::POLLIN,
-                Sent::SocketFull => libc::POLLOUT,
+            p.check_stall(Instant::now(), stall);
+            let sent = p.send(msg);
+            self.unpoll_failed(slot);
+            let p = self.peers[slot].as_ref().unwrap_or_else(|| unreachable!());
+            let blocked_on = match sent {
+                Ok(Sent::Yes) => return Ok(()),
+                Ok(Sent::NoCredit) => libc::POLLIN,
+                Ok(Sent::SocketFull) => libc::POLLOUT,
+                Err(e) if wait && e.code() == ErrorCode::ConnectionAborted => bail!(
+                    ConnectionAborted,
+                    "doca_comm_channel_ep_sendto waited {} ms for the peer to make room for a \
+                     message (a credit back, or room in its socket) and it made none: {}",
+                    started.elapsed().as_millis(),
+                    e.message()
+                ),
+                Err(e) => return Err(e),
             };
             if !wait {
                 bail!(
                     Again,
-                    "the send queue to this peer is full ({} messages in flight): try again",
-                    p.in_flight()
+                    "the send queue to this peer is full ({} messages in flight): try again (a \
+                     peer that makes no room for {} ms loses its connection)",
+                    p.in_flight(),
+                    stall.as_millis()
                 );
             }
-            wait_fd(p.sock.fd(), blocked_on, WAIT_SLICE_MS);
+            // Wake up when the stall time runs out, if that comes first.
+            let left = p.stall_deadline(stall).map_or(WAIT_SLICE_MS, |d| {
+                let ms = d.saturating_duration_since(Instant::now()).as_millis();
+                i32::try_from(ms).unwrap_or(i32::MAX).saturating_add(1).min(WAIT_SLICE_MS)
+            });
+            wait_fd(p.sock.fd(), blocked_on, left);
         }
     }
 
@@ -559,9 +475,13 @@ impl Endpoint {
                 continue;
             };
             if p.has_waiting() {
-                let len = p.take(buf, &props)?;
+                let id = p.id;
+                let len = p.take(buf, &props);
+                // Taking returns credits, which may find the peer gone.
+                self.unpoll_failed(slot);
+                let len = len?;
                 self.cursor = slot + 1;
-                return Ok(Some(Received::Message { len, peer: p.id }));
+                return Ok(Some(Received::Message { len, peer: id }));
             }
             if let PeerState::Errored(e) = &p.state {
                 if !p.reset_reported {
@@ -587,7 +507,7 @@ impl Endpoint {
             );
         };
         if let Some(p) = self.peers[slot].take() {
-            if let Some(c) = &self.channels {
+            if let (true, Some(c)) = (p.polled, &self.channels) {
                 c.recv.remove(p.sock.fd());
                 c.send.remove(p.sock.fd());
             }

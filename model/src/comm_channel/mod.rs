@@ -19,4 +19,6 @@ pub use props::{DEFAULT_MAX_MSG_SIZE, DEFAULT_QUEUE_SIZE, Mode, Props};
 #[cfg(test)]
 mod hostile_tests;
 #[cfg(test)]
+mod liveness_tests;
+#[cfg(test)]
 mod tests;

@@ -7,18 +7,27 @@
 //! size this side chose, and a peer that sends past its credit, sends more than the agreed
 //! message size, returns credits it never had or speaks out of turn has broken the protocol:
 //! the connection goes to the error state (`CONNECTION_RESET`), nothing else is affected.
+//!
+//! Nothing a peer does keeps a call busy or waiting: a pass reads at most
+//! [`COMM_CHANNEL_FRAMES_PER_PASS`] frames of one connection, and a peer that leaves this side
+//! with no room for a message to it and returns no credit for the stall time
+//! ([`COMM_CHANNEL_PEER_STALL_TIMEOUT_MS`] unless the endpoint says otherwise) loses its
+//! connection (`CONNECTION_ABORTED`).
 
 use super::props::Props;
 use crate::error::{Error, ErrorCode, Result, err};
 use crate::limits::{
-    COMM_CHANNEL_MAX_MSG_SIZE, COMM_CHANNEL_MAX_QUEUE_SIZE, COMM_CHANNEL_MIN_MSG_SIZE,
-    COMM_CHANNEL_MIN_QUEUE_SIZE,
+    COMM_CHANNEL_FRAMES_PER_PASS, COMM_CHANNEL_MAX_MSG_SIZE, COMM_CHANNEL_MAX_QUEUE_SIZE,
+    COMM_CHANNEL_MIN_MSG_SIZE, COMM_CHANNEL_MIN_QUEUE_SIZE,
 };
+#[cfg(doc)]
+use crate::limits::COMM_CHANNEL_PEER_STALL_TIMEOUT_MS;
 use dpakit_abi::bail;
 use dpakit_wire::proto::{self, Message};
 use dpakit_wire::{Recv, SeqPacket};
 use std::collections::VecDeque;
 use std::os::fd::OwnedFd;
+use std::time::{Duration, Instant};
 
 /// A connection's name within its endpoint; never reused by that endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -89,6 +98,11 @@ pub(super) struct Peer {
     pub reset_reported: bool,
     /// `doca_comm_channel_peer_addr_set_user_data`.
     pub user_data: u64,
+    /// Its socket is in the endpoint's pollers (until it fails or is disconnected).
+    pub polled: bool,
+    /// Since when a send found no room (no credit left, or the socket full) with no credit
+    /// back since: the stall clock.
+    blocked_since: Option<Instant>,
 }
 
 impl Peer {
@@ -115,6 +129,8 @@ impl Peer {
             snapshot: PeerStats::default(),
             reset_reported: false,
             user_data: 0,
+            polled: true,
+            blocked_since: None,
         }
     }
 
@@ -143,6 +159,46 @@ impl Peer {
         self.state == PeerState::Connected
     }
 
+    /// In the error state (failed, refused or ended).
+    pub fn is_failed(&self) -> bool {
+        matches!(self.state, PeerState::Errored(_))
+    }
+
+    /// When the stall clock runs out, if it runs.
+    pub fn stall_deadline(&self, stall: Duration) -> Option<Instant> {
+        self.blocked_since
+            .filter(|_| !self.is_failed())
+            .map(|t| t + stall)
+    }
+
+    /// Aborts the connection if the peer left this side with no room for `stall` and returned
+    /// no credit meanwhile.
+    pub fn check_stall(&mut self, now: Instant, stall: Duration) {
+        if self.stall_deadline(stall).is_none_or(|d| now < d) {
+            return;
+        }
+        let ms = stall.as_millis();
+        let why = if self.state == PeerState::Connecting {
+            format!(
+                "the service did not answer the connection's hello for {ms} ms: connection \
+                 aborted"
+            )
+        } else if self.in_flight >= self.credit {
+            format!(
+                "the peer returned no credit for {ms} ms with all {} messages of its credit in \
+                 flight (its program took none of them): connection aborted",
+                self.in_flight
+            )
+        } else {
+            format!(
+                "the peer returned no credit for {ms} ms and read nothing from its socket, full \
+                 with {} messages in flight: connection aborted",
+                self.in_flight
+            )
+        };
+        self.fail(ErrorCode::ConnectionAborted, why);
+    }
+
     /// Whether a send would find credit.
     pub fn has_credit(&self) -> bool {
         self.is_connected() && self.in_flight < self.credit
@@ -157,10 +213,14 @@ impl Peer {
         !self.queue.is_empty()
     }
 
-    /// Reads everything the socket holds: messages into the queue, credits back, the
+    /// Reads what the socket holds, [`COMM_CHANNEL_FRAMES_PER_PASS`] frames at most (the rest
+    /// keeps the socket ready for the next pass): messages into the queue, credits back, the
     /// service's answer. A broken rule puts the connection in the error state.
     pub fn pump(&mut self, own: &Props, scratch: &mut [u8], fds: &mut Vec<OwnedFd>) {
-        while !matches!(self.state, PeerState::Errored(_)) {
+        for _ in 0..COMM_CHANNEL_FRAMES_PER_PASS {
+            if self.is_failed() {
+                return;
+            }
             fds.clear();
             match self.sock.recv(scratch, fds) {
                 Ok(Recv::Message(n)) => {
@@ -200,7 +260,9 @@ impl Peer {
                         own.max_msg_size
                     );
                 }
-                if self.queue.len() >= own.recv_queue_size as usize {
+                // Its credit: the messages it sent that this side has not returned credit
+                // for, waiting or taken (what a pass leaves unread does not count yet).
+                if self.queue.len() + self.owed as usize >= own.recv_queue_size as usize {
                     bail!(
                         InvalidValue,
                         "a message past its credit of {}",
@@ -227,6 +289,10 @@ impl Peer {
                 }
                 self.in_flight -= count;
                 self.live.send_in_flight_messages = u64::from(self.in_flight);
+                // Room again: the stall clock stops (a credit of 0 is no credit).
+                if count > 0 {
+                    self.blocked_since = None;
+                }
             }
             (
                 Message::CcWelcome {
@@ -242,6 +308,7 @@ impl Peer {
                     );
                 }
                 self.welcome(own, (max_msg_size, recv_queue));
+                self.blocked_since = None;
             }
             (Message::Refuse { code, reason }, PeerState::Connecting) => {
                 let code = ErrorCode::from_raw(code).unwrap_or(ErrorCode::ConnectionAborted);
@@ -265,13 +332,19 @@ impl Peer {
     pub fn send(&mut self, msg: &[u8]) -> Result<Sent> {
         match &self.state {
             PeerState::Connected => {}
-            PeerState::Connecting => return Ok(Sent::NoCredit),
+            PeerState::Connecting => {
+                // No credit before the welcome: the stall clock runs.
+                self.blocked_since.get_or_insert_with(Instant::now);
+                return Ok(Sent::NoCredit);
+            }
             PeerState::Errored(e) => {
-                bail!(
-                    ConnectionReset,
-                    "the connection is in the error state ({}): disconnect it",
-                    e.message()
-                )
+                return Err(err(
+                    e.code(),
+                    format!(
+                        "the connection is in the error state ({}): disconnect it",
+                        e.message()
+                    ),
+                ));
             }
         }
         if msg.len() > self.peer_max_msg as usize {
@@ -283,17 +356,23 @@ impl Peer {
             );
         }
         if self.in_flight >= self.credit {
+            self.blocked_since.get_or_insert_with(Instant::now);
             return Ok(Sent::NoCredit);
         }
         match self.sock.send(&[&[proto::TAG_DATA], msg], &[]) {
             Ok(true) => {
+                // The peer made room (it read its socket): the stall clock stops.
+                self.blocked_since = None;
                 self.in_flight += 1;
                 self.live.send_messages += 1;
                 self.live.send_bytes += msg.len() as u64;
                 self.live.send_in_flight_messages = u64::from(self.in_flight);
                 Ok(Sent::Yes)
             }
-            Ok(false) => Ok(Sent::SocketFull),
+            Ok(false) => {
+                self.blocked_since.get_or_insert_with(Instant::now);
+                Ok(Sent::SocketFull)
+            }
             Err(e) => {
                 self.fail(ErrorCode::ConnectionReset, e.message().to_string());
                 bail!(ConnectionReset, "the peer is gone ({})", e.message())

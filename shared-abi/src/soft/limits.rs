@@ -139,6 +139,23 @@ pub const COMM_CHANNEL_MAX_SERVICE_NAME_LEN: usize = 120;
 /// (`doca_comm_channel_get_service_max_num_connections`); more clients are refused.
 pub const COMM_CHANNEL_SERVICE_MAX_CONNECTIONS: usize = 512;
 
+/// Passes a legacy Comm Channel endpoint makes over its ready sockets (at most 64 a pass) in
+/// one call at most: what is still ready waits for the program's next call, so no call runs for
+/// as long as peers keep writing.
+pub const COMM_CHANNEL_PASSES_PER_CALL: usize = 4;
+
+/// Frames a legacy Comm Channel endpoint reads from one connection in one pass at most: a peer
+/// that writes without end (credits of count 0, say) costs a call this many frames a pass, and
+/// the other connections are served in between.
+pub const COMM_CHANNEL_FRAMES_PER_PASS: usize = 64;
+
+/// How long a legacy Comm Channel peer may leave this side with no room for a message to it
+/// (every credit in flight, or its socket full) without returning a credit, in milliseconds:
+/// then its connection is aborted (`CONNECTION_ABORTED`). A live program takes a message within
+/// milliseconds of its arrival, even under valgrind; one that takes none for 2 s while its
+/// sender waits has stopped, and holds that sender's share of its queue for nothing.
+pub const COMM_CHANNEL_PEER_STALL_TIMEOUT_MS: u64 = 2000;
+
 // Relations the numbers must keep.
 const _: () = assert!(DPA_NUM_CORES * DPA_THREADS_PER_CORE == DPA_MAX_THREADS);
 const _: () = assert!(COMM_CHANNEL_MIN_MSG_SIZE < COMM_CHANNEL_MAX_MSG_SIZE);

@@ -2,6 +2,8 @@
 //! would use an installed DOCA: C programs built with pkg-config, the kit built with feature
 //! `doca` (dynamic linking to `libdoca_*.so`), and Comch server/client pairs in two processes
 //! (`pairs`). Every C program and pair also runs once under valgrind's memcheck (`memcheck`).
+//! The legacy Comm Channel service example also runs under attack from hostile processes
+//! ([`cc_hostile`]).
 
 pub mod memcheck;
 mod pairs;
@@ -169,6 +171,22 @@ pub fn c_programs(prefix: &Path) -> Result {
         }
     }
     Ok(())
+}
+
+/// `tests/comm_channel_hostile.rs` with `examples/c/comm_channel_server.c`, built against the
+/// prefix, as its service (in `cargo test --workspace` the test serves with a Rust twin of it):
+/// the C example is the program hostile peers attack, and it must drop them and serve on.
+pub fn cc_hostile(prefix: &Path, cargo: impl Fn(&[&str], &[(&str, &str)]) -> Result) -> Result {
+    let flags = pkg_config_flags(prefix)?;
+    let server = build_c("examples/c/comm_channel_server.c", &flags, &app_dir())?;
+    let server = server
+        .to_str()
+        .ok_or_else(|| format!("{} is not UTF-8", server.display()))?
+        .to_string();
+    cargo(
+        &["test", "--test", "comm_channel_hostile"],
+        &[("DPAKIT_CC_HOSTILE_SERVER", server.as_str())],
+    )
 }
 
 /// Runs C program `out` with `args` in `mode`, its kernels in `exec` mode (`DPAKIT_SOFT_EXEC`)

@@ -413,8 +413,9 @@ fn waits(e: &EpObj, flags: c_int) -> Result<bool> {
 }
 
 /// `doca_comm_channel_ep_sendto`: one message of 1 to max_msg_size bytes to `peer_addr`.
-/// `AGAIN` while its send queue is full (a non-blocking call), `CONNECTION_RESET` once the
-/// connection is in the error state.
+/// `AGAIN` while its send queue is full (a non-blocking call); a blocking call waits until the
+/// peer's stall time at most. Once the connection is in the error state: its code
+/// (`CONNECTION_RESET`, or `CONNECTION_ABORTED` for a peer that made no room in the stall time).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_comm_channel_ep_sendto(
     local_ep: *mut doca_comm_channel_ep_t,
@@ -646,8 +647,8 @@ pub unsafe extern "C" fn doca_comm_channel_ep_event_handle_arm_recv(
 }
 
 /// `doca_comm_channel_peer_addr_update_info`: a snapshot of the statistics; SUCCESS once
-/// connected, `CONNECTION_INPROGRESS` before, `CONNECTION_ABORTED` (refused) or
-/// `CONNECTION_RESET` (failed) after.
+/// connected, `CONNECTION_INPROGRESS` before, `CONNECTION_ABORTED` (refused, or stalled: no
+/// room made for the stall time) or `CONNECTION_RESET` (failed) after.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_comm_channel_peer_addr_update_info(
     peer_addr: *mut doca_comm_channel_addr_t,
