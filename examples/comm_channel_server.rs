@@ -4,7 +4,9 @@
 //! It listens under a name on the BlueField Arm device and the representor of the client's host
 //! function, and answers every message on the connection it came from: with the message itself,
 //! or with TEXT when `-t` is given. It exits once it has answered COUNT messages and the client
-//! has disconnected (or on Ctrl-C).
+//! has disconnected (or on Ctrl-C). It never waits on one client: an answer that finds no room
+//! waits in a small queue of that client's (past it, it is dropped), and a client whose
+//! connection fails is disconnected while the others are served.
 //!
 //! ```sh
 //! cargo run --release --example comm_channel_server [-- -p 03:00.0 -r b1:00.0 -s NAME -t TEXT -c COUNT]
@@ -17,8 +19,9 @@ mod interrupt;
 
 use clap::{Command, value_parser};
 use dpakit::ErrorCode;
-use dpakit::comm_channel::{Endpoint, Received};
+use dpakit::comm_channel::{Endpoint, PeerAddr, Received};
 use dpakit::dev::{Dev, DevRep};
+use std::collections::{HashMap, VecDeque};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -97,6 +100,9 @@ fn main() -> ExitCode {
     }
 }
 
+/// Answers kept for one client whose send queue is full; past it answers are dropped.
+const BACKLOG: usize = 8;
+
 fn serve(flags: &Flags) -> Result<u64, Box<dyn std::error::Error>> {
     let dev = Dev::open_by_pci(&flags.pci_addr)?;
     let rep = DevRep::open_by_pci(&dev, &flags.rep_pci)?;
@@ -105,13 +111,17 @@ fn serve(flags: &Flags) -> Result<u64, Box<dyn std::error::Error>> {
         .listen(&flags.name)?;
     println!("listening as {}", flags.name);
     let mut buf = vec![0u8; usize::from(ep.max_msg_size()?)];
+    // Answers waiting for room, per client: a service never waits on one client.
+    let mut backlog: HashMap<PeerAddr, VecDeque<Vec<u8>>> = HashMap::new();
     let (mut answered, mut client_left) = (0u64, false);
     while !(client_left && answered >= flags.count) {
         if interrupt::interrupted() {
             return Err("interrupted".into());
         }
-        // Wakes up now and then to look at the interrupt flag.
-        let received = match ep.recv_timeout(&mut buf, Duration::from_millis(200)) {
+        flush(&ep, &mut backlog, &mut client_left);
+        // Wakes up now and then to look at the interrupt flag, and often while answers wait.
+        let wait = if backlog.is_empty() { 200 } else { 10 };
+        let received = match ep.recv_timeout(&mut buf, Duration::from_millis(wait)) {
             Err(e) if e.code() == ErrorCode::TimeOut => continue,
             other => other?,
         };
@@ -122,15 +132,71 @@ fn serve(flags: &Flags) -> Result<u64, Box<dyn std::error::Error>> {
                 } else {
                     flags.text.as_bytes()
                 };
-                ep.send(peer, answer)?;
+                let waiting = backlog.entry(peer).or_default();
+                if !waiting.is_empty() {
+                    if waiting.len() < BACKLOG {
+                        waiting.push_back(answer.to_vec());
+                    } else {
+                        println!("a client takes no answers: one dropped");
+                    }
+                } else {
+                    match ep.try_send(peer, answer) {
+                        Ok(()) => {}
+                        Err(e) if e.code() == ErrorCode::Again => {
+                            waiting.push_back(answer.to_vec())
+                        }
+                        Err(e) => drop_client(&ep, &mut backlog, peer, &e, &mut client_left),
+                    }
+                }
                 answered += 1;
             }
             Received::Reset { peer } => {
                 println!("a client disconnected");
+                backlog.remove(&peer);
                 ep.disconnect(peer)?;
                 client_left = true;
             }
         }
+        backlog.retain(|_, waiting| !waiting.is_empty());
     }
     Ok(answered)
+}
+
+/// Sends what waits for each client while its queue has room.
+fn flush(
+    ep: &Endpoint,
+    backlog: &mut HashMap<PeerAddr, VecDeque<Vec<u8>>>,
+    client_left: &mut bool,
+) {
+    let peers: Vec<PeerAddr> = backlog.keys().copied().collect();
+    for peer in peers {
+        while let Some(answer) = backlog.get(&peer).and_then(VecDeque::front) {
+            match ep.try_send(peer, answer) {
+                Ok(()) => {
+                    backlog.get_mut(&peer).map(VecDeque::pop_front);
+                }
+                Err(e) if e.code() == ErrorCode::Again => break,
+                Err(e) => {
+                    drop_client(ep, backlog, peer, &e, client_left);
+                    break;
+                }
+            }
+        }
+    }
+    backlog.retain(|_, waiting| !waiting.is_empty());
+}
+
+/// A client whose connection failed (it left, broke the protocol or took nothing for the
+/// stall time): disconnected, and the service goes on with the others.
+fn drop_client(
+    ep: &Endpoint,
+    backlog: &mut HashMap<PeerAddr, VecDeque<Vec<u8>>>,
+    peer: PeerAddr,
+    why: &dpakit::Error,
+    client_left: &mut bool,
+) {
+    println!("dropping a client: {why}");
+    backlog.remove(&peer);
+    let _ = ep.disconnect(peer);
+    *client_left = true;
 }
