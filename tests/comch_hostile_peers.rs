@@ -33,6 +33,19 @@ fn scene(test: &str) -> Scene {
     Scene::with(test, &[("SEND_TASKS", SEND_TASKS), ("SLEEP", "1")])
 }
 
+/// A scene whose server may hold the descriptors of hundreds of connections.
+fn crowded_scene(test: &str) -> Scene {
+    raise_fd_limit(); // this process holds the peers' ends
+    Scene::with(
+        test,
+        &[
+            ("SEND_TASKS", SEND_TASKS),
+            ("SLEEP", "1"),
+            ("FD_LIMIT", "8192"),
+        ],
+    )
+}
+
 /// The server's idle CPU (percent of a core over half a second), RSS (KiB) and descriptors.
 fn footprint(s: &Scene) -> (u64, u64, usize) {
     let pid = s.server.child.id();
@@ -167,8 +180,7 @@ fn a_peer_that_never_takes_holds_only_its_share_and_then_loses_its_connection() 
 /// touched only as messages pass through it, so they cost the server little memory.
 #[test]
 fn idle_connections_cost_little_memory() {
-    raise_fd_limit(); // before the server starts: it inherits the limit
-    let mut s = scene("idle");
+    let mut s = crowded_scene("idle");
     let before = footprint(&s);
     let mut idle = Vec::new();
     for _ in 0..500 {
@@ -193,35 +205,12 @@ fn idle_connections_cost_little_memory() {
 /// Connections that leave all at once: the server drops each and goes on.
 #[test]
 fn many_peers_leaving_together_leave_the_server_serving() {
-    raise_fd_limit();
-    let mut s = scene("leave");
+    let mut s = crowded_scene("leave");
     let before = footprint(&s);
     let peers: Vec<Raw> = (0..100).map(|_| s.handshake()).collect();
     drop(peers);
     s.check("100 peers leaving together", before.1);
     report(&mut s, "100 peers leaving together", before);
-}
-
-/// Lowers this process's descriptor limit to `n` while `f` runs (children started meanwhile
-/// keep it).
-fn with_fd_limit<R>(n: u64, f: impl FnOnce() -> R) -> R {
-    let mut old = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: valid rlimit structures to fill and to set.
-    unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut old);
-        let low = libc::rlimit {
-            rlim_cur: n,
-            rlim_max: old.rlim_max,
-        };
-        libc::setrlimit(libc::RLIMIT_NOFILE, &low);
-    }
-    let r = f();
-    // SAFETY: restores what was read above.
-    unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &old) };
-    r
 }
 
 /// Receives whatever the server sent on `peer` (without waiting) and whether a REFUSE naming
@@ -253,7 +242,14 @@ fn refused(peer: &Raw, what: &str) -> bool {
 /// refuses the announcement past that with a reason, and still accepts and serves clients.
 #[test]
 fn descriptors_from_peers_have_a_server_wide_cap() {
-    let mut s = with_fd_limit(256, || scene("fd-cap"));
+    let mut s = Scene::with(
+        "fd-cap",
+        &[
+            ("SEND_TASKS", SEND_TASKS),
+            ("SLEEP", "1"),
+            ("FD_LIMIT", "256"),
+        ],
+    );
     let before = footprint(&s);
     let pid = s.server.child.id();
     let fds_before = open_fds(pid);

@@ -37,6 +37,11 @@ pub fn server_role() {
     let announced: Rc<RefCell<Vec<(Connection, u32)>>> = Rc::default();
     let gone: Rc<RefCell<Vec<Connection>>> = Rc::default();
     let (a, g) = (announced.clone(), gone.clone());
+    // FD_LIMIT: the server's own descriptor limit (set here, in the child: a limit set in the
+    // test process would race with its other tests).
+    if let Ok(limit) = var("FD_LIMIT").parse::<u64>() {
+        set_fd_limit(limit);
+    }
     let send_tasks = crate::procs::var_u64("SEND_TASKS", 64) as u32;
     // SLEEP=1: the server sleeps on its PE when idle (up to 10 ms at a time), as a service
     // that is not busy-polling does, so its CPU time shows what the peers cost it.
@@ -604,6 +609,20 @@ pub fn end_of_file_within(fd: &OwnedFd, timeout: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(1));
     }
     false
+}
+
+/// Sets this process's soft descriptor limit to `n` (at most the hard limit).
+pub fn set_fd_limit(n: u64) {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid rlimit to fill, then to set.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+        l.rlim_cur = l.rlim_max.min(n);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+    }
 }
 
 pub fn raise_fd_limit() {
