@@ -112,6 +112,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "getrlimit is a system call miri does not run")]
     fn the_process_cap_leaves_most_of_the_table() {
         let fds = PeerFds::for_process();
         let mut limit = libc::rlimit {
