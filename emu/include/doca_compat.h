@@ -8,6 +8,9 @@
 #ifndef DOCA_COMPAT_H
 #define DOCA_COMPAT_H
 
+/* What the program is built for (DOCA_ARCH_HOST, DOCA_ARCH_DPU, ...). */
+#include <doca_config.h>
+
 /*
  * DOCA programs call strlen, strcpy and memset relying on the SDK's headers to have declared
  * them: every header of the soft SDK includes this one (or doca_types.h), which brings
@@ -49,6 +52,11 @@
 #define DOCA_EXPERIMENTAL
 #define DOCA_DEPRECATED
 
+#endif
+
+/* The version comes with every header (last: it uses the markers above). */
+#if defined(__linux__) || defined(DOCA_DPA_DEVICE)
+#include <doca_version.h>
 #endif
 
 #endif /* DOCA_COMPAT_H */

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <doca_compat.h>
 /* <string.h> where there is one, as doca_compat.h explains. */
 #ifdef __has_include
 #if __has_include(<string.h>)
@@ -25,11 +26,13 @@ union doca_data {
 	uint64_t u64;
 };
 
-/* An OS handle to wait on: a file descriptor on Linux. */
+/* An OS handle to wait on: a file descriptor on Linux; and the value of none. */
 #ifdef _WIN32
 typedef void *doca_event_handle_t;
+#define doca_event_invalid_handle INVALID_HANDLE_VALUE
 #else
 typedef int doca_event_handle_t;
+#define doca_event_invalid_handle -1
 #endif
 
 /* What doca_pe_get_notification_handle returns (a pollable file descriptor on Linux). */

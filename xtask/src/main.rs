@@ -38,8 +38,11 @@ commands:
                           with its host program, the host program, and an xtask with
                           build-dpa, run and test (through dpakit-build); dpakit comes from
                           this checkout unless a flag says otherwise
-  soft-sdk [--prefix DIR] lay the soft device out like a DOCA SDK (default target/soft-doca):
-                          include/, lib/libdoca_{common,comch,dpa}.so and .a, lib/pkgconfig/
+  soft-sdk [--side host|arm] [--prefix DIR]
+                          lay the soft device out like a DOCA SDK (default target/soft-doca):
+                          include/, lib/libdoca_{common,comch,dpa}.so and .a, lib/pkgconfig/;
+                          --side arm: for the BlueField Arm's side of a pair (DOCA_ARCH_DPU
+                          defined; default target/soft-doca-arm)
   test                    install what this machine lacks, then run fmt, clippy, build-dpa,
                           the whole test suite, the C programs against the soft SDK and the
                           kit with feature doca against it (what CI runs)
@@ -87,8 +90,8 @@ fn main() -> ExitCode {
             }
             Ok(())
         }),
-        Some("soft-sdk") => parse_soft_sdk(&args[1..]).and_then(|prefix| {
-            let prefix = soft_sdk::run(&prefix)?;
+        Some("soft-sdk") => parse_soft_sdk(&args[1..]).and_then(|(prefix, side)| {
+            let prefix = soft_sdk::run_for(&prefix, side)?;
             println!(
                 "soft DOCA SDK in {}
   build a DOCA program with: PKG_CONFIG_PATH={}/lib/pkgconfig \\
@@ -173,12 +176,26 @@ fn parse_build_dpa(args: &[String]) -> Result<(Kernels, bool)> {
     Ok((kernels, with_dpacc))
 }
 
-fn parse_soft_sdk(args: &[String]) -> Result<PathBuf> {
-    match args {
-        [] => Ok(soft_sdk::default_prefix()),
-        [flag, dir] if flag == "--prefix" => Ok(PathBuf::from(dir)),
-        _ => Err(format!("soft-sdk: expected [--prefix DIR]\n\n{USAGE}")),
+fn parse_soft_sdk(args: &[String]) -> Result<(PathBuf, soft_sdk::Side)> {
+    let mut side = soft_sdk::Side::Host;
+    let mut prefix = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match (arg.as_str(), args.next().map(String::as_str)) {
+            ("--prefix", Some(dir)) => prefix = Some(PathBuf::from(dir)),
+            ("--side", Some("host")) => side = soft_sdk::Side::Host,
+            ("--side", Some("arm")) => side = soft_sdk::Side::Arm,
+            _ => {
+                return Err(format!(
+                    "soft-sdk: expected [--side host|arm] [--prefix DIR]\n\n{USAGE}"
+                ));
+            }
+        }
     }
+    Ok((
+        prefix.unwrap_or_else(|| soft_sdk::default_prefix_for(side)),
+        side,
+    ))
 }
 
 fn parse_bench(args: &[String]) -> Result<bench::Options> {

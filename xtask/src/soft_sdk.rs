@@ -1,12 +1,12 @@
 //! `cargo xtask soft-sdk [--prefix DIR]`: the soft device laid out like a DOCA installation.
 //!
 //! ```text
-//! <prefix>/include/         doca_*.h and dpakit_soft.h
+//! <prefix>/include/         doca_*.h and dpakit_soft.h (doca_build_config.h: the side's)
 //! <prefix>/lib/libdpakit_soft.so           the soft device, exporting doca_* and dpakit_soft_*
-//! <prefix>/lib/libdoca_{common,comch,dpa,argp,rdma,dma}.so -> libdpakit_soft.so
+//! <prefix>/lib/libdoca_{common,comch,dpa,argp,comm_channel,rdma,dma}.so -> libdpakit_soft.so
 //! <prefix>/lib/libdoca_common.a            the soft device as a static archive
-//! <prefix>/lib/libdoca_{comch,dpa,argp,rdma,dma}.a  empty: everything is in libdoca_common.a
-//! <prefix>/lib/pkgconfig/doca-{common,comch,dpa,argp,rdma,dma}.pc
+//! <prefix>/lib/libdoca_{comch,dpa,argp,comm_channel,rdma,dma}.a  empty: all is in libdoca_common.a
+//! <prefix>/lib/pkgconfig/doca-{common,comch,dpa,argp,comm-channel,rdma,dma}.pc
 //! <prefix>/lib/libdoca_dpa_dev{,_comm}.a    empty: the soft device provides the device functions
 //! <prefix>/bin/dpacc, tools/dpacc -> ../bin/dpacc   the soft dpacc (DOCA keeps dpacc in tools/)
 //! ```
@@ -37,6 +37,12 @@ const LIBS: &[(&str, &str, &str, &str)] = &[
     ("doca_comch", "doca-comch", "doca-common", "DOCA Comch"),
     ("doca_dpa", "doca-dpa", "doca-common", "DOCA DPA"),
     ("doca_argp", "doca-argp", "doca-common", "DOCA Arg Parser"),
+    (
+        "doca_comm_channel",
+        "doca-comm-channel",
+        "doca-common",
+        "DOCA Comm Channel (legacy)",
+    ),
     // Declared only (the soft device does not model them): for programs whose helper files
     // use them.
     ("doca_rdma", "doca-rdma", "doca-common", "DOCA RDMA"),
@@ -46,13 +52,50 @@ const LIBS: &[(&str, &str, &str, &str)] = &[
 /// The version the headers follow (DOCA 3.x names and signatures).
 const VERSION: &str = "3.0.0";
 
-/// The default prefix, `target/soft-doca`.
-pub fn default_prefix() -> PathBuf {
-    workspace_root().join("target").join("soft-doca")
+/// Which side of a host/BlueField pair a prefix builds programs for: what its
+/// `doca_build_config.h` says (`DOCA_ARCH_HOST` or `DOCA_ARCH_DPU`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Host,
+    Arm,
 }
 
-/// Builds the soft device and lays out the prefix; returns it.
+/// The BlueField Arm's `doca_build_config.h` (the host's is emu/include's).
+const ARM_BUILD_CONFIG: &str = "\
+/*
+ * dpakit soft device: the machine a program is built for: this prefix's programs are the
+ * BlueField Arm's side of a host/BlueField pair (cargo xtask soft-sdk --side arm).
+ */
+#pragma once
+
+#undef DOCA_ARCH_HOST
+#undef DOCA_ARCH_X86
+#define DOCA_ARCH_DPU
+#define DOCA_ARCH_DPU_BF2 false
+#define DOCA_ARCH_ARM
+";
+
+/// The default prefix of a side: `target/soft-doca`, or `target/soft-doca-arm`.
+pub fn default_prefix_for(side: Side) -> PathBuf {
+    let dir = match side {
+        Side::Host => "soft-doca",
+        Side::Arm => "soft-doca-arm",
+    };
+    workspace_root().join("target").join(dir)
+}
+
+/// The default prefix, `target/soft-doca` (the host's side).
+pub fn default_prefix() -> PathBuf {
+    default_prefix_for(Side::Host)
+}
+
+/// Builds the soft device and lays out the host's prefix; returns it.
 pub fn run(prefix: &Path) -> Result<PathBuf> {
+    run_for(prefix, Side::Host)
+}
+
+/// Builds the soft device and lays out a prefix for `side`; returns it.
+pub fn run_for(prefix: &Path, side: Side) -> Result<PathBuf> {
     let prefix = absolute(prefix)?;
     let archive = nested::Build {
         workspace: &workspace_root(),
@@ -82,6 +125,11 @@ pub fn run(prefix: &Path) -> Result<PathBuf> {
         if path.extension().is_some_and(|e| e == "h") {
             nested::copy(&path, &include.join(path.file_name().expect("a file")))?;
         }
+    }
+    if side == Side::Arm {
+        let config = include.join("doca_build_config.h");
+        std::fs::write(&config, ARM_BUILD_CONFIG)
+            .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
     }
     link_shared(&archive, &lib)?;
     install_dpacc(&prefix)?;

@@ -69,6 +69,7 @@ pub fn run() -> Result {
     let prefix = soft_sdk::run(&soft_sdk::default_prefix())?;
     eprintln!("soft DOCA SDK in {}", prefix.display());
     sdk_checks::c_programs(&prefix)?;
+    sdk_checks::arm_side()?;
     sdk_checks::c_pairs(&prefix)?;
     sdk_checks::cc_hostile(&prefix, cargo)?;
     clock.lap("soft SDK, C programs");

@@ -18,6 +18,7 @@
 mod buf;
 mod buf_pool;
 mod client;
+mod clock;
 mod comch;
 mod comch_api;
 mod comch_receive;

@@ -52,10 +52,11 @@ pub(crate) enum Kind {
     CommChannelEp,
     CommChannelAddr,
     BufPool,
+    Clock,
 }
 
 impl Kind {
-    const ALL: [Kind; 27] = [
+    const ALL: [Kind; 28] = [
         Kind::Devinfo,
         Kind::DevinfoRep,
         Kind::Dev,
@@ -83,6 +84,7 @@ impl Kind {
         Kind::CommChannelEp,
         Kind::CommChannelAddr,
         Kind::BufPool,
+        Kind::Clock,
     ];
 
     fn from_tag(tag: u64) -> Option<Kind> {
@@ -121,6 +123,7 @@ impl Kind {
             Kind::CommChannelEp => "struct doca_comm_channel_ep_t",
             Kind::CommChannelAddr => "struct doca_comm_channel_addr_t",
             Kind::BufPool => "struct doca_buf_pool",
+            Kind::Clock => "struct doca_clock",
         }
     }
 }

@@ -83,6 +83,7 @@ macro_rules! opaque {
 }
 
 opaque!(
+    doca_clock,
     doca_devinfo,
     doca_devinfo_rep,
     doca_dev,
@@ -257,4 +258,12 @@ pub struct doca_comm_channel_init_attr {
     pub flags: u32,
     pub maxmsgs: u32,
     pub msgsize: u32,
+}
+
+/// `union doca_clock_timespec_t`: a timespec, or a cycle count.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union doca_clock_timespec_t {
+    pub ts: libc::timespec,
+    pub counter: u64,
 }

@@ -57,6 +57,11 @@ const C_PROGRAMS: &[CProgram] = &[
     once("tests/c/ctx_state.c"),
     once("tests/c/argp_log.c"),
     once("tests/c/sync_event.c"),
+    CProgram {
+        args: &["host"],
+        memcheck_args: &["host"],
+        ..once("tests/c/clock.c")
+    },
     once("tests/c/buf_pool.c"),
     once("tests/c/cc_2_5_client_server.c"),
     CProgram {
@@ -126,10 +131,16 @@ fn app_dir() -> PathBuf {
 
 /// Builds C program `source` (relative to the workspace) into `target/c`; returns the binary.
 fn build_c(source: &str, pkg_flags: &[String], app_dir: &Path) -> Result<PathBuf> {
+    let stem = Path::new(source).file_stem().expect("a file");
+    build_c_as(source, &stem.to_string_lossy(), pkg_flags, app_dir)
+}
+
+/// [`build_c`] into `target/c/<name>`.
+fn build_c_as(source: &str, name: &str, pkg_flags: &[String], app_dir: &Path) -> Result<PathBuf> {
     let bin = workspace_root().join("target").join("c");
     std::fs::create_dir_all(&bin).map_err(|e| format!("cannot create {}: {e}", bin.display()))?;
     let source = workspace_root().join(source);
-    let out = bin.join(source.file_stem().expect("a file"));
+    let out = bin.join(name);
     eprintln!(
         "$ cc {} (pkg-config doca-comch doca-dpa doca-argp doca-common)",
         source.display()
@@ -171,6 +182,16 @@ pub fn c_programs(prefix: &Path) -> Result {
         }
     }
     Ok(())
+}
+
+/// A program built against the BlueField Arm's prefix (`cargo xtask soft-sdk --side arm`) is
+/// built for the Arm's side of a pair: `tests/c/clock.c` checks it sees `DOCA_ARCH_DPU`.
+pub fn arm_side() -> Result {
+    let side = crate::soft_sdk::Side::Arm;
+    let prefix = crate::soft_sdk::run_for(&crate::soft_sdk::default_prefix_for(side), side)?;
+    let flags = pkg_config_flags(&prefix)?;
+    let out = build_c_as("tests/c/clock.c", "clock-arm", &flags, &app_dir())?;
+    run_c_program(&out, "clock-arm", &["dpu"], Mode::Native, "native")
 }
 
 /// `tests/comm_channel_hostile.rs` with `examples/c/comm_channel_server.c`, built against the
