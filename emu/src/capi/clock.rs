@@ -235,7 +235,7 @@ mod tests {
         };
         assert!(b >= a);
         for bad in [0, 0x3, 0x4, NIC_REAL_TIME | HOST_MONOTONIC, u64::MAX] {
-            let e = read(bad).err().expect("refused");
+            let e = read(bad).expect_err("refused");
             assert!(e.message().contains("DOCA_CLOCK_"), "{e}");
         }
     }

@@ -267,3 +267,14 @@ pub union doca_clock_timespec_t {
     pub ts: libc::timespec,
     pub counter: u64,
 }
+
+impl std::fmt::Debug for doca_clock_timespec_t {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // SAFETY: every bit pattern is a valid u64; which member is meant, only the clock type
+        // says.
+        let raw = unsafe { self.counter };
+        f.debug_struct("doca_clock_timespec_t")
+            .field("first_word", &raw)
+            .finish_non_exhaustive()
+    }
+}
