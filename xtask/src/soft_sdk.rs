@@ -282,6 +282,7 @@ mod tests {
                 "doca_comch",
                 "doca_dpa",
                 "doca_argp",
+                "doca_comm_channel",
                 "doca_rdma",
                 "doca_dma"
             ]
