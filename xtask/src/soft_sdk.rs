@@ -135,7 +135,7 @@ pub fn run_for(prefix: &Path, side: Side) -> Result<PathBuf> {
     install_dpacc(&prefix)?;
     // DOCA's device libraries, which device links name (`-ldoca_dpa_dev`): the soft device
     // provides their functions.
-    for name in ["doca_dpa_dev", "doca_dpa_dev_comm"] {
+    for name in ["doca_dpa_dev", "doca_dpa_dev_comm", "doca_dpa_dev_verbs"] {
         empty_archive(&lib.join(format!("lib{name}.a")))?;
     }
     nested::copy(&archive, &lib.join("libdoca_common.a"))?;

@@ -13,8 +13,12 @@ pub struct Invocation {
     pub objects: Vec<PathBuf>,
     /// The DPA program to write (`-o`): a host-linkable static library.
     pub output: Option<PathBuf>,
-    /// `-mcpu`: the DPA generation.
+    /// `-mcpu`: the DPA generations, a comma-separated list (a fatbinary for each on DOCA).
     pub mcpu: Option<String>,
+    /// `--keep-dir`: where intermediate files are kept (the work directory).
+    pub keep_dir: Option<PathBuf>,
+    /// `--dpa-proc-attr`: the attributes blob (from `dpa-app-attributes2blob`).
+    pub proc_attr: Option<PathBuf>,
     /// `-hostcc`: the host compiler.
     pub hostcc: Option<String>,
     /// `-hostcc-options`: flags for host-side compiles.
@@ -47,6 +51,8 @@ const VALUED: &[(&str, &[&str])] = &[
     ),
     ("app-name", &["-app-name", "--app-name"]),
     ("device-libs", &["-device-libs", "--device-libs"]),
+    ("keep-dir", &["-keep-dir", "--keep-dir"]),
+    ("dpa-proc-attr", &["-dpa-proc-attr", "--dpa-proc-attr"]),
 ];
 
 /// Options without a value the soft dpacc accepts and ignores, with why.
@@ -62,6 +68,14 @@ const IGNORED: &[(&str, &str)] = &[
     (
         "-keep",
         "there are no intermediate files to keep beyond the work directory",
+    ),
+    (
+        "-disable-asm-checks",
+        "the soft device builds no DPA assembly to check",
+    ),
+    (
+        "--disable-asm-checks",
+        "the soft device builds no DPA assembly to check",
     ),
 ];
 
@@ -86,6 +100,8 @@ pub fn parse(args: &[String]) -> Result<Invocation, String> {
                 "devicecc-options" => inv.devicecc_options.extend(split(&value)),
                 "app-name" => inv.app_name = Some(value),
                 "device-libs" => inv.device_libs.extend(split(&value)),
+                "keep-dir" => inv.keep_dir = Some(PathBuf::from(value)),
+                "dpa-proc-attr" => inv.proc_attr = Some(PathBuf::from(value)),
                 _ => unreachable!("every valued key is handled"),
             }
             continue;
@@ -111,8 +127,9 @@ pub fn parse(args: &[String]) -> Result<Invocation, String> {
             a if a.starts_with('-') => {
                 return Err(format!(
                     "dpacc: unknown option `{a}` (the soft dpacc takes -o, -mcpu, -hostcc, \
-                     -hostcc-options, -devicecc-options, --app-name, -device-libs, -I, -D, -U, \
-                     -l, -L, -flto, --dryrun; see docs/soft-device.md)"
+                     -hostcc-options, -devicecc-options, --app-name, -device-libs, --keep-dir, \
+                     --dpa-proc-attr, -I, -D, -U, -l, -L, -flto, -disable-asm-checks, --dryrun; \
+                     see docs/soft-device.md)"
                 ));
             }
             input => {

@@ -28,10 +28,23 @@ use std::process::Command;
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
 /// DPA generations dpacc names with `-mcpu`.
-const MCPUS: &[&str] = &["nv-dpa-bf3", "nv-dpa-cx7", "nv-dpa-cx8"];
+const MCPUS: &[&str] = &["nv-dpa-bf3", "nv-dpa-cx7", "nv-dpa-cx8", "nv-dpa-cx9"];
 
 /// DOCA's device libraries: the soft device provides what they hold.
-const DOCA_DEVICE_LIBS: &[&str] = &["doca_dpa_dev", "doca_dpa_dev_comm", "doca_dpa"];
+const DOCA_DEVICE_LIBS: &[&str] = &[
+    "doca_dpa_dev",
+    "doca_dpa_dev_comm",
+    "doca_dpa",
+    "doca_dpa_dev_verbs",
+];
+
+/// DOCA's device libraries whose functions the soft device does not have: linking them is
+/// accepted (DOCA's scripts always pass them), and a kernel that calls one of their functions
+/// fails to build, naming it.
+const UNMODELLED_DEVICE_LIBS: &[&str] = &["doca_dpa_dev_verbs"];
+
+/// Most bytes of an attributes blob (`dpa-app-attributes2blob --blob-size` is below 1024).
+const MAX_PROC_ATTR: u64 = 1020;
 
 /// What `--help` prints.
 pub const USAGE: &str = "\
@@ -44,15 +57,44 @@ ISA mode (NAME.elf beside LIBRARY)
 options:
   -o FILE                   the DPA program to write (lib*.a)
   --app-name=NAME           the app symbol (struct doca_dpa_app *) host code hands to doca_dpa_set_app
-  -mcpu=CPU                 nv-dpa-bf3 (default), nv-dpa-cx7, nv-dpa-cx8
+  -mcpu=CPU[,CPU...]        nv-dpa-bf3 (default), nv-dpa-cx7, nv-dpa-cx8, nv-dpa-cx9
   -hostcc=CC                the host compiler (default: $CC, else cc)
   -hostcc-options=FLAGS     flags for host-side compiles
   -devicecc-options=FLAGS   flags for compiling the device code
   -device-libs=FLAGS        -L/-l for the device link (DOCA's device libraries only)
   -I DIR, -D MACRO, -U MACRO
-  -flto                     accepted, no effect
+  --keep-dir=DIR            keep the intermediate files in DIR (default: .NAME.dpacc beside LIBRARY)
+  --dpa-proc-attr=BLOB      the attributes blob (dpa-app-attributes2blob), checked and kept
+  -flto, -disable-asm-checks  accepted, no effect
   --dryrun                  print the commands, run none
 ";
+
+/// The first function of an unmodelled device library (`doca_dpa_dev_verbs_*`) the preprocessed
+/// device code names, if any.
+fn unmodelled_call(text: &str) -> Option<&str> {
+    let at = text.find("doca_dpa_dev_verbs_")?;
+    let end = text[at..]
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(text.len(), |n| at + n);
+    Some(&text[at..end])
+}
+
+/// `--dpa-proc-attr`: a readable blob of whole 32-bit words, at most [`MAX_PROC_ATTR`] bytes,
+/// as `dpa-app-attributes2blob` writes. The soft device has none of the features it switches on
+/// to model, so it is checked and kept in the work directory, not interpreted.
+fn check_proc_attr(blob: &Path) -> Result {
+    let len = std::fs::metadata(blob)
+        .map_err(|e| format!("dpacc: --dpa-proc-attr {}: {e}", blob.display()))?
+        .len();
+    if len == 0 || len % 4 != 0 || len > MAX_PROC_ATTR {
+        return Err(format!(
+            "dpacc: --dpa-proc-attr {}: {len} bytes; an attributes blob is whole 32-bit words, \
+             at most {MAX_PROC_ATTR} bytes (dpa-app-attributes2blob --blob-size)",
+            blob.display()
+        ));
+    }
+    Ok(())
+}
 
 /// Runs dpacc with `args`; `prefix` is the soft SDK the program is built against.
 pub fn run(args: &[String], prefix: &Path) -> Result {
@@ -103,13 +145,18 @@ impl Plan {
                 "dpacc: --app-name `{app_name}` is not a C identifier"
             ));
         }
-        if let Some(mcpu) = &inv.mcpu
-            && !MCPUS.contains(&mcpu.as_str())
-        {
-            return Err(format!(
-                "dpacc: -mcpu={mcpu} names no DPA (known: {})",
-                MCPUS.join(", ")
-            ));
+        if let Some(list) = &inv.mcpu {
+            for mcpu in list.split(',') {
+                if !MCPUS.contains(&mcpu) {
+                    return Err(format!(
+                        "dpacc: -mcpu={list}: `{mcpu}` names no DPA (known: {})",
+                        MCPUS.join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(blob) = &inv.proc_attr {
+            check_proc_attr(blob)?;
         }
         if let Some(object) = inv.objects.first() {
             return Err(format!(
@@ -141,7 +188,10 @@ impl Plan {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        let work = dir.join(format!(".{app_name}.dpacc"));
+        let work = inv
+            .keep_dir
+            .clone()
+            .unwrap_or_else(|| dir.join(format!(".{app_name}.dpacc")));
         Ok(Plan {
             inv,
             output,
@@ -156,10 +206,23 @@ impl Plan {
         if !self.inv.dryrun {
             std::fs::create_dir_all(&self.work)
                 .map_err(|e| format!("dpacc: cannot create {}: {e}", self.work.display()))?;
+            if let Some(blob) = &self.inv.proc_attr {
+                let kept = self.work.join("attributes.blob");
+                std::fs::copy(blob, &kept)
+                    .map_err(|e| format!("dpacc: cannot keep {}: {e}", blob.display()))?;
+            }
         }
         let mut kernels = std::collections::BTreeMap::new();
         for source in &self.inv.sources {
             let text = self.preprocess(source)?;
+            if let Some(name) = unmodelled_call(&text) {
+                return Err(format!(
+                    "dpacc: {}: {name} belongs to a DOCA device library the soft device does not \
+                     model ({}): it has no DPA verbs",
+                    source.display(),
+                    UNMODELLED_DEVICE_LIBS.join(", ")
+                ));
+            }
             if self.inv.dryrun {
                 continue;
             }

@@ -116,6 +116,90 @@ fn what_the_soft_dpacc_cannot_do_is_refused_by_name() {
     assert!(e.contains("no kernel in the sources"), "{e}");
 }
 
+/// DOCA 3.x's sample scripts call dpacc with a list of DPAs, an attributes blob, a kept
+/// directory, no assembly checks and the verbs device library: each is taken.
+#[test]
+fn the_command_line_of_doca_3_scripts_is_taken() {
+    let dir = scratch_dir("soft-dpacc-doca3");
+    let source = dir.join("device.c");
+    std::fs::write(&source, DEVICE).unwrap();
+    let blob = dir.join("sample_attributes.blob");
+    std::fs::write(&blob, [0u8; 8]).unwrap();
+    let keep = dir.join("kept");
+    let output = dir.join("libsample_program.a");
+    run(
+        &args(&[
+            source.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+            "-mcpu=nv-dpa-bf3,nv-dpa-cx7,nv-dpa-cx8,nv-dpa-cx9",
+            "-hostcc=cc",
+            "--app-name=dpa_sample_app",
+            "-device-libs=-ldoca_dpa_dev -ldoca_dpa_dev_comm -ldoca_dpa_dev_verbs",
+            "-flto",
+            "-disable-asm-checks",
+            "--keep-dir",
+            keep.to_str().unwrap(),
+            &format!("--dpa-proc-attr={}", blob.display()),
+        ]),
+        &prefix(),
+    )
+    .unwrap();
+    assert!(output.exists());
+    assert_eq!(
+        std::fs::read(keep.join("attributes.blob")).unwrap(),
+        [0u8; 8]
+    );
+    assert!(
+        keep.join("app.c").exists(),
+        "intermediates in the kept directory"
+    );
+
+    let src = source.to_str().unwrap();
+    let out = output.to_str().unwrap();
+    let odd = dir.join("odd.blob");
+    std::fs::write(&odd, [0u8; 6]).unwrap();
+    let verbs = dir.join("verbs.c");
+    std::fs::write(
+        &verbs,
+        format!("{DEVICE}\nvoid doca_dpa_dev_verbs_post_send(void);\n"),
+    )
+    .unwrap();
+    for (list, expected) in [
+        (
+            vec![src, "-o", out, "--app-name=k", "-mcpu=nv-dpa-bf3,nv-dpa-x"],
+            "`nv-dpa-x` names no DPA",
+        ),
+        (
+            vec![
+                src,
+                "-o",
+                out,
+                "--app-name=k",
+                &format!("--dpa-proc-attr={}", odd.display()),
+            ],
+            "whole 32-bit words",
+        ),
+        (
+            vec![
+                src,
+                "-o",
+                out,
+                "--app-name=k",
+                "--dpa-proc-attr=/nonexistent",
+            ],
+            "--dpa-proc-attr /nonexistent",
+        ),
+        (
+            vec![verbs.to_str().unwrap(), "-o", out, "--app-name=k"],
+            "doca_dpa_dev_verbs_post_send",
+        ),
+    ] {
+        let e = run(&args(&list), &prefix()).unwrap_err();
+        assert!(e.contains(expected), "{list:?}: {e}");
+    }
+}
+
 #[test]
 fn the_descriptor_lists_each_kernel_and_escapes_the_image_path() {
     let kernels = [
