@@ -21,7 +21,7 @@ use dpakit::ErrorCode;
 use dpakit::abi::soft::limits::COMM_CHANNEL_PEER_STALL_TIMEOUT_MS;
 use dpakit::comm_channel::{Endpoint, PeerAddr, Received};
 use dpakit::dev::{Dev, DevRep};
-use procs::{Proc, ev, var};
+use procs::{Proc, cpu_seconds, ev, open_fds, rss_kib, shared_runtime_dir, var};
 use std::collections::VecDeque;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -138,19 +138,6 @@ const TAG_CC_HELLO: u8 = 8;
 const TAG_CC_WELCOME: u8 = 9;
 const TAG_DATA: u8 = 4;
 const TAG_CC_ACK: u8 = 10;
-
-/// The runtime directory this process's soft device uses (the service child gets the same).
-fn shared_runtime_dir() -> PathBuf {
-    let set = |v: &str| std::env::var_os(v).filter(|d| !d.is_empty());
-    if let Some(d) = set("DPAKIT_SOFT_RUNTIME_DIR") {
-        return d.into();
-    }
-    if let Some(d) = set("XDG_RUNTIME_DIR") {
-        return PathBuf::from(d).join("dpakit-soft");
-    }
-    // SAFETY: getuid cannot fail.
-    PathBuf::from(format!("/tmp/dpakit-soft-{}", unsafe { libc::getuid() }))
-}
 
 /// Where service `name` listens: the function and a 64-bit FNV-1a hash of the name
 /// (wire/src/runtime.rs).
@@ -352,36 +339,6 @@ struct Usage {
     cpu: f64,
     rss_kib: u64,
     fds: usize,
-}
-
-/// utime + stime of `pid`, in seconds.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command (which may hold spaces): state is the 3rd, utime the 14th.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i - 3)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // SAFETY: no pointers.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-    (ticks(14) + ticks(15)) as f64 / hz
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
 }
 
 /// The service's usage, its CPU measured over a second with nobody talking to it.

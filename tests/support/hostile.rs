@@ -4,7 +4,8 @@
 //! that runs [`server_role`] when the binary is started as the server.
 #![allow(dead_code)]
 
-use crate::procs::{Proc, ev, var};
+use crate::procs::{Proc, cpu_seconds, ev, var};
+pub use crate::procs::{open_fds, rss_kib, shared_runtime_dir};
 use dpakit::comch::{Client, Connection, Producer, Server};
 use dpakit::dev::{Dev, DevRep};
 use dpakit::pe::Pe;
@@ -120,20 +121,6 @@ extern "C" fn on_sigterm(_: libc::c_int) {
 
 /// A raw connection to the server's socket.
 pub struct Raw(pub OwnedFd);
-
-/// The runtime directory this process's soft device uses (the server child is given the
-/// same, so the well-behaved client in this process finds it).
-pub fn shared_runtime_dir() -> PathBuf {
-    let set = |v: &str| std::env::var_os(v).filter(|d| !d.is_empty());
-    if let Some(d) = set("DPAKIT_SOFT_RUNTIME_DIR") {
-        return d.into();
-    }
-    if let Some(d) = set("XDG_RUNTIME_DIR") {
-        return PathBuf::from(d).join("dpakit-soft");
-    }
-    // SAFETY: getuid cannot fail.
-    PathBuf::from(format!("/tmp/dpakit-soft-{}", unsafe { libc::getuid() }))
-}
 
 /// Where server `name` listens: the runtime directory, the function and a 64-bit FNV-1a hash
 /// of the name (wire/src/runtime.rs).
@@ -413,40 +400,11 @@ impl Witness {
     }
 }
 
-pub fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// CPU time process `pid` has used so far (user and system), in clock ticks.
-pub fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The fields after the command (in parentheses, which may hold spaces): utime is the 12th
-    // and stime the 13th of them.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<u64> = after
-        .split_whitespace()
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0)
-}
-
 /// The share of one core process `pid` used over `window` (in percent).
 pub fn cpu_percent(pid: u32, window: Duration) -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    let before = cpu_ticks(pid);
+    let before = cpu_seconds(pid);
     std::thread::sleep(window);
-    let ticks = cpu_ticks(pid) - before;
-    ticks * 100 * 1000 / (hz * window.as_millis().max(1) as u64)
-}
-
-pub fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+    ((cpu_seconds(pid) - before) * 100.0 / window.as_secs_f64()) as u64
 }
 
 /// The server, the witness, and the attack's figures.
@@ -626,14 +584,5 @@ pub fn set_fd_limit(n: u64) {
 }
 
 pub fn raise_fd_limit() {
-    let mut l = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: a valid rlimit to fill, then to set.
-    unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
-        l.rlim_cur = l.rlim_max.min(8192);
-        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
-    }
+    set_fd_limit(8192);
 }

@@ -111,3 +111,48 @@ pub fn leftovers(dir: &Path) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// The runtime directory this process's soft device uses, as the soft device chooses it
+/// (wire/src/runtime.rs): children started with it find the same servers.
+pub fn shared_runtime_dir() -> PathBuf {
+    let set = |v: &str| std::env::var_os(v).filter(|d| !d.is_empty());
+    if let Some(d) = set("DPAKIT_SOFT_RUNTIME_DIR") {
+        return d.into();
+    }
+    if let Some(d) = set("XDG_RUNTIME_DIR") {
+        return PathBuf::from(d).join("dpakit-soft");
+    }
+    // SAFETY: getuid cannot fail.
+    PathBuf::from(format!("/tmp/dpakit-soft-{}", unsafe { libc::getuid() }))
+}
+
+/// Resident memory of process `pid`, in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Descriptors process `pid` has open.
+pub fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// CPU time process `pid` has used so far (user and system), in seconds, at the kernel's tick.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command (in parentheses, which may hold spaces): utime is the 12th
+    // and stime the 13th of them.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<u64> = after
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    ticks as f64 / hz as f64
+}
