@@ -69,15 +69,7 @@ fn reset_then_served(service: &mut Endpoint, client: &mut Endpoint, good: PeerId
         }
         assert!(Instant::now() < deadline, "no reset for `{why}`");
     }
-    client.send(good, b"still there?", true).unwrap();
-    match service.recv(&mut buf, true).unwrap() {
-        Received::Message { len, peer } => service.send(peer, &buf[..len], true).unwrap(),
-        other => panic!("{other:?}"),
-    }
-    match client.recv(&mut buf, true).unwrap() {
-        Received::Message { len, .. } => assert_eq!(&buf[..len], b"still there?"),
-        other => panic!("{other:?}"),
-    }
+    super::tests::still_served(service, client, good);
 }
 
 /// One way of breaking the protocol, sent over a connected client's socket.

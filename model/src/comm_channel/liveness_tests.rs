@@ -4,6 +4,7 @@
 //! waits to send loses its connection after the stall time.
 
 use super::peer::Peer;
+use super::tests::still_served;
 use super::*;
 use crate::limits::{
     COMM_CHANNEL_FRAMES_PER_PASS, COMM_CHANNEL_PASSES_PER_CALL, COMM_CHANNEL_PEER_STALL_TIMEOUT_MS,
@@ -54,20 +55,6 @@ fn returns_within<R: Send + 'static>(
     });
     rx.recv_timeout(bound)
         .unwrap_or_else(|_| panic!("{what} did not return within {bound:?}"))
-}
-
-/// The good client's message there and back.
-fn still_served(service: &mut Endpoint, client: &mut Endpoint, good: PeerId) {
-    let mut buf = [0u8; 64];
-    client.send(good, b"still there?", true).unwrap();
-    match service.recv(&mut buf, true).unwrap() {
-        Received::Message { len, peer } => service.send(peer, &buf[..len], true).unwrap(),
-        other => panic!("{other:?}"),
-    }
-    match client.recv(&mut buf, true).unwrap() {
-        Received::Message { len, .. } => assert_eq!(&buf[..len], b"still there?"),
-        other => panic!("{other:?}"),
-    }
 }
 
 fn readable(fd: std::os::fd::RawFd) -> bool {

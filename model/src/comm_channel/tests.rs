@@ -36,6 +36,20 @@ pub(super) fn pair(name: &str, tweak: impl FnOnce(&mut Props, &mut Props)) -> (E
     panic!("no handshake");
 }
 
+/// The good client's message there and back.
+pub(super) fn still_served(service: &mut Endpoint, client: &mut Endpoint, good: PeerId) {
+    let mut buf = [0u8; 64];
+    client.send(good, b"still there?", true).unwrap();
+    match service.recv(&mut buf, true).unwrap() {
+        Received::Message { len, peer } => service.send(peer, &buf[..len], true).unwrap(),
+        other => panic!("{other:?}"),
+    }
+    match client.recv(&mut buf, true).unwrap() {
+        Received::Message { len, .. } => assert_eq!(&buf[..len], b"still there?"),
+        other => panic!("{other:?}"),
+    }
+}
+
 fn recv_one(ep: &mut Endpoint, buf: &mut [u8]) -> (usize, PeerId) {
     match ep.recv(buf, true).unwrap() {
         Received::Message { len, peer } => (len, peer),
