@@ -54,6 +54,11 @@ pub(crate) fn client<'a>(ptr: *const doca_comch_client, param: &str) -> Result<&
 }
 
 impl ClientObj {
+    /// A client's one connection has its send tasks to itself.
+    pub(crate) fn sharing_send_tasks(&self) -> Option<usize> {
+        None
+    }
+
     fn pe(&self) -> Option<&super::pe::PeObj> {
         super::pe::pe(self.ep.core.pe.get().cast(), "pe").ok()
     }

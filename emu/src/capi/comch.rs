@@ -61,9 +61,6 @@ pub(crate) struct Endpoint {
     slept: Cell<bool>,
     /// The descriptors its peers' consumers hold open in this process, and their cap.
     pub(super) peer_fds: Arc<PeerFds>,
-    /// A server's connections (0 for a client): each one's share of the send tasks is the
-    /// pool divided by them.
-    connections: Cell<usize>,
 }
 
 /// How often the socket of a connection whose control messages go through rings is looked at
@@ -163,7 +160,6 @@ impl Endpoint {
             passes: Cell::new(0),
             slept: Cell::new(false),
             peer_fds: PeerFds::for_process(),
-            connections: Cell::new(0),
         }
     }
 
@@ -279,13 +275,15 @@ impl Endpoint {
         Ok(pe)
     }
 
-    /// `doca_comch_*_task_send_alloc_init`.
+    /// `doca_comch_*_task_send_alloc_init`. `sharing`: a server's connections, which share its
+    /// send tasks ([`require_share`](Self::require_share)); `None` for a client.
     pub(crate) fn alloc_send(
         &self,
         peer: *mut doca_comch_connection,
         msg: *const c_void,
         len: u32,
         task: *mut *mut doca_comch_task_send,
+        sharing: Option<usize>,
     ) -> Result<()> {
         let conn = connection(peer, "peer")?;
         if conn.owner != self.core.handle.get() {
@@ -311,7 +309,9 @@ impl Endpoint {
             bail!(InvalidValue, "msg is NULL");
         }
         super::non_null(task, "task")?;
-        self.require_share(conn)?;
+        if let Some(connections) = sharing {
+            self.require_share(conn, connections)?;
+        }
         let handle = self.tasks.alloc(self.core.state(), |t| {
             t.conn.set(peer.cast());
             t.msg.set(msg.cast());
@@ -326,13 +326,10 @@ impl Endpoint {
     /// the connections outstanding (at least one), so a peer that stops taking cannot hold the
     /// tasks every other peer's answers need; a lone client may use the whole pool.
     /// `NO_MEMORY`, as for an empty pool, past it.
-    fn require_share(&self, conn: &ConnObj) -> Result<()> {
-        let connections = self.connections.get();
-        if connections == 0 {
-            return Ok(());
-        }
+    fn require_share(&self, conn: &ConnObj, connections: usize) -> Result<()> {
         let pool = self.tasks.len();
-        let share = (pool / connections).max(1);
+        // A stopped server has none left; its connections are closed and refused before this.
+        let share = (pool / connections.max(1)).max(1);
         // What the peer took since this pass began no longer counts.
         self.reap(conn);
         let outstanding = conn.outstanding();
@@ -345,11 +342,6 @@ impl Endpoint {
             );
         }
         Ok(())
-    }
-
-    /// A server now has `n` connections (see [`require_share`](Self::require_share)).
-    pub(crate) fn set_connections(&self, n: usize) {
-        self.connections.set(n);
     }
 
     fn submit(&self, task: &ComchSendTask) -> Result<()> {

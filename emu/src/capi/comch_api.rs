@@ -219,9 +219,10 @@ macro_rules! endpoint_functions {
             task: *mut *mut doca_comch_task_send,
         ) -> doca_error_t {
             call(stringify!($alloc), || {
-                $get($param, stringify!($param))?
+                let owner = $get($param, stringify!($param))?;
+                owner
                     .ep
-                    .alloc_send(peer, msg, len, task)
+                    .alloc_send(peer, msg, len, task, owner.sharing_send_tasks())
             })
         }
 

@@ -56,9 +56,7 @@ pub unsafe extern "C" fn doca_comch_server_create(
             handshakes: RefCell::new(VecDeque::new()),
             closing: RefCell::new(Vec::new()),
         }))?;
-        let s = server(handle.cast(), "server")?;
-        s.ep.core.handle.set(handle);
-        s.ep.set_connections(0);
+        server(handle.cast(), "server")?.ep.core.handle.set(handle);
         d.users.hold();
         r.users.hold();
         // SAFETY: checked non-null; writable by the C contract.

@@ -58,6 +58,11 @@ pub(crate) fn server<'a>(ptr: *const doca_comch_server, param: &str) -> Result<&
 }
 
 impl ServerObj {
+    /// The connections that share the send tasks (see `Endpoint::require_share`).
+    pub(crate) fn sharing_send_tasks(&self) -> Option<usize> {
+        Some(self.conns.borrow().len())
+    }
+
     fn pe(&self) -> Option<&super::pe::PeObj> {
         super::pe::pe(self.ep.core.pe.get().cast(), "pe").ok()
     }
@@ -239,7 +244,6 @@ impl ServerObj {
             self.ep.offer_ring(conn);
         }
         self.conns.borrow_mut().push(handle);
-        self.ep.set_connections(self.conns.borrow().len());
         self.connection_event(handle, true, true);
         1
     }
@@ -268,7 +272,6 @@ impl ServerObj {
     /// order, see [`ConnObj::end_pending`]), the program hears of it, the handle goes.
     fn drop_connection(&self, handle: *mut c_void, ours: bool) -> usize {
         self.conns.borrow_mut().retain(|&h| h != handle);
-        self.ep.set_connections(self.conns.borrow().len());
         let Ok(conn) = connection(handle.cast(), "connection") else {
             return 0;
         };
@@ -481,7 +484,6 @@ impl Context for ServerObj {
             self.poller.remove(sock.fd());
         }
         let conns = std::mem::take(&mut *self.conns.borrow_mut());
-        self.ep.set_connections(0);
         for &h in &conns {
             if let Ok(conn) = connection(h.cast(), "connection") {
                 let _ = conn.sock.send(&[&[proto::TAG_BYE]], &[]);
