@@ -61,8 +61,7 @@ fn cycles() -> u64 {
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
-        now(libc::CLOCK_MONOTONIC_RAW).tv_sec as u64 * 1_000_000_000
-            + now(libc::CLOCK_MONOTONIC_RAW).tv_nsec as u64
+        nanos(now(libc::CLOCK_MONOTONIC_RAW)) as u64
     }
 }
 
@@ -193,7 +192,6 @@ pub unsafe extern "C" fn doca_clock_get_crosstimestamp(
                 "nic_clock_type {nic_clock_type:#x} is not a device clock (DOCA_CLOCK_NIC_*)"
             );
         }
-        source(primary_clock_type)?;
         let before = now(libc::CLOCK_MONOTONIC_RAW);
         let primary = read(primary_clock_type)?;
         let nic = read(nic_clock_type)?;

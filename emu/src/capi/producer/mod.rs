@@ -235,7 +235,7 @@ impl ProducerObj {
             let status = match attempt {
                 Ok(Attempt::Wait) => {
                     let now = Instant::now();
-                    let since = *self.waiting_since.get().get_or_insert(now);
+                    let since = self.waiting_since.get().unwrap_or(now);
                     self.waiting_since.set(Some(since));
                     let limit = Duration::from_millis(COMCH_PEER_STALL_TIMEOUT_MS);
                     if now.saturating_duration_since(since) < limit {
