@@ -20,6 +20,7 @@ fn main() {
     println!("cargo::rerun-if-env-changed=DPAKIT_CHECKOUT");
     cc::Build::new()
         .file("csrc/rpc.c")
+        .file("csrc/launch.c")
         .file("csrc/log.c")
         .file("csrc/argp.c")
         .file("csrc/cc.c")

@@ -13,7 +13,8 @@ pub use dpakit_host::*;
 #[cfg(feature = "kit-kernels")]
 pub mod kernels {
     pub use dpakit_kernels::{
-        DMA_OFFLOAD, DMA_OFFLOAD_C, ECHO, ECHO_C, PING_PONG, RANKED_ECHO, SINK, SYNC_SET, SYNC_STEP,
+        DMA_OFFLOAD, DMA_OFFLOAD_C, ECHO, ECHO_C, LAUNCH_MARK, PING_PONG, RANKED_ECHO, SINK,
+        SYNC_SET, SYNC_STEP,
     };
 }
 

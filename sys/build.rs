@@ -43,7 +43,11 @@ const HEADERS: &[&str] = &[
 const SOFT_HEADER: &str = "dpakit_soft.h";
 
 /// Functions the soft device defines in C (variadic), so the Rust signature check skips them.
-const DEFINED_IN_C: &[&str] = &["doca_dpa_rpc"];
+const DEFINED_IN_C: &[&str] = &[
+    "doca_dpa_rpc",
+    "doca_dpa_kernel_launch_update_set",
+    "doca_dpa_kernel_launch_update_add",
+];
 
 /// The DOCA libraries feature `doca` links, dependents first.
 const DOCA_LIBS: &[&str] = &["doca_comch", "doca_dpa", "doca_common"];

@@ -1,4 +1,5 @@
-//! The running DPA thread: ending the activation, notifying other threads, local storage.
+//! The running DPA thread: ending the activation, its rank in a launch, notifying other threads,
+//! local storage.
 
 use crate::sys;
 use dpakit_abi::Pod;
@@ -17,6 +18,24 @@ pub fn reschedule() -> ! {
 pub fn finish() -> ! {
     // SAFETY: no arguments; control does not come back.
     unsafe { sys::doca_dpa_dev_thread_finish() }
+}
+
+/// This thread's index among the threads of its kernel launch, `0..num_threads()`
+/// (`doca_dpa_dev_thread_rank`); 0 in a DPA thread or an RPC.
+#[inline]
+#[doc(alias = "doca_dpa_dev_thread_rank")]
+pub fn rank() -> u32 {
+    // SAFETY: no arguments.
+    unsafe { sys::doca_dpa_dev_thread_rank() }
+}
+
+/// How many threads the current kernel launch runs (`doca_dpa_dev_num_threads`); 1 in a DPA
+/// thread or an RPC.
+#[inline]
+#[doc(alias = "doca_dpa_dev_num_threads")]
+pub fn num_threads() -> u32 {
+    // SAFETY: no arguments.
+    unsafe { sys::doca_dpa_dev_num_threads() }
 }
 
 /// Triggers the thread attached to a notification completion.

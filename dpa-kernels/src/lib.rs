@@ -16,6 +16,7 @@
 //! | [`SINK`] | Rust | thread | `MsgqPathArgs` | consumes and counts, no replies (one-way throughput) |
 //! | [`SYNC_STEP`] | Rust | RPC | sync event, bound, step | waits on a sync event, then advances it |
 //! | [`SYNC_SET`] | Rust | RPC | sync event, value | sets a sync event |
+//! | [`LAUNCH_MARK`] | Rust | thread (launched) | sync event | adds `1 << rank` to a sync event |
 //!
 //! [`APP`] names the app holding all of them (and the runtime's RPC that posts a DPA consumer's
 //! first credits, `dpakit_dev::runtime::CONSUMER_ACK`): the `dpakit_kernels` symbol
@@ -41,11 +42,11 @@ pub use echo::{ECHO, echo};
 pub use ping_pong::{PING_PONG, ping_pong};
 pub use ranked_echo::{RANKED_ECHO, ranked_echo};
 pub use sink::{SINK, sink};
-pub use sync_step::{SYNC_SET, SYNC_STEP, sync_set, sync_step};
+pub use sync_step::{LAUNCH_MARK, SYNC_SET, SYNC_STEP, launch_mark, sync_set, sync_step};
 
 dpakit_dev::dpa_app! {
     /// The kit's DPA app: every kernel of this crate, under the symbol `dpakit_kernels`.
-    pub APP = dpakit_kernels [ECHO, PING_PONG, DMA_OFFLOAD, RANKED_ECHO, SINK, SYNC_STEP, SYNC_SET, ECHO_C, DMA_OFFLOAD_C]
+    pub APP = dpakit_kernels [ECHO, PING_PONG, DMA_OFFLOAD, RANKED_ECHO, SINK, SYNC_STEP, SYNC_SET, LAUNCH_MARK, ECHO_C, DMA_OFFLOAD_C]
 }
 
 /// A panic is a bug in the kernel: on the device (and in the soft app library, built without

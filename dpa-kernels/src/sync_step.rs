@@ -1,8 +1,9 @@
-//! Sync events from the DPA: waiting on a host sync event and advancing it, setting it.
+//! Sync events from the DPA: waiting on a host sync event and advancing it, setting it, and
+//! marking it from each thread of a kernel launch.
 
 use dpakit_dev::abi::handles::SyncEventHandle;
-use dpakit_dev::rpc_kernel;
 use dpakit_dev::sync_event::SyncEvent;
+use dpakit_dev::{rpc_kernel, thread_kernel};
 
 rpc_kernel! {
     /// Waits until the counter of sync event `event` exceeds `after`, adds `step` to it and
@@ -23,5 +24,17 @@ rpc_kernel! {
         let event = SyncEvent::new(SyncEventHandle(event));
         event.set(value);
         event.get()
+    }
+}
+
+thread_kernel! {
+    /// Launched on N threads (`doca_dpa_kernel_launch_update_set`): thread `r` adds `1 << r` to
+    /// sync event `event`, so a launch whose threads each ran once, with ranks 0 to N - 1, adds
+    /// `2^N - 1`. Ends when done.
+    pub LAUNCH_MARK: fn launch_mark(event: u64) {
+        let rank = dpakit_dev::thread::rank();
+        if rank < 64 && rank < dpakit_dev::thread::num_threads() {
+            SyncEvent::new(SyncEventHandle(event)).add(1 << rank);
+        }
     }
 }

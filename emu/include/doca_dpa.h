@@ -27,6 +27,7 @@ struct doca_dpa_thread;
 struct doca_dpa_completion;
 struct doca_dpa_notification_completion;
 struct doca_dpa_eu_affinity;
+struct doca_sync_event;
 
 /* A kernel as host code names it: pass its address (a doca_dpa_func_t *). */
 typedef void(doca_dpa_func_t)(void);
@@ -85,6 +86,33 @@ doca_error_t doca_dpa_device_extend(struct doca_dpa *dpa, struct doca_dev *other
  */
 DOCA_EXPERIMENTAL
 doca_error_t doca_dpa_rpc(struct doca_dpa *dpa, doca_dpa_func_t *func, uint64_t *retval, ...);
+
+/*
+ * Kernel launches: runs thread kernel `func` once on `num_threads` threads, with the variadic
+ * arguments (as many as the kernel takes, each as its parameter's type), once `wait_event`
+ * reaches `wait_threshold` (0 to 254); when every thread has returned, `comp_event` is set to
+ * `comp_count` (_update_set) or increased by it (_update_add). Either event may be NULL. The
+ * call returns at once; launches on one context start in the order they were made.
+ */
+DOCA_EXPERIMENTAL
+doca_error_t doca_dpa_kernel_launch_update_set(struct doca_dpa *dpa, struct doca_sync_event *wait_event,
+					       uint64_t wait_threshold, struct doca_sync_event *comp_event,
+					       uint64_t comp_count, unsigned int num_threads,
+					       doca_dpa_func_t *func, ...);
+
+DOCA_EXPERIMENTAL
+doca_error_t doca_dpa_kernel_launch_update_add(struct doca_dpa *dpa, struct doca_sync_event *wait_event,
+					       uint64_t wait_threshold, struct doca_sync_event *comp_event,
+					       uint64_t comp_count, unsigned int num_threads,
+					       doca_dpa_func_t *func, ...);
+
+/* The most threads one launch runs on. */
+DOCA_EXPERIMENTAL
+doca_error_t doca_dpa_get_max_threads_per_kernel(const struct doca_dpa *dpa, unsigned int *value);
+
+/* How long, in seconds, a launched kernel may run before the context fails. */
+DOCA_EXPERIMENTAL
+doca_error_t doca_dpa_get_kernel_max_run_time(const struct doca_dpa *dpa, unsigned long long *value);
 
 /* Device memory. */
 DOCA_EXPERIMENTAL

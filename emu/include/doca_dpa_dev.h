@@ -54,6 +54,11 @@ void doca_dpa_dev_thread_reschedule(void);
 /* Ends this activation and the thread: nothing triggers it again. */
 void doca_dpa_dev_thread_finish(void);
 
+/* A launched kernel's thread: its index among the launch's threads (0 to num_threads - 1), and
+ * their number. A DPA thread or an RPC is thread 0 of 1. */
+unsigned int doca_dpa_dev_thread_rank(void);
+unsigned int doca_dpa_dev_num_threads(void);
+
 /* The local storage the host set with doca_dpa_thread_set_local_storage. */
 doca_dpa_dev_uintptr_t doca_dpa_dev_thread_get_local_storage(void);
 

@@ -92,6 +92,23 @@ doca_error_t doca_rdma_set_max_num_connections(struct doca_rdma *rdma,
 DOCA_EXPERIMENTAL
 doca_error_t doca_rdma_get_dpa_handle(struct doca_rdma *rdma, doca_dpa_dev_rdma_t *dpa_rdma);
 
+/* The DPA completion context an RDMA context with its datapath on the DPA reports to. */
+struct doca_dpa_completion;
+
+DOCA_EXPERIMENTAL
+doca_error_t doca_rdma_dpa_completion_attach(struct doca_rdma *rdma,
+					     struct doca_dpa_completion *dpa_comp);
+
+/* Receive tasks: how many buffers one receive may scatter into (before start). */
+DOCA_EXPERIMENTAL
+doca_error_t doca_rdma_task_receive_set_dst_buf_list_len(struct doca_rdma *rdma,
+							  uint32_t buf_list_len);
+
+/* Connections: the identifier DPA completions report for a connection. */
+DOCA_EXPERIMENTAL
+doca_error_t doca_rdma_connection_get_id(const struct doca_rdma_connection *rdma_connection,
+					 uint32_t *connection_id);
+
 /* Capabilities: not supported by the soft device. */
 DOCA_EXPERIMENTAL
 doca_error_t doca_rdma_cap_get_max_recv_queue_size(const struct doca_devinfo *devinfo,

@@ -185,7 +185,10 @@ struct dpakit_soft_kernel {
 	const char *name;
 	const void *entry; /* void f(uint64_t) for a thread, uint64_t f(uint64_t...) for an RPC */
 	uint32_t kind;     /* DPAKIT_SOFT_KERNEL_THREAD or DPAKIT_SOFT_KERNEL_RPC */
-	uint32_t num_args; /* 1 for a thread kernel, up to 4 for an RPC */
+	/* Parameters: 1 for a kernel doca_dpa_threads run, up to 16 for a launched kernel (0 to 16
+	 * for one dpacc scanned), up to 4 for an RPC. */
+	uint16_t num_args;
+	uint16_t narrow_args; /* bit i: parameter i is a 32-bit integer (0: all 64-bit) */
 };
 
 struct doca_dpa_app {

@@ -77,7 +77,7 @@ fn signature_checks() -> String {
     let mut c = String::from(
         "#include <doca_dpa_dev.h>\n#include <doca_dpa_dev_buf.h>\n\
          #include <doca_dpa_dev_comch_msgq.h>\n\
-         #include <doca_dpa_dev_sync_event.h>\n\n",
+         #include <doca_dpa_dev_sync_event.h>\n#include <dpaintrin.h>\n\n",
     );
     let mut check = |name: &str, ret: String, args: Vec<String>, variadic: bool| {
         let mut params = args.join(", ");

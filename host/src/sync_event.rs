@@ -108,6 +108,10 @@ impl SyncEvent {
         SyncEventBuilder::default()
     }
 
+    pub(crate) fn raw(&self) -> *mut sys::doca_sync_event {
+        self.raw
+    }
+
     /// `doca_sync_event_get`.
     #[doc(alias = "doca_sync_event_get")]
     pub fn get(&self) -> Result<u64> {

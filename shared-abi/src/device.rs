@@ -171,6 +171,21 @@ macro_rules! __device_function_list {
             [ender $ender_abi] fn doca_dpa_dev_thread_reschedule() -> !;
             /// Ends the activation and the thread: it is never triggered again.
             [ender $ender_abi] fn doca_dpa_dev_thread_finish() -> !;
+            /// This thread's index among the threads of its kernel launch (0 in a DPA thread or
+            /// an RPC).
+            [call "C"] fn doca_dpa_dev_thread_rank() -> u32;
+            /// How many threads the current kernel launch runs (1 in a DPA thread or an RPC).
+            [call "C"] fn doca_dpa_dev_num_threads() -> u32;
+
+            // The soft device's clocks, behind `dpaintrin.h`'s counters.
+            /// `__dpa_thread_cycles()`: cycles of a nominal 1 GHz clock (nanoseconds of the DPA
+            /// timer's clock).
+            [call "C"] fn dpakit_dev_thread_cycles() -> u64;
+            /// `__dpa_thread_inst_ret()`: instructions retired by the activation in ISA mode;
+            /// natively, where none are counted, the cycle count.
+            [call "C"] fn dpakit_dev_thread_inst_ret() -> u64;
+            /// `__dpa_thread_time()`: the DPA timer in microseconds (`DOCA_CLOCK_NIC_DPA_TIMER`).
+            [call "C"] fn dpakit_dev_thread_time() -> u64;
 
             // Logging.
             /// Logs a printf-style message to the host at `log_level`.

@@ -105,12 +105,18 @@ impl<A> ThreadKernel<A> {
             entry: self.entry as *const c_void,
             kind: SoftKernel::THREAD,
             num_args: 1,
+            narrow_args: 0,
         }
     }
 }
 
 /// Most arguments an RPC kernel takes.
 pub const RPC_MAX_ARGS: usize = 4;
+
+/// Most parameters a thread kernel takes on the soft device: what a kernel launch
+/// (`doca_dpa_kernel_launch_update_set`) passes after the function. DOCA documents no limit; the
+/// widest kernel of DOCA's applications takes 13.
+pub const KERNEL_MAX_ARGS: usize = 16;
 
 /// The signature of an RPC kernel: up to [`RPC_MAX_ARGS`] `u64` arguments, a `u64` result.
 pub trait RpcSignature: Copy + core::fmt::Debug + 'static {
@@ -191,7 +197,8 @@ impl<F: RpcSignature> RpcKernel<F> {
             name: self.name.as_ptr(),
             entry: self.addr,
             kind: SoftKernel::RPC,
-            num_args: F::NUM_ARGS as u32,
+            num_args: F::NUM_ARGS as u16,
+            narrow_args: 0,
         }
     }
 }
@@ -255,8 +262,13 @@ pub struct SoftKernel {
     pub entry: *const c_void,
     /// [`SoftKernel::THREAD`] or [`SoftKernel::RPC`].
     pub kind: u32,
-    /// Arguments the kernel takes (1 for a thread kernel).
-    pub num_args: u32,
+    /// Arguments the kernel takes: a thread kernel run by `doca_dpa_thread`s takes 1, a
+    /// launched one up to [`KERNEL_MAX_ARGS`], an RPC up to [`RPC_MAX_ARGS`].
+    pub num_args: u16,
+    /// Bit `i` set: argument `i` is a 32-bit integer, read as one from a variadic launch; the
+    /// others are 64-bit. (The two halves were one `u32` count before: a count below 2^16 reads
+    /// the same, with no narrow argument.)
+    pub narrow_args: u16,
 }
 
 impl SoftKernel {

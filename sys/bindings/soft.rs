@@ -1372,6 +1372,11 @@ pub struct doca_dpa_notification_completion {
 pub struct doca_dpa_eu_affinity {
     _unused: [u8; 0],
 }
+#[repr(C)]
+#[derive(Debug)]
+pub struct doca_sync_event {
+    _unused: [u8; 0],
+}
 pub type doca_dpa_func_t = ::core::option::Option<unsafe extern "C" fn()>;
 unsafe extern "C" {
     pub fn doca_dpa_cap_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
@@ -1423,6 +1428,42 @@ unsafe extern "C" {
         func: doca_dpa_func_t,
         retval: *mut u64,
         ...
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dpa_kernel_launch_update_set(
+        dpa: *mut doca_dpa,
+        wait_event: *mut doca_sync_event,
+        wait_threshold: u64,
+        comp_event: *mut doca_sync_event,
+        comp_count: u64,
+        num_threads: ::core::ffi::c_uint,
+        func: doca_dpa_func_t,
+        ...
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dpa_kernel_launch_update_add(
+        dpa: *mut doca_dpa,
+        wait_event: *mut doca_sync_event,
+        wait_threshold: u64,
+        comp_event: *mut doca_sync_event,
+        comp_count: u64,
+        num_threads: ::core::ffi::c_uint,
+        func: doca_dpa_func_t,
+        ...
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dpa_get_max_threads_per_kernel(
+        dpa: *const doca_dpa,
+        value: *mut ::core::ffi::c_uint,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_dpa_get_kernel_max_run_time(
+        dpa: *const doca_dpa,
+        value: *mut ::core::ffi::c_ulonglong,
     ) -> doca_error_t;
 }
 unsafe extern "C" {
@@ -1562,11 +1603,6 @@ unsafe extern "C" {
 #[repr(C)]
 #[derive(Debug)]
 pub struct doca_gpu {
-    _unused: [u8; 0],
-}
-#[repr(C)]
-#[derive(Debug)]
-pub struct doca_sync_event {
     _unused: [u8; 0],
 }
 #[repr(C)]
@@ -2054,6 +2090,24 @@ unsafe extern "C" {
     pub fn doca_rdma_get_dpa_handle(
         rdma: *mut doca_rdma,
         dpa_rdma: *mut doca_dpa_dev_rdma_t,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_dpa_completion_attach(
+        rdma: *mut doca_rdma,
+        dpa_comp: *mut doca_dpa_completion,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_task_receive_set_dst_buf_list_len(
+        rdma: *mut doca_rdma,
+        buf_list_len: u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
+    pub fn doca_rdma_connection_get_id(
+        rdma_connection: *const doca_rdma_connection,
+        connection_id: *mut u32,
     ) -> doca_error_t;
 }
 unsafe extern "C" {
@@ -2651,7 +2705,8 @@ pub struct dpakit_soft_kernel {
     pub name: *const ::core::ffi::c_char,
     pub entry: *const ::core::ffi::c_void,
     pub kind: u32,
-    pub num_args: u32,
+    pub num_args: u16,
+    pub narrow_args: u16,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -2665,6 +2720,8 @@ const _: () = {
         [::core::mem::offset_of!(dpakit_soft_kernel, kind) - 16usize];
     ["Offset of field: dpakit_soft_kernel::num_args"]
         [::core::mem::offset_of!(dpakit_soft_kernel, num_args) - 20usize];
+    ["Offset of field: dpakit_soft_kernel::narrow_args"]
+        [::core::mem::offset_of!(dpakit_soft_kernel, narrow_args) - 22usize];
 };
 impl Default for dpakit_soft_kernel {
     fn default() -> Self {

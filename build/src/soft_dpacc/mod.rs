@@ -43,6 +43,11 @@ const DOCA_DEVICE_LIBS: &[&str] = &[
 /// fails to build, naming it.
 const UNMODELLED_DEVICE_LIBS: &[&str] = &["doca_dpa_dev_verbs"];
 
+/// dpacc's builtin `__dpa_compiler_barrier()`, defined on every compile of device code: a
+/// barrier to the compiler only.
+const COMPILER_BARRIER: &str =
+    "-D__dpa_compiler_barrier()=__asm__ __volatile__(\"\" ::: \"memory\")";
+
 /// Most bytes of an attributes blob (`dpa-app-attributes2blob --blob-size` is below 1024).
 const MAX_PROC_ATTR: u64 = 1020;
 
@@ -293,6 +298,7 @@ impl Plan {
         cmd.args(["-E", "-P"])
             .arg(format!("-D__dpa_global__={}", scan::GLOBAL_MARKER))
             .arg(format!("-D__dpa_rpc__={}", scan::RPC_MARKER))
+            .arg(COMPILER_BARRIER)
             .arg("-I")
             .arg(&self.include)
             .args(&self.inv.preprocessor)
@@ -355,8 +361,13 @@ impl Plan {
         let bytes = std::fs::read(&device_archive)
             .map_err(|e| format!("dpacc: cannot read {}: {e}", device_archive.display()))?;
         let analysis = archive::analyze(&bytes).map_err(|e| format!("dpacc: {e}"))?;
+        let allowed: Vec<&str> = dpakit_abi::device::DEVICE_API
+            .iter()
+            .chain(image::DEVICE_LIBC)
+            .copied()
+            .collect();
         analysis
-            .check_imports(dpakit_abi::device::DEVICE_API)
+            .check_imports(&allowed)
             .map_err(|e| format!("dpacc: {e}"))?;
         let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
         let image = dir.join(format!("{}.elf", self.app_name));
@@ -381,6 +392,7 @@ impl Plan {
             let mut cmd = compiler();
             cmd.arg("-I")
                 .arg(&self.include)
+                .arg(COMPILER_BARRIER)
                 .args(&self.inv.preprocessor)
                 .args(&self.inv.devicecc_options)
                 .arg(source)
@@ -437,32 +449,27 @@ fn app_source(app: &str, kernels: &[scan::Kernel], image: Option<&Path>) -> Stri
          #include <stdint.h>\n#include <stddef.h>\n#include <dpakit_soft.h>\n\n",
     );
     for k in kernels {
-        if k.rpc {
-            let params = vec!["uint64_t"; k.num_args].join(", ");
-            let params = if params.is_empty() {
-                "void".into()
-            } else {
-                params
-            };
-            let _ = writeln!(out, "uint64_t {}({params});", k.name);
-        } else {
-            let _ = writeln!(out, "void {}(uint64_t);", k.name);
-        }
+        // The descriptor holds the kernel's address; the declaration need not match its
+        // parameters (a launch calls it through a prototype of its own).
+        let _ = writeln!(out, "void {}(void);", k.name);
     }
     let _ = writeln!(
         out,
         "\nstatic const struct dpakit_soft_kernel {app}_dpakit_kernels[] = {{"
     );
     for k in kernels {
-        if k.rpc {
-            let _ = writeln!(
-                out,
-                "\tDPAKIT_SOFT_RPC_KERNEL({}, {}u),",
-                k.name, k.num_args
-            );
+        let kind = if k.rpc {
+            "DPAKIT_SOFT_KERNEL_RPC"
         } else {
-            let _ = writeln!(out, "\tDPAKIT_SOFT_THREAD_KERNEL({}),", k.name);
-        }
+            "DPAKIT_SOFT_KERNEL_THREAD"
+        };
+        let _ = writeln!(
+            out,
+            "\t{{\"{name}\", (const void *){name}, {kind}, {n}u, {narrow:#x}u}},",
+            name = k.name,
+            n = k.num_args,
+            narrow = k.narrow
+        );
     }
     let image = image.map_or("NULL".to_string(), |p| c_string(&p.to_string_lossy()));
     let _ = write!(

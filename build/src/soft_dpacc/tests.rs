@@ -68,11 +68,11 @@ fn a_program_holds_the_kernels_the_app_and_an_image() {
     assert!(image.is_file(), "the DPA image beside the program");
     let app = std::fs::read_to_string(dir.join(".hello_app.dpacc/app.c")).unwrap();
     assert!(
-        app.contains("DPAKIT_SOFT_RPC_KERNEL(hello_rpc, 2u)"),
+        app.contains("(const void *)hello_rpc, DPAKIT_SOFT_KERNEL_RPC, 2u, 0x0u}"),
         "{app}"
     );
     assert!(
-        app.contains("DPAKIT_SOFT_THREAD_KERNEL(hello_kernel)"),
+        app.contains("(const void *)hello_kernel, DPAKIT_SOFT_KERNEL_THREAD, 1u, 0x0u}"),
         "{app}"
     );
     assert!(app.contains("hello_app.elf\""), "{app}");
@@ -206,19 +206,89 @@ fn the_descriptor_lists_each_kernel_and_escapes_the_image_path() {
         scan::Kernel {
             name: "k".into(),
             rpc: false,
-            num_args: 1,
+            num_args: 3,
+            narrow: 0b10,
         },
         scan::Kernel {
             name: "z".into(),
             rpc: true,
             num_args: 0,
+            narrow: 0,
         },
     ];
     let src = app_source("app", &kernels, Some(Path::new("/a \"b\"/app.elf")));
-    assert!(src.contains("void k(uint64_t);"), "{src}");
-    assert!(src.contains("uint64_t z(void);"), "{src}");
+    assert!(src.contains("void k(void);"), "{src}");
+    assert!(
+        src.contains(r#"{"k", (const void *)k, DPAKIT_SOFT_KERNEL_THREAD, 3u, 0x2u},"#),
+        "{src}"
+    );
+    assert!(
+        src.contains(r#"{"z", (const void *)z, DPAKIT_SOFT_KERNEL_RPC, 0u, 0x0u},"#),
+        "{src}"
+    );
     assert!(src.contains(r#""/a \"b\"/app.elf""#), "{src}");
     assert!(src.contains("struct doca_dpa_app *app = "), "{src}");
     // No build id: dpacc builds the host and device halves in one command.
     assert!(app_source("app", &kernels, None).contains("\tNULL, 0};"));
+}
+
+/// Device code as DOCA 3.x samples write it: a kernel with no parameter, one launched with
+/// arguments of both widths, `dpaintrin.h`'s counters and barriers, and a structure copy (which
+/// the compiler turns into `memcpy`).
+const DOCA_3_DEVICE: &str = r#"
+#include <doca_dpa_dev.h>
+#include <doca_dpa_dev_sync_event.h>
+#include <dpaintrin.h>
+
+struct pair { uint64_t a, b, c, d, e, f; };
+
+__dpa_global__ void hello_world(void)
+{
+	DOCA_DPA_DEV_LOG_INFO("hello from thread %u of %u\n", doca_dpa_dev_thread_rank(),
+			      doca_dpa_dev_num_threads());
+}
+
+__dpa_global__ void wide(uint64_t out, doca_dpa_dev_mmap_t mmap, uint32_t n, uint64_t in)
+{
+	struct pair *dst = (struct pair *)out, *src = (struct pair *)in;
+	uint64_t start = __dpa_thread_cycles();
+	(void)mmap;
+	__dpa_compiler_barrier();
+	*dst = *src;
+	__dpa_thread_fence(__DPA_MEMORY, __DPA_W, __DPA_W);
+	dst->a = n + (__dpa_thread_cycles() >= start) + (__dpa_thread_time() > 0);
+}
+"#;
+
+#[test]
+fn doca_3_kernels_build_zero_and_many_parameters_intrinsics_and_struct_copies() {
+    let dir = scratch_dir("soft-dpacc-doca3");
+    let source = dir.join("device.c");
+    std::fs::write(&source, DOCA_3_DEVICE).unwrap();
+    let output = dir.join("libdoca3.a");
+    run(
+        &args(&[
+            source.to_str().unwrap(),
+            "-o",
+            output.to_str().unwrap(),
+            "-mcpu=nv-dpa-bf3,nv-dpa-cx7,nv-dpa-cx8,nv-dpa-cx9",
+            "-hostcc=cc",
+            "--devicecc-options=-Wall -Wextra -Werror -O2",
+            "--app-name=doca3_app",
+            "-device-libs=-ldoca_dpa_dev -ldoca_dpa_dev_comm -ldoca_dpa_dev_verbs",
+        ]),
+        &prefix(),
+    )
+    .unwrap();
+    let app = std::fs::read_to_string(dir.join(".doca3_app.dpacc/app.c")).unwrap();
+    assert!(
+        app.contains("(const void *)hello_world, DPAKIT_SOFT_KERNEL_THREAD, 0u, 0x0u}"),
+        "{app}"
+    );
+    // mmap (a uint32_t typedef) and n are read as 32-bit arguments.
+    assert!(
+        app.contains("(const void *)wide, DPAKIT_SOFT_KERNEL_THREAD, 4u, 0x6u}"),
+        "{app}"
+    );
+    assert!(dir.join("doca3_app.elf").is_file());
 }

@@ -94,6 +94,40 @@ impl SyncEventObj {
         })
     }
 
+    /// The counter of the started event for a kernel launch on DPA context `dpa`: the DPA must
+    /// be the event's subscriber (`param` is the event a launch waits on) or its publisher (the
+    /// event a launch completes).
+    pub(crate) fn launch_value(
+        &self,
+        dpa: *mut c_void,
+        param: &str,
+        publisher: bool,
+    ) -> Result<Arc<SyncEventValue>> {
+        let (end, location) = {
+            let inner = self.lock();
+            if publisher {
+                ("publisher", inner.publisher)
+            } else {
+                ("subscriber", inner.subscriber)
+            }
+        };
+        if location != Some(Location::Dpa(dpa)) {
+            let call = if publisher {
+                "doca_sync_event_add_publisher_location_dpa"
+            } else {
+                "doca_sync_event_add_subscriber_location_dpa"
+            };
+            bail!(
+                InvalidValue,
+                "{param}'s {end} is not this DPA context: a launch {} an event whose {end} is \
+                 the DPA it runs on ({call})",
+                if publisher { "completes" } else { "waits for" }
+            );
+        }
+        self.value()
+            .map_err(|e| err(e.code(), format!("{param}: {}", e.message())))
+    }
+
     /// Stops the event: DPA handles become invalid.
     fn stop(inner: &mut Inner) {
         inner.exports.clear();

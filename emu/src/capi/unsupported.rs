@@ -137,6 +137,20 @@ api! {
         => Err(self::rdma(rdma));
     fn doca_rdma_get_dpa_handle(rdma: *mut doca_rdma, dpa_rdma: *mut doca_dpa_dev_rdma_t)
         => Err(self::rdma(rdma));
+    fn doca_rdma_dpa_completion_attach(rdma: *mut doca_rdma, dpa_comp: *mut doca_dpa_completion)
+        => Err(self::rdma(rdma));
+    fn doca_rdma_task_receive_set_dst_buf_list_len(rdma: *mut doca_rdma, buf_list_len: u32)
+        => Err(self::rdma(rdma));
+    fn doca_rdma_connection_get_id(
+        rdma_connection: *const doca_rdma_connection,
+        connection_id: *mut u32,
+    ) => Err(no_such(
+        rdma_connection.cast(),
+        "rdma_connection",
+        "doca_rdma_connection",
+        RDMA,
+        "doca_rdma_export",
+    ));
     fn doca_rdma_cap_get_max_recv_queue_size(
         devinfo: *const doca_devinfo,
         max_recv_queue_size: *mut u32,

@@ -3,6 +3,7 @@
 
 mod affinity;
 mod completion;
+mod launch;
 mod soft_settings;
 mod thread;
 
@@ -11,6 +12,7 @@ pub use completion::{
     ConsumerCompletion, ConsumerCompletionBuilder, DpaCompletion, NotificationCompletion,
 };
 pub use dpakit_abi::handles::DevPtr;
+pub use launch::KernelLaunch;
 pub(crate) use soft_settings::soft_only;
 pub use thread::{ArgsBlock, DpaThread, DpaThreadBuilder};
 

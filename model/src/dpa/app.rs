@@ -2,7 +2,7 @@
 //! `struct doca_dpa_app *` points at (read with every pointer it follows checked).
 
 use crate::error::{Result, bail};
-use dpakit_abi::kernel::{RPC_MAX_ARGS, SoftApp, SoftKernel};
+use dpakit_abi::kernel::{KERNEL_MAX_ARGS, RPC_MAX_ARGS, SoftApp, SoftKernel};
 use dpakit_abi::{RpcKernel, RpcSignature, ThreadKernel};
 
 /// Whether a kernel runs as a DPA thread or as an RPC.
@@ -25,6 +25,8 @@ pub struct AppKernel {
     pub kind: KernelKind,
     /// Arguments the kernel takes.
     pub num_args: u32,
+    /// Bit `i` set: argument `i` is a 32-bit integer (a variadic launch reads it as one).
+    pub narrow_args: u32,
 }
 
 /// `doca_dpa_app`: the kernels a DPA program contains. Threads and RPCs may only run kernels the
@@ -82,6 +84,7 @@ impl App {
             entry: kernel.func() as usize,
             kind: KernelKind::Thread,
             num_args: 1,
+            narrow_args: 0,
         });
         self
     }
@@ -93,6 +96,7 @@ impl App {
             entry: kernel.func() as usize,
             kind: KernelKind::Rpc,
             num_args: F::NUM_ARGS as u32,
+            narrow_args: 0,
         });
         self
     }
@@ -201,17 +205,33 @@ impl App {
             // SAFETY: Raw and SoftKernel have the same size; SoftKernel is integers and pointers.
             let k: SoftKernel = unsafe { std::mem::transmute(*r) };
             let kname = intern(&read_c_string(k.name, "a kernel name of the DPA app")?);
-            let kind = match k.kind {
-                SoftKernel::THREAD if k.num_args == 1 => KernelKind::Thread,
-                SoftKernel::RPC if k.num_args as usize <= RPC_MAX_ARGS => KernelKind::Rpc,
+            let max = match k.kind {
+                SoftKernel::THREAD => KERNEL_MAX_ARGS,
+                SoftKernel::RPC => RPC_MAX_ARGS,
                 _ => bail!(
                     InvalidValue,
-                    "kernel {i} (`{kname}`) of DPA app `{name}` has kind {} with {} arguments: \
-                     a thread kernel takes 1, an RPC at most {RPC_MAX_ARGS}",
+                    "kernel {i} (`{kname}`) of DPA app `{name}` has kind {}: a kernel is a \
+                     thread kernel ({}) or an RPC ({})",
                     k.kind,
-                    k.num_args
+                    SoftKernel::THREAD,
+                    SoftKernel::RPC
                 ),
             };
+            let kind = if k.kind == SoftKernel::THREAD {
+                KernelKind::Thread
+            } else {
+                KernelKind::Rpc
+            };
+            if k.num_args as usize > max || (k.narrow_args >> k.num_args.min(16)) != 0 {
+                bail!(
+                    InvalidValue,
+                    "kernel {i} (`{kname}`) of DPA app `{name}` takes {} arguments (narrow mask \
+                     {:#x}): a thread kernel takes at most {KERNEL_MAX_ARGS}, an RPC at most \
+                     {RPC_MAX_ARGS}, and only those can be narrow",
+                    k.num_args,
+                    k.narrow_args
+                );
+            }
             if k.entry.is_null() {
                 bail!(
                     InvalidValue,
@@ -222,7 +242,8 @@ impl App {
                 name: kname,
                 entry: k.entry as usize,
                 kind,
-                num_args: k.num_args,
+                num_args: k.num_args.into(),
+                narrow_args: k.narrow_args.into(),
             });
         }
         Ok(App {

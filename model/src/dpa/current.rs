@@ -11,8 +11,10 @@ use std::cell::Cell;
 /// What device functions need to know about the code calling them.
 pub(crate) struct Current<'a> {
     pub dpa: &'a DpaShared,
-    /// `None` in an RPC.
+    /// `None` in an RPC and a launched kernel.
     pub thread: Option<&'a ThreadShared>,
+    /// A launched kernel's thread: its rank in the launch.
+    pub launch: Option<&'a super::launch::Rank>,
     /// The kernel's name, for diagnostics.
     pub kernel: &'static str,
     yielder: &'a Yielder<(), Ending>,
@@ -57,12 +59,14 @@ impl<'a> Current<'a> {
     pub(super) fn new(
         dpa: &'a DpaShared,
         thread: Option<&'a ThreadShared>,
+        launch: Option<&'a super::launch::Rank>,
         kernel: &'static str,
         yielder: &'a Yielder<(), Ending>,
     ) -> Self {
         Self {
             dpa,
             thread,
+            launch,
             kernel,
             yielder,
         }

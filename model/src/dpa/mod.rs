@@ -15,6 +15,7 @@ mod element;
 mod fatal;
 pub(crate) mod grace;
 pub(crate) mod isa_mode;
+pub mod launch;
 pub mod memory;
 pub(crate) mod parking;
 pub(crate) mod sched;
@@ -89,6 +90,8 @@ pub(crate) struct DpaShared {
     pub memory: DeviceMemory,
     /// The loaded DPA image in ISA mode; `None` in native mode.
     pub isa: Option<isa_mode::Program>,
+    /// Kernel launches, queued and running.
+    pub launcher: launch::Launcher,
     fatal: Fatal<Error>,
 }
 
@@ -182,6 +185,7 @@ pub struct DpaBuilder {
     sched: SchedulerConfig,
     exec: ExecMode,
     isa: IsaConfig,
+    kernel_max_run_time: std::time::Duration,
     on_state_changed: Option<crate::ctx::StateChangedCb>,
 }
 
@@ -210,6 +214,7 @@ struct Life(Arc<DpaShared>);
 
 impl Drop for Life {
     fn drop(&mut self) {
+        self.0.launcher.shutdown(STOP_WAIT);
         self.0.sched.shutdown();
     }
 }
@@ -266,6 +271,14 @@ impl DpaBuilder {
         self
     }
 
+    /// How long a launched kernel may run before the context fails
+    /// ([`DPA_KERNEL_MAX_RUN_TIME_SECS`](crate::limits::DPA_KERNEL_MAX_RUN_TIME_SECS) by default,
+    /// what `doca_dpa_get_kernel_max_run_time` answers).
+    pub fn kernel_max_run_time(mut self, limit: std::time::Duration) -> Self {
+        self.kernel_max_run_time = limit;
+        self
+    }
+
     /// `doca_ctx_set_state_changed_cb`: called on every state transition, including the move to
     /// STOPPING after a fatal error (from the thread that hit it).
     pub fn on_state_changed(
@@ -308,6 +321,7 @@ impl DpaBuilder {
             sched: Scheduler::new(self.sched, weak.clone()),
             memory: DeviceMemory::new(crate::limits::DPA_MAX_MEMORY),
             isa,
+            launcher: launch::Launcher::new(weak.clone(), self.kernel_max_run_time),
             fatal: Fatal::new(),
         });
         device_api::keep_linked();
@@ -340,6 +354,9 @@ impl Dpa {
             sched: SchedulerConfig::default(),
             exec: ExecMode::Native,
             isa: IsaConfig::default(),
+            kernel_max_run_time: std::time::Duration::from_secs(
+                crate::limits::DPA_KERNEL_MAX_RUN_TIME_SECS,
+            ),
             on_state_changed: None,
         }
     }
@@ -453,6 +470,66 @@ impl Dpa {
             let program = shared.isa.as_ref().expect("ISA mode");
             isa_mode::run(program, &program.rpcs, entry, &a[..n])
         })
+    }
+
+    /// `doca_dpa_kernel_launch_update_set` / `_add` by address (`doca_dpa_func_t *`): queues
+    /// thread kernel `func` of the app to run once on `threads` threads with `args` (exactly as
+    /// many as it takes), once `wait` (an event and a threshold of 0 to 254) is reached; when
+    /// every thread has returned, `completion` is set to or increased by its count.
+    pub fn kernel_launch(
+        &self,
+        func: usize,
+        args: &[u64],
+        threads: u32,
+        wait: Option<(std::sync::Arc<crate::sync_event::SyncEventValue>, u64)>,
+        completion: Option<(
+            std::sync::Arc<crate::sync_event::SyncEventValue>,
+            u64,
+            launch::CompletionUpdate,
+        )>,
+    ) -> Result<()> {
+        self.shared.require_running("launch a kernel")?;
+        let kernel = *self.shared.app.require(func, KernelKind::Thread)?;
+        if args.len() != kernel.num_args as usize {
+            bail!(
+                InvalidValue,
+                "kernel `{}` takes {} arguments, not {}",
+                kernel.name,
+                kernel.num_args,
+                args.len()
+            );
+        }
+        launch::check(&kernel, threads, wait.as_ref().map(|w| w.1))?;
+        let isa_entry = match &self.shared.isa {
+            Some(program) => program.entry(kernel.name)?,
+            None => 0,
+        };
+        let mut a = [0u64; dpakit_abi::kernel::KERNEL_MAX_ARGS];
+        a[..args.len()].copy_from_slice(args);
+        self.shared.launcher.submit(launch::Launch {
+            kernel,
+            isa_entry,
+            args: a,
+            threads,
+            wait,
+            completion,
+        })
+    }
+
+    /// `doca_dpa_get_max_threads_per_kernel`.
+    pub fn max_threads_per_kernel(&self) -> u32 {
+        crate::limits::DPA_MAX_THREADS_PER_KERNEL as u32
+    }
+
+    /// `doca_dpa_get_kernel_max_run_time`, in seconds (rounded up).
+    pub fn kernel_max_run_time(&self) -> u64 {
+        let t = self.shared.launcher.max_run_time();
+        t.as_secs() + u64::from(t.subsec_nanos() > 0)
+    }
+
+    /// Kernel launches queued on the context and not started yet.
+    pub fn queued_launches(&self) -> usize {
+        self.shared.launcher.queued()
     }
 
     /// How the context runs its kernels.

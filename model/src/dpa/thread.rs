@@ -111,8 +111,19 @@ impl DpaThread {
     /// (`doca_dpa_func_t *`): `NOT_FOUND` unless it is a thread kernel of the DPA's app.
     pub fn builder_for_func(dpa: &Dpa, func: usize, arg: u64) -> Result<DpaThreadBuilder<'_>> {
         let kernel = *dpa.shared.app.require(func, super::KernelKind::Thread)?;
-        // SAFETY: the app declares the function at `kernel.entry` (non-null) as a thread kernel,
-        // `void (uint64_t)`.
+        if kernel.num_args > 1 {
+            crate::error::bail!(
+                InvalidValue,
+                "kernel `{}` takes {} parameters: a DPA thread passes its kernel one (the \
+                 uint64_t of doca_dpa_thread_set_func_arg); launch it with \
+                 doca_dpa_kernel_launch_update_set instead",
+                kernel.name,
+                kernel.num_args
+            );
+        }
+        // SAFETY: the app declares the function at `kernel.entry` (non-null) as a thread kernel
+        // taking at most one parameter: called as `void (uint64_t)`, a kernel of none ignores
+        // the argument register, as on the device.
         let entry = unsafe { std::mem::transmute::<usize, ThreadEntry>(kernel.entry) };
         Ok(DpaThreadBuilder {
             dpa,

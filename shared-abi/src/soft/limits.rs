@@ -38,6 +38,18 @@ pub const DPA_MAX_THREADS: usize = 256;
 /// Sync events one DPA context may hold handles of (`doca_sync_event_get_dpa_handle`).
 pub const DPA_MAX_SYNC_EVENTS: usize = 4096;
 
+/// Most threads one kernel launch runs on (`doca_dpa_get_max_threads_per_kernel`): the soft
+/// device runs each on a host thread of its own.
+pub const DPA_MAX_THREADS_PER_KERNEL: usize = 64;
+
+/// How long, in seconds, a launched kernel may run (`doca_dpa_get_kernel_max_run_time`): past
+/// it the DPA context fails, as the device kills a kernel that overstays.
+pub const DPA_KERNEL_MAX_RUN_TIME_SECS: u64 = 12;
+
+/// Kernel launches one DPA context holds queued (waiting for their event or for the launch
+/// ahead); one more answers `DOCA_ERROR_AGAIN`.
+pub const DPA_MAX_QUEUED_LAUNCHES: usize = 1024;
+
 /// Completion contexts (consumer completions and DPA completions) one DPA thread can have
 /// attached at once, in every scheduling mode (`dpakit_soft_dpa_get_max_completions_per_thread`).
 pub const DPA_THREAD_MAX_COMPLETIONS: usize = 8;

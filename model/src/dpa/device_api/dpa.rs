@@ -166,6 +166,49 @@ pub(crate) extern "C" fn doca_dpa_dev_thread_get_local_storage() -> u64 {
     })
 }
 
+#[unsafe(no_mangle)]
+pub(crate) extern "C" fn doca_dpa_dev_thread_rank() -> u32 {
+    with_current("doca_dpa_dev_thread_rank", |cur| cur.launch.map_or(0, |l| l.rank))
+}
+
+#[unsafe(no_mangle)]
+pub(crate) extern "C" fn doca_dpa_dev_num_threads() -> u32 {
+    with_current("doca_dpa_dev_num_threads", |cur| {
+        cur.launch.map_or(1, |l| l.num_threads)
+    })
+}
+
+// ---- The counters of dpaintrin.h, from the soft device's clocks ----
+
+/// Nanoseconds of the DPA timer's clock (`CLOCK_MONOTONIC`, `DOCA_CLOCK_NIC_DPA_TIMER`).
+pub(crate) fn dpa_timer_nanos() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+#[unsafe(no_mangle)]
+pub(crate) extern "C" fn dpakit_dev_thread_cycles() -> u64 {
+    with_current("__dpa_thread_cycles", |_| dpa_timer_nanos())
+}
+
+#[unsafe(no_mangle)]
+pub(crate) extern "C" fn dpakit_dev_thread_inst_ret() -> u64 {
+    // Natively nothing counts instructions; ISA mode answers with the hart's count instead.
+    with_current("__dpa_thread_inst_ret", |_| dpa_timer_nanos())
+}
+
+#[unsafe(no_mangle)]
+pub(crate) extern "C" fn dpakit_dev_thread_time() -> u64 {
+    with_current("__dpa_thread_time", |_| dpa_timer_nanos() / 1000)
+}
+
 // ---- Panics of kernels built without std (a soft app library): dpakit_dev::panic::report ----
 
 /// `dpakit_soft_kernel_panic` (no DOCA function): the panic handler of a kernel compiled for the

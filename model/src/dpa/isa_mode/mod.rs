@@ -81,6 +81,8 @@ pub(crate) struct Program {
     budget: u64,
     /// RPCs run in ISA mode.
     pub rpcs: Counters,
+    /// Threads of kernel launches run in ISA mode.
+    pub launches: Counters,
     /// Where the image's `dpakit_dev_panic_trap` lies, if it has one: an illegal instruction
     /// there is a kernel's panic, reported with its message and location.
     panic_trap: Option<(u64, u64)>,
@@ -106,6 +108,7 @@ impl Program {
             path,
             budget: config.budget,
             rpcs: Counters::default(),
+            launches: Counters::default(),
         })
     }
 
@@ -246,7 +249,18 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
         };
         let mut bus = DeviceBus::new(image, cur.dpa, (stack_start, stack_end));
         let mut hart = Hart::new();
-        hart.prepare_call(entry, EXIT_PC, stack_end, args);
+        // Arguments past the eighth go on the stack, the first at the stack pointer (LP64).
+        let (in_registers, on_stack) = args.split_at(args.len().min(8));
+        let sp = (stack_end - 8 * on_stack.len() as u64) & !15;
+        for (i, a) in on_stack.iter().enumerate() {
+            if bus.write_out(sp + 8 * i as u64, 8, *a).is_err() {
+                cur.fault(
+                    ErrorCode::NoMemory,
+                    "the kernel's arguments do not fit its stack".into(),
+                );
+            }
+        }
+        hart.prepare_call(entry, EXIT_PC, sp, in_registers);
         // SAFETY: this thread's cache (see `decode_cache`), used by this activation alone.
         let cache = unsafe { &mut *decode_cache(program) };
         counters.activations.fetch_add(1, Ordering::Relaxed);
@@ -280,7 +294,10 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                 // A slice ran out: a stopped thread's activation ends here, between two
                 // instructions (nothing is held), instead of running on to its budget.
                 Stop::Budget if idle < program.budget => {
-                    if cur.thread.is_some_and(|t| t.stop_requested()) {
+                    let launch_stopped = cur
+                        .launch
+                        .is_some_and(|l| l.stop.load(Ordering::Acquire));
+                    if launch_stopped || cur.thread.is_some_and(|t| t.stop_requested()) {
                         cur.end(Ending::Finish);
                     }
                 }

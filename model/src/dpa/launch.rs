@@ -1,0 +1,346 @@
+//! Kernel launches (`doca_dpa_kernel_launch_update_set` / `_add`): a kernel run once on N
+//! threads, started when a sync event reaches a threshold, reporting its end on another.
+//!
+//! Launches queue on their DPA context and start in the order they were made: a launch waiting
+//! for its event holds the ones behind it, as a queue of work on the device does. One launcher
+//! thread per context (started with its first launch) takes them in turn; each thread of a
+//! launch runs as an activation on a host thread of its own, so the threads of one launch run
+//! together and may wait for each other. When every thread has returned, the completion event is
+//! set to, or increased by, its count. A thread that faults fails the context, and the
+//! completion event is not touched, as on the device.
+
+use super::DpaShared;
+use super::activation;
+use super::app::AppKernel;
+use crate::error::{ErrorCode, Result, bail, err};
+use crate::sync::Ordering;
+use crate::sync::plain::AtomicBool;
+use crate::sync_event::SyncEventValue;
+use dpakit_abi::kernel::KERNEL_MAX_ARGS;
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Largest `wait_threshold` a launch may wait for (DOCA's rule: 0 to 254).
+pub const MAX_WAIT_THRESHOLD: u64 = 254;
+
+/// Stack of each launched thread's activation.
+const STACK_SIZE: usize = 256 * 1024;
+
+/// Longest sleep between two looks at a launch's wait event: a launch waiting for the host
+/// costs no CPU, and starts within this of the event reaching its threshold.
+const MAX_POLL_SLEEP: Duration = Duration::from_millis(1);
+
+/// How a finished launch updates its completion event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionUpdate {
+    /// `doca_dpa_kernel_launch_update_set`: the event is set to the count.
+    Set,
+    /// `doca_dpa_kernel_launch_update_add`: the count is added to the event.
+    Add,
+}
+
+/// One kernel launch, as the host asked for it.
+pub struct Launch {
+    pub(crate) kernel: AppKernel,
+    /// The kernel's entry in the DPA image (ISA mode), else 0.
+    pub(crate) isa_entry: u64,
+    pub(crate) args: [u64; KERNEL_MAX_ARGS],
+    pub(crate) threads: u32,
+    pub(crate) wait: Option<(Arc<SyncEventValue>, u64)>,
+    pub(crate) completion: Option<(Arc<SyncEventValue>, u64, CompletionUpdate)>,
+}
+
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launch")
+            .field("kernel", &self.kernel.name)
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a launched thread's device functions see: its rank among the launch's threads, and the
+/// launcher's stop request (ISA mode ends the activation on it).
+#[derive(Debug)]
+pub(crate) struct Rank {
+    pub rank: u32,
+    pub num_threads: u32,
+    pub stop: Arc<AtomicBool>,
+}
+
+#[derive(Default)]
+struct Queue {
+    launches: VecDeque<Launch>,
+    /// Set once the context stops: queued launches are dropped, the running one is abandoned.
+    stopping: bool,
+}
+
+/// A DPA context's launch queue and the thread that runs it.
+pub(crate) struct Launcher {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    stop: Arc<AtomicBool>,
+    runner: Mutex<Option<JoinHandle<()>>>,
+    dpa: Weak<DpaShared>,
+    max_run_time: Duration,
+}
+
+impl Launcher {
+    pub(crate) fn new(dpa: Weak<DpaShared>, max_run_time: Duration) -> Self {
+        Self {
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            runner: Mutex::new(None),
+            dpa,
+            max_run_time,
+        }
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `launch`; starts the launcher thread with the context's first launch.
+    pub(crate) fn submit(&self, launch: Launch) -> Result<()> {
+        {
+            let mut q = self.queue();
+            if q.stopping {
+                bail!(BadState, "the DPA context is stopping: no kernel is launched");
+            }
+            if q.launches.len() >= crate::limits::DPA_MAX_QUEUED_LAUNCHES {
+                bail!(
+                    Again,
+                    "{} kernel launches are queued on this DPA context, the most it holds \
+                     (launches start in order: the first waits for its event); launch again \
+                     once some have run",
+                    q.launches.len()
+                );
+            }
+            q.launches.push_back(launch);
+        }
+        let mut runner = self.runner.lock().unwrap_or_else(|p| p.into_inner());
+        if runner.is_none() {
+            let dpa = self.dpa.clone();
+            let spawned = std::thread::Builder::new()
+                .name("dpakit-dpa-launcher".into())
+                .spawn(move || run_queue(&dpa));
+            match spawned {
+                Ok(handle) => *runner = Some(handle),
+                Err(e) => {
+                    self.queue().launches.pop_back();
+                    return Err(err(
+                        ErrorCode::Driver,
+                        format!("cannot start the DPA context's launcher thread: {e}"),
+                    ));
+                }
+            }
+        }
+        self.wake.notify_one();
+        Ok(())
+    }
+
+    /// How long a launched kernel may run.
+    pub(crate) fn max_run_time(&self) -> Duration {
+        self.max_run_time
+    }
+
+    /// Launches queued and not started yet.
+    pub(crate) fn queued(&self) -> usize {
+        self.queue().launches.len()
+    }
+
+    /// Stops the launcher: queued launches are dropped; a running launch is waited for up to
+    /// `wait`, then abandoned (a kernel that never returns cannot be taken back).
+    pub(crate) fn shutdown(&self, wait: Duration) {
+        {
+            let mut q = self.queue();
+            q.stopping = true;
+            q.launches.clear();
+        }
+        self.stop.store(true, Ordering::Release);
+        self.wake.notify_all();
+        let Some(runner) = self.runner.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return;
+        };
+        if runner.thread().id() == std::thread::current().id() {
+            return; // the last handle went inside a launched kernel's own device call
+        }
+        let deadline = Instant::now() + wait;
+        while !runner.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if runner.is_finished() {
+            let _ = runner.join();
+        } else {
+            eprintln!(
+                "dpakit soft device: a launched kernel did not return within {wait:?} of its DPA \
+                 context stopping; it is left running"
+            );
+        }
+    }
+}
+
+/// The launcher thread: runs queued launches in order until the context stops
+/// ([`Launcher::shutdown`], when its last handle goes).
+fn run_queue(dpa: &Weak<DpaShared>) {
+    while let Some(shared) = dpa.upgrade() {
+        let launcher = &shared.launcher;
+        let next = {
+            let q = launcher.queue();
+            // Nothing queued: sleep until a launch comes or the context stops.
+            let mut q = launcher
+                .wake
+                .wait_while(q, |q| q.launches.is_empty() && !q.stopping)
+                .unwrap_or_else(|p| p.into_inner());
+            if q.stopping {
+                return;
+            }
+            let open = q.launches.front().is_some_and(gate_open);
+            if open { q.launches.pop_front() } else { None }
+        };
+        match next {
+            Some(launch) if shared.check().is_ok() => run(&shared, launch),
+            // The context failed: the launch is dropped, as the device runs nothing more.
+            Some(_) => {}
+            // The first launch's event has not reached its threshold yet.
+            None => wait_a_little(),
+        }
+    }
+}
+
+/// Whether `launch` may start: its wait event (if any) has reached its threshold.
+fn gate_open(launch: &Launch) -> bool {
+    launch
+        .wait
+        .as_ref()
+        .is_none_or(|(event, threshold)| event.get() >= *threshold)
+}
+
+thread_local! {
+    /// The launcher thread's current sleep between looks at a wait event.
+    static POLL_SLEEP: std::cell::Cell<Duration> =
+        const { std::cell::Cell::new(Duration::from_micros(1)) };
+}
+
+/// Sleeps between looks at a wait event, longer each time up to [`MAX_POLL_SLEEP`].
+fn wait_a_little() {
+    let d = POLL_SLEEP.with(|s| {
+        let d = s.get();
+        s.set((d * 2).min(MAX_POLL_SLEEP));
+        d
+    });
+    std::thread::sleep(d);
+}
+
+/// Runs every thread of `launch`, then updates its completion event unless one failed.
+fn run(dpa: &Arc<DpaShared>, launch: Launch) {
+    POLL_SLEEP.with(|s| s.set(Duration::from_micros(1)));
+    let launch = Arc::new(launch);
+    let n = launch.threads;
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<bool>();
+    for rank in 1..n {
+        let (dpa2, launch2, done) = (dpa.clone(), launch.clone(), done_tx.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("dpakit-dpa-rank-{rank}"))
+            .spawn(move || {
+                let ok = run_rank(&dpa2, &launch2, rank);
+                let _ = done.send(ok);
+            });
+        if let Err(e) = spawned {
+            dpa.set_fatal(err(
+                ErrorCode::Driver,
+                format!(
+                    "kernel `{}`: cannot start thread {rank} of its launch of {n}: {e}",
+                    launch.kernel.name
+                ),
+            ));
+            return;
+        }
+    }
+    drop(done_tx);
+    let started = Instant::now();
+    let mut ok = run_rank(dpa, &launch, 0);
+    for finished in 1..n {
+        let left = dpa.launcher.max_run_time.saturating_sub(started.elapsed());
+        match done_rx.recv_timeout(left) {
+            Ok(rank_ok) => ok &= rank_ok,
+            Err(_) => {
+                dpa.set_fatal(err(
+                    ErrorCode::BadState,
+                    format!(
+                        "kernel `{}`: {} of the {n} threads of its launch still run after {:?}, \
+                         the kernel max run time (doca_dpa_get_kernel_max_run_time): the device \
+                         kills such a kernel and the context fails",
+                        launch.kernel.name,
+                        n - finished,
+                        dpa.launcher.max_run_time
+                    ),
+                ));
+                return;
+            }
+        }
+    }
+    if n == 1 && started.elapsed() > dpa.launcher.max_run_time {
+        dpa.set_fatal(err(
+            ErrorCode::BadState,
+            format!(
+                "kernel `{}` ran for {:?}, past the kernel max run time of {:?}",
+                launch.kernel.name,
+                started.elapsed(),
+                dpa.launcher.max_run_time
+            ),
+        ));
+        return;
+    }
+    if !ok || dpa.check().is_err() {
+        return;
+    }
+    if let Some((event, count, how)) = &launch.completion {
+        match how {
+            CompletionUpdate::Set => event.set(*count),
+            CompletionUpdate::Add => {
+                event.add(*count);
+            }
+        }
+    }
+}
+
+/// Runs thread `rank` of `launch` to its end; whether it returned.
+fn run_rank(dpa: &Arc<DpaShared>, launch: &Arc<Launch>, rank: u32) -> bool {
+    let rank_info = Rank {
+        rank,
+        num_threads: launch.threads,
+        stop: dpa.launcher.stop.clone(),
+    };
+    match activation::run_launched(dpa, launch.clone(), rank_info, STACK_SIZE) {
+        Ok(ok) => ok,
+        Err(e) => {
+            dpa.set_fatal(e);
+            false
+        }
+    }
+}
+
+/// Checks a launch's parameters against DOCA's rules; the thread count and threshold are the
+/// caller's to pass as given.
+pub(crate) fn check(kernel: &AppKernel, threads: u32, wait_threshold: Option<u64>) -> Result<()> {
+    let max = crate::limits::DPA_MAX_THREADS_PER_KERNEL;
+    if threads == 0 || threads as usize > max {
+        bail!(
+            InvalidValue,
+            "num_threads is {threads}: a launch runs kernel `{}` on 1 to {max} threads \
+             (doca_dpa_get_max_threads_per_kernel)",
+            kernel.name
+        );
+    }
+    if let Some(t) = wait_threshold.filter(|t| *t > MAX_WAIT_THRESHOLD) {
+        bail!(
+            InvalidValue,
+            "wait_threshold is {t}: a launch waits for a threshold of 0 to {MAX_WAIT_THRESHOLD}"
+        );
+    }
+    Ok(())
+}
