@@ -31,6 +31,7 @@
 //! BlueField-3 DPA program.
 
 mod archive;
+pub mod attributes;
 pub mod build_id;
 pub mod cargo;
 pub mod dpacc;

@@ -36,13 +36,13 @@ extern "C" {
 #define __DPA_RW 3
 
 /* The soft device's counters (device functions, served natively and in ISA mode). */
-uint64_t dpakit_dev_thread_cycles(void);
-uint64_t dpakit_dev_thread_inst_ret(void);
-uint64_t dpakit_dev_thread_time(void);
+uint64_t dpakit_soft_thread_cycles(void);
+uint64_t dpakit_soft_thread_inst_ret(void);
+uint64_t dpakit_soft_thread_time(void);
 
-#define __dpa_thread_cycles() dpakit_dev_thread_cycles()
-#define __dpa_thread_inst_ret() dpakit_dev_thread_inst_ret()
-#define __dpa_thread_time() dpakit_dev_thread_time()
+#define __dpa_thread_cycles() dpakit_soft_thread_cycles()
+#define __dpa_thread_inst_ret() dpakit_soft_thread_inst_ret()
+#define __dpa_thread_time() dpakit_soft_thread_time()
 
 /* A full fence; the arguments (constants naming spaces and accesses) are ignored. */
 #define __dpakit_dpa_fence(...) __atomic_thread_fence(__ATOMIC_SEQ_CST)

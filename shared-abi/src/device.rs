@@ -180,12 +180,12 @@ macro_rules! __device_function_list {
             // The soft device's clocks, behind `dpaintrin.h`'s counters.
             /// `__dpa_thread_cycles()`: cycles of a nominal 1 GHz clock (nanoseconds of the DPA
             /// timer's clock).
-            [call "C"] fn dpakit_dev_thread_cycles() -> u64;
+            [call "C"] fn dpakit_soft_thread_cycles() -> u64;
             /// `__dpa_thread_inst_ret()`: instructions retired by the activation in ISA mode;
             /// natively, where none are counted, the cycle count.
-            [call "C"] fn dpakit_dev_thread_inst_ret() -> u64;
+            [call "C"] fn dpakit_soft_thread_inst_ret() -> u64;
             /// `__dpa_thread_time()`: the DPA timer in microseconds (`DOCA_CLOCK_NIC_DPA_TIMER`).
-            [call "C"] fn dpakit_dev_thread_time() -> u64;
+            [call "C"] fn dpakit_soft_thread_time() -> u64;
 
             // Logging.
             /// Logs a printf-style message to the host at `log_level`.

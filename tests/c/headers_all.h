@@ -38,6 +38,7 @@
 #include <doca_types.h>
 #include <doca_version.h>
 #include <dpakit_soft.h>
+#include <dpaintrin.h>
 
 typedef void (*headers_all_fn)(void);
 

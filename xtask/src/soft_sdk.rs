@@ -8,10 +8,12 @@
 //! <prefix>/lib/libdoca_{comch,dpa,argp,comm_channel,rdma,dma}.a  empty: all is in libdoca_common.a
 //! <prefix>/lib/pkgconfig/doca-{common,comch,dpa,argp,comm-channel,rdma,dma}.pc
 //! <prefix>/lib/libdoca_dpa_dev{,_comm}.a    empty: the soft device provides the device functions
+//! <prefix>/lib/libflexio.so -> libdpakit_soft.so, lib/pkgconfig/libflexio.pc
 //! <prefix>/bin/dpacc, tools/dpacc -> ../bin/dpacc   the soft dpacc (DOCA keeps dpacc in tools/)
+//! <prefix>/bin/dpa-app-attributes2blob, tools/…    attributes YAML -> dpacc's --dpa-proc-attr blob
 //! ```
 //!
-//! One library under six names, so a program linking them all gets one soft device. A DOCA
+//! One library under every name, so a program linking them all gets one soft device. A DOCA
 //! program then builds with `cc prog.c $(pkg-config --cflags --libs doca-comch doca-dpa
 //! doca-argp doca-common)` (`PKG_CONFIG_PATH=<prefix>/lib/pkgconfig`) and runs unchanged.
 
@@ -47,6 +49,9 @@ const LIBS: &[(&str, &str, &str, &str)] = &[
     // use them.
     ("doca_rdma", "doca-rdma", "doca-common", "DOCA RDMA"),
     ("doca_dma", "doca-dma", "doca-common", "DOCA DMA"),
+    // FlexIO, which DOCA's DPA meson files ask for (`dependency('libflexio')`): the soft device
+    // holds what DOCA's DPA programs need of it.
+    ("flexio", "libflexio", "doca-common", "FlexIO SDK"),
 ];
 
 /// The version the headers follow (DOCA 3.x names and signatures).
@@ -132,7 +137,7 @@ pub fn run_for(prefix: &Path, side: Side) -> Result<PathBuf> {
             .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
     }
     link_shared(&archive, &lib)?;
-    install_dpacc(&prefix)?;
+    install_tools(&prefix)?;
     // DOCA's device libraries, which device links name (`-ldoca_dpa_dev`): the soft device
     // provides their functions.
     for name in ["doca_dpa_dev", "doca_dpa_dev_comm", "doca_dpa_dev_verbs"] {
@@ -156,39 +161,43 @@ pub fn run_for(prefix: &Path, side: Side) -> Result<PathBuf> {
     Ok(prefix)
 }
 
-/// Builds the soft dpacc (dpakit-build's `dpacc` binary) into `<prefix>/bin/dpacc`, with
-/// `<prefix>/tools/dpacc` pointing at it.
-fn install_dpacc(prefix: &Path) -> Result {
+/// DOCA's DPA tools the soft SDK has: dpakit-build's binaries of the same names.
+const TOOLS: &[&str] = &["dpacc", "dpa-app-attributes2blob"];
+
+/// Builds the soft SDK's tools ([`TOOLS`]) into `<prefix>/bin/`, each with `<prefix>/tools/NAME`
+/// pointing at it (DOCA keeps them in `tools/`).
+fn install_tools(prefix: &Path) -> Result {
     let target_dir = workspace_root().join("target").join("soft-sdk-cargo");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(&cargo);
-    cmd.args([
-        "build",
-        "--release",
-        "--package",
-        "dpakit-build",
-        "--bin",
-        "dpacc",
-    ])
-    .arg("--target-dir")
-    .arg(&target_dir)
-    .current_dir(workspace_root());
+    cmd.args(["build", "--release", "--package", "dpakit-build"]);
+    for tool in TOOLS {
+        cmd.args(["--bin", tool]);
+    }
+    cmd.arg("--target-dir")
+        .arg(&target_dir)
+        .current_dir(workspace_root());
     nested::scrub_environment(&mut cmd);
     let status = cmd
         .status()
         .map_err(|e| format!("cannot run {cargo}: {e}"))?;
     if !status.success() {
-        return Err(format!("building the soft dpacc failed ({status})"));
+        return Err(format!("building the soft SDK's tools failed ({status})"));
     }
-    let bin = prefix.join("bin").join("dpacc");
-    nested::copy(&target_dir.join("release").join("dpacc"), &bin)?;
     let tools = prefix.join("tools");
     std::fs::create_dir_all(&tools)
         .map_err(|e| format!("cannot create {}: {e}", tools.display()))?;
-    let link = tools.join("dpacc");
-    let _ = std::fs::remove_file(&link);
-    std::os::unix::fs::symlink("../bin/dpacc", &link)
-        .map_err(|e| format!("cannot link {}: {e}", link.display()))
+    for tool in TOOLS {
+        nested::copy(
+            &target_dir.join("release").join(tool),
+            &prefix.join("bin").join(tool),
+        )?;
+        let link = tools.join(tool);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(format!("../bin/{tool}"), &link)
+            .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
+    }
+    Ok(())
 }
 
 fn absolute(path: &Path) -> Result<PathBuf> {
@@ -284,13 +293,19 @@ mod tests {
                 "doca_argp",
                 "doca_comm_channel",
                 "doca_rdma",
-                "doca_dma"
+                "doca_dma",
+                "flexio"
             ]
         );
         assert!(
             LIBS[1..]
                 .iter()
                 .all(|(_, _, requires, _)| *requires == "doca-common")
+        );
+        let flexio = LIBS.iter().find(|(name, ..)| *name == "flexio").unwrap();
+        assert_eq!(
+            flexio.1, "libflexio",
+            "meson asks for dependency('libflexio')"
         );
     }
 }

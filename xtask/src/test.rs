@@ -77,8 +77,10 @@ pub fn run() -> Result {
     sdk_checks::comch_pairs(&prefix, cargo)?;
     clock.lap("the kit over the soft SDK (feature doca)");
     // Projects of the user's own, outside the repository: a DOCA C project with its own DPA
-    // kernel (the soft SDK's dpacc, by hand and with meson), a project from `cargo xtask new`.
+    // kernel (the soft SDK's dpacc, by hand and with meson), DOCA 3.x's kernel-launch flow
+    // (attributes blob, dpacc's full command line, both sides), a project from `cargo xtask new`.
     user_projects::c_dpacc_project(&prefix)?;
+    user_projects::c_kernel_launch_project(&prefix)?;
     user_projects::rust_template()?;
     clock.lap("user projects");
     // The public API is what api/<crate>.txt says (a change is blessed on purpose).

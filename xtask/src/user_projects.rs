@@ -5,7 +5,11 @@
 //!   `build-dpa` rebuilds the image (the message names the command), then seen in both modes;
 //! - a DOCA C project with a DPA kernel of its own (`tests/c/dpacc_project`): built with the soft
 //!   SDK's `bin/dpacc` and pkg-config by hand, and with meson (`dependency('doca-dpa')`, dpacc
-//!   found in the SDK), each run natively and in ISA mode.
+//!   found in the SDK), each run natively and in ISA mode;
+//! - a DOCA 3.x-style kernel-launch project (`tests/c/dpa_kernel_launch`): meson running the
+//!   sample script (attributes YAML → blob, then dpacc with DOCA's flags), a kernel with no
+//!   parameter and one with eight threads and arguments of both widths; natively, in ISA mode and
+//!   under memcheck, then built again against the Arm-side prefix, where `DOCA_ARCH_DPU` holds.
 
 use crate::sdk_checks::memcheck::Mode;
 use crate::{Result, new_project, workspace_root};
@@ -203,6 +207,57 @@ pub fn c_dpacc_project(prefix: &Path) -> Result {
     std::fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))
 }
 
+/// The kernel-launch project (DOCA 3.x's sample flow) against the host prefix and the Arm one.
+pub fn c_kernel_launch_project(prefix: &Path) -> Result {
+    let project = workspace_root()
+        .join("tests")
+        .join("c")
+        .join("dpa_kernel_launch");
+    let root = scratch("kernel-launch")?;
+    let arm = crate::soft_sdk::Side::Arm;
+    let arm_prefix = crate::soft_sdk::run_for(&crate::soft_sdk::default_prefix_for(arm), arm)?;
+    for (side, prefix, said) in [
+        ("host", prefix, "built for the host"),
+        ("arm", arm_prefix.as_path(), "built for the BlueField Arm"),
+    ] {
+        let build = root.join(side);
+        let mut setup = Command::new("meson");
+        setup
+            .arg("setup")
+            .arg(&build)
+            .arg(&project)
+            .env("PKG_CONFIG_PATH", prefix.join("lib").join("pkgconfig"));
+        run(setup, false)?;
+        let mut compile = Command::new("meson");
+        compile.arg("compile").arg("-C").arg(&build);
+        run(compile, false)?;
+        let program = build.join("doca_dpa_kernel_launch");
+        let runs: &[(Mode, &str)] = if side == "host" {
+            &[
+                (Mode::Native, "native"),
+                (Mode::Native, "isa"),
+                (Mode::Memcheck, "native"),
+                (Mode::Memcheck, "isa"),
+            ]
+        } else {
+            &[(Mode::Native, "native")]
+        };
+        for (mode, exec) in runs {
+            let mut cmd = mode.command(&program);
+            cmd.env("DPAKIT_SOFT_EXEC", exec);
+            let out = run(cmd, false)?;
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            if !stdout.contains(said) || !stdout.contains(" checks, 0 wrong") {
+                return Err(format!(
+                    "{} ({side}, {exec}) said: {stdout}",
+                    program.display()
+                ));
+            }
+        }
+    }
+    std::fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))
+}
+
 /// The counter program natively, then from its DPA image in ISA mode, then both again under
 /// memcheck; each must succeed.
 fn counter_runs(program: &Path) -> Result {
@@ -232,5 +287,14 @@ mod tests {
     #[ignore = "builds a project of its own: run by `cargo xtask test`"]
     fn rust_template() {
         super::rust_template().unwrap();
+    }
+
+    /// The kernel-launch project alone (`cargo test -p xtask -- --ignored kernel_launch`),
+    /// against the soft SDK `cargo xtask soft-sdk` laid out.
+    #[test]
+    #[ignore = "builds the soft SDK and a project of its own: run by `cargo xtask test`"]
+    fn kernel_launch_project() {
+        let prefix = crate::soft_sdk::run(&crate::soft_sdk::default_prefix()).unwrap();
+        super::c_kernel_launch_project(&prefix).unwrap();
     }
 }

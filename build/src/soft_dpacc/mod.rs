@@ -48,9 +48,6 @@ const UNMODELLED_DEVICE_LIBS: &[&str] = &["doca_dpa_dev_verbs"];
 const COMPILER_BARRIER: &str =
     "-D__dpa_compiler_barrier()=__asm__ __volatile__(\"\" ::: \"memory\")";
 
-/// Most bytes of an attributes blob (`dpa-app-attributes2blob --blob-size` is below 1024).
-const MAX_PROC_ATTR: u64 = 1020;
-
 /// What `--help` prints.
 pub const USAGE: &str = "\
 usage: dpacc SOURCES... -o LIBRARY --app-name=NAME [options]
@@ -84,20 +81,19 @@ fn unmodelled_call(text: &str) -> Option<&str> {
     Some(&text[at..end])
 }
 
-/// `--dpa-proc-attr`: a readable blob of whole 32-bit words, at most [`MAX_PROC_ATTR`] bytes,
-/// as `dpa-app-attributes2blob` writes. The soft device has none of the features it switches on
-/// to model, so it is checked and kept in the work directory, not interpreted.
+/// `--dpa-proc-attr`: an attributes blob as `dpa-app-attributes2blob` writes it (whole 32-bit
+/// words, below 1024 bytes, only features the soft SDK knows). The soft device has none of the
+/// hardware the features switch on, so the blob is checked and kept in the work directory, not
+/// interpreted.
 fn check_proc_attr(blob: &Path) -> Result {
-    let len = std::fs::metadata(blob)
-        .map_err(|e| format!("dpacc: --dpa-proc-attr {}: {e}", blob.display()))?
-        .len();
-    if len == 0 || len % 4 != 0 || len > MAX_PROC_ATTR {
-        return Err(format!(
-            "dpacc: --dpa-proc-attr {}: {len} bytes; an attributes blob is whole 32-bit words, \
-             at most {MAX_PROC_ATTR} bytes (dpa-app-attributes2blob --blob-size)",
+    let data = std::fs::read(blob)
+        .map_err(|e| format!("dpacc: --dpa-proc-attr {}: {e}", blob.display()))?;
+    crate::attributes::from_blob(&data, true, &mut Vec::new()).map_err(|e| {
+        format!(
+            "dpacc: --dpa-proc-attr {}: {e} (make it with dpa-app-attributes2blob)",
             blob.display()
-        ));
-    }
+        )
+    })?;
     Ok(())
 }
 

@@ -178,7 +178,7 @@ fn the_command_line_of_doca_3_scripts_is_taken() {
                 "--app-name=k",
                 &format!("--dpa-proc-attr={}", odd.display()),
             ],
-            "whole 32-bit words",
+            "a multiple of 4 from 4 to 1020",
         ),
         (
             vec![
@@ -262,7 +262,7 @@ __dpa_global__ void wide(uint64_t out, doca_dpa_dev_mmap_t mmap, uint32_t n, uin
 
 #[test]
 fn doca_3_kernels_build_zero_and_many_parameters_intrinsics_and_struct_copies() {
-    let dir = scratch_dir("soft-dpacc-doca3");
+    let dir = scratch_dir("soft-dpacc-doca3-kernels");
     let source = dir.join("device.c");
     std::fs::write(&source, DOCA_3_DEVICE).unwrap();
     let output = dir.join("libdoca3.a");

@@ -165,8 +165,12 @@ impl Launcher {
         let Some(runner) = self.runner.lock().unwrap_or_else(|p| p.into_inner()).take() else {
             return;
         };
-        if runner.thread().id() == std::thread::current().id() {
-            return; // the last handle went inside a launched kernel's own device call
+        // By pthread id: `thread::current()` would give the main thread a handle that lives in
+        // its TLS for good (a leak checker's "possibly lost").
+        use std::os::unix::thread::JoinHandleExt;
+        // SAFETY: pthread_self cannot fail; pthread_equal compares two ids.
+        if unsafe { libc::pthread_equal(runner.as_pthread_t(), libc::pthread_self()) } != 0 {
+            return; // the last handle went on the launcher thread itself
         }
         let deadline = Instant::now() + wait;
         while !runner.is_finished() && Instant::now() < deadline {

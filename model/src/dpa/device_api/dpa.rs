@@ -194,18 +194,18 @@ pub(crate) fn dpa_timer_nanos() -> u64 {
 }
 
 #[unsafe(no_mangle)]
-pub(crate) extern "C" fn dpakit_dev_thread_cycles() -> u64 {
+pub(crate) extern "C" fn dpakit_soft_thread_cycles() -> u64 {
     with_current("__dpa_thread_cycles", |_| dpa_timer_nanos())
 }
 
 #[unsafe(no_mangle)]
-pub(crate) extern "C" fn dpakit_dev_thread_inst_ret() -> u64 {
+pub(crate) extern "C" fn dpakit_soft_thread_inst_ret() -> u64 {
     // Natively nothing counts instructions; ISA mode answers with the hart's count instead.
     with_current("__dpa_thread_inst_ret", |_| dpa_timer_nanos())
 }
 
 #[unsafe(no_mangle)]
-pub(crate) extern "C" fn dpakit_dev_thread_time() -> u64 {
+pub(crate) extern "C" fn dpakit_soft_thread_time() -> u64 {
     with_current("__dpa_thread_time", |_| dpa_timer_nanos() / 1000)
 }
 

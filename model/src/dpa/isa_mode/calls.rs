@@ -181,9 +181,9 @@ pub(crate) fn serve(
         D::doca_dpa_dev_thread_finish => native::doca_dpa_dev_thread_finish(),
         D::doca_dpa_dev_thread_rank => native::doca_dpa_dev_thread_rank().into(),
         D::doca_dpa_dev_num_threads => native::doca_dpa_dev_num_threads().into(),
-        D::dpakit_dev_thread_cycles => native::dpakit_dev_thread_cycles(),
-        D::dpakit_dev_thread_inst_ret => hart.instret(),
-        D::dpakit_dev_thread_time => native::dpakit_dev_thread_time(),
+        D::dpakit_soft_thread_cycles => native::dpakit_soft_thread_cycles(),
+        D::dpakit_soft_thread_inst_ret => hart.instret(),
+        D::dpakit_soft_thread_time => native::dpakit_soft_thread_time(),
         D::doca_dpa_dev_log => {
             let mut text = [0u8; printf::MAX_MESSAGE];
             let len = printf::format(hart, bus, &mut text)?;
