@@ -3,11 +3,12 @@
 //!
 //! Launches queue on their DPA context and start in the order they were made: a launch waiting
 //! for its event holds the ones behind it, as a queue of work on the device does. One launcher
-//! thread per context (started with its first launch) takes them in turn; each thread of a
+//! thread per context (started with its first launch) takes them in turn. Each thread of a
 //! launch runs as an activation on a host thread of its own, so the threads of one launch run
-//! together and may wait for each other. When every thread has returned, the completion event is
-//! set to, or increased by, its count. A thread that faults fails the context, and the
-//! completion event is not touched, as on the device.
+//! together and may wait for each other, while the launcher keeps the time (the kernel max run
+//! time). When every thread has returned, the completion event is set to, or increased by, its
+//! count. A thread that faults fails the context, and the completion event is not touched, as on
+//! the device.
 
 use super::DpaShared;
 use super::activation;
@@ -239,13 +240,14 @@ fn wait_a_little() {
     std::thread::sleep(d);
 }
 
-/// Runs every thread of `launch`, then updates its completion event unless one failed.
+/// Runs every thread of `launch`, each on a host thread of its own while this one keeps the
+/// time, then updates its completion event unless one failed.
 fn run(dpa: &Arc<DpaShared>, launch: Launch) {
     POLL_SLEEP.with(|s| s.set(Duration::from_micros(1)));
     let launch = Arc::new(launch);
     let n = launch.threads;
     let (done_tx, done_rx) = std::sync::mpsc::channel::<bool>();
-    for rank in 1..n {
+    for rank in 0..n {
         let (dpa2, launch2, done) = (dpa.clone(), launch.clone(), done_tx.clone());
         let spawned = std::thread::Builder::new()
             .name(format!("dpakit-dpa-rank-{rank}"))
@@ -266,38 +268,25 @@ fn run(dpa: &Arc<DpaShared>, launch: Launch) {
     }
     drop(done_tx);
     let started = Instant::now();
-    let mut ok = run_rank(dpa, &launch, 0);
-    for finished in 1..n {
-        let left = dpa.launcher.max_run_time.saturating_sub(started.elapsed());
-        match done_rx.recv_timeout(left) {
+    let max = dpa.launcher.max_run_time;
+    let mut ok = true;
+    for finished in 0..n {
+        match done_rx.recv_timeout(max.saturating_sub(started.elapsed())) {
             Ok(rank_ok) => ok &= rank_ok,
             Err(_) => {
                 dpa.set_fatal(err(
                     ErrorCode::BadState,
                     format!(
-                        "kernel `{}`: {} of the {n} threads of its launch still run after {:?}, \
+                        "kernel `{}`: {} of the {n} threads of its launch still run after {max:?}, \
                          the kernel max run time (doca_dpa_get_kernel_max_run_time): the device \
                          kills such a kernel and the context fails",
                         launch.kernel.name,
                         n - finished,
-                        dpa.launcher.max_run_time
                     ),
                 ));
                 return;
             }
         }
-    }
-    if n == 1 && started.elapsed() > dpa.launcher.max_run_time {
-        dpa.set_fatal(err(
-            ErrorCode::BadState,
-            format!(
-                "kernel `{}` ran for {:?}, past the kernel max run time of {:?}",
-                launch.kernel.name,
-                started.elapsed(),
-                dpa.launcher.max_run_time
-            ),
-        ));
-        return;
     }
     if !ok || dpa.check().is_err() {
         return;

@@ -230,6 +230,16 @@ int main(void)
 		     DOCA_ERROR_INVALID_VALUE, "a NULL DPA context");
 	expect_error(doca_dpa_kernel_launch_update_set(dpa, NULL, 0, comp_ev, 1, 1, NULL),
 		     DOCA_ERROR_INVALID_VALUE, "a NULL kernel");
+	{
+		/* A DPA thread passes its kernel one argument: stamp takes four. */
+		struct doca_dpa_thread *t;
+
+		CHECK(doca_dpa_thread_create(dpa, &t));
+		expect_error(doca_dpa_thread_set_func_arg(t, &stamp, 0), DOCA_ERROR_INVALID_VALUE,
+			     "a DPA thread running a kernel of four parameters");
+		CHECK(doca_dpa_thread_set_func_arg(t, &hello_world, 0));
+		CHECK(doca_dpa_thread_destroy(t));
+	}
 	CHECK(doca_dpa_peek_at_last_error(dpa));
 
 	CHECK(doca_dpa_mem_free(dpa, table));
