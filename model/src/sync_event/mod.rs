@@ -17,7 +17,7 @@ use std::sync::Arc;
 mod shared;
 pub mod tasks;
 
-pub use shared::{BLOB_LEN, SharedCounter};
+pub use shared::{BLOB_LEN, SharedCounter, check_blob_len};
 
 /// Polls before a wait starts yielding the CPU between polls.
 const SPIN_POLLS: u32 = 1 << 10;

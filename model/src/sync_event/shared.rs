@@ -302,6 +302,19 @@ fn same(a: &[u8; 16], b: &[u8; 16]) -> bool {
     a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
+/// `INVALID_VALUE` unless `sz` is the size of an export blob: checked before the importer
+/// reads a byte of it.
+pub fn check_blob_len(sz: usize) -> Result<()> {
+    if sz != BLOB_LEN {
+        bail!(
+            InvalidValue,
+            "sz is {sz} bytes: a sync event export of the soft device is exactly {BLOB_LEN} bytes \
+             (pass the data and size doca_sync_event_export_to_remote_pci gave, unchanged)"
+        );
+    }
+    Ok(())
+}
+
 /// A parsed export blob: every field checked for form (not yet for what it names).
 struct Blob {
     side: Side,
@@ -314,15 +327,7 @@ struct Blob {
 
 impl Blob {
     fn parse(data: &[u8]) -> Result<Blob> {
-        if data.len() != BLOB_LEN {
-            bail!(
-                InvalidValue,
-                "sz is {} bytes: a sync event export of the soft device is exactly {BLOB_LEN} \
-                 bytes (pass the data and size doca_sync_event_export_to_remote_pci gave, \
-                 unchanged)",
-                data.len()
-            );
-        }
+        check_blob_len(data.len())?;
         let u16_at = |i: usize| u16::from_le_bytes([data[i], data[i + 1]]);
         let u32_at = |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
         if data[at::MAGIC..at::MAGIC + 8] != BLOB_MAGIC {
