@@ -192,10 +192,17 @@ impl SyncEvent {
         doca!(doca_sync_event_wait_eq_yield(self.raw, expected, mask))
     }
 
-    /// `doca_sync_event_wait_neq`: busy-waits until `value & mask` differs from `value`.
+    /// `doca_sync_event_wait_neq`: busy-waits until `value & mask` differs from `from`.
     #[doc(alias = "doca_sync_event_wait_neq")]
-    pub fn wait_neq(&self, value: u64, mask: u64) -> Result<()> {
-        doca!(doca_sync_event_wait_neq(self.raw, value, mask))
+    pub fn wait_neq(&self, from: u64, mask: u64) -> Result<()> {
+        doca!(doca_sync_event_wait_neq(self.raw, from, mask))
+    }
+
+    /// `doca_sync_event_wait_neq_yield`: as [`wait_neq`](Self::wait_neq), giving the CPU away
+    /// between polls.
+    #[doc(alias = "doca_sync_event_wait_neq_yield")]
+    pub fn wait_neq_yield(&self, from: u64, mask: u64) -> Result<()> {
+        doca!(doca_sync_event_wait_neq_yield(self.raw, from, mask))
     }
 
     /// `doca_sync_event_export_to_remote_pci`: the bytes the other side of `dev`'s PCI link

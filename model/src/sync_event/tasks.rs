@@ -239,9 +239,9 @@ mod tests {
         for bad in [
             1,
             0x0f,
-            0xffff_ff,
-            0xff00_ff,
-            0xffff_ffff_ff,
+            0x00ff_ffff,
+            0x00ff_00ff,
+            0x00ff_ffff_ffff,
             0x7fff_ffff_ffff_ffff,
             0xff00_0000_0000_00ff,
             u64::MAX - 1,

@@ -246,7 +246,7 @@ pub(crate) fn check_shared_file(fd: RawFd, len: usize) -> Result<()> {
 
 impl Mapping {
     /// `len` bytes of the memory file `fd`, shared and read-write. The caller has checked that
-    /// the file cannot shrink below `len` ([`check_shared_file`] for a peer's file).
+    /// the file cannot shrink below `len` (sealed, as a peer's file is checked to be).
     pub fn map(fd: RawFd, len: usize) -> Result<Mapping> {
         // SAFETY: a fresh shared mapping of `len` bytes of `fd`; the result is checked.
         let ptr = unsafe {

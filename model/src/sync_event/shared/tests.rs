@@ -56,7 +56,8 @@ fn an_export_is_imported_on_the_other_side_of_its_card_only() {
 fn malformed_blobs_are_refused_by_their_form() {
     let exported = SharedCounter::create(0).unwrap();
     let good = exported.blob(&host()).unwrap();
-    let cases: [(&str, Box<dyn Fn(&mut Vec<u8>)>); 8] = [
+    type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: [(&str, Damage); 8] = [
         ("exactly 48 bytes", Box::new(|b| b.truncate(47))),
         ("exactly 48 bytes", Box::new(|b| b.push(0))),
         ("magic number", Box::new(|b| b[0] ^= 1)),
