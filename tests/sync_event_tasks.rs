@@ -432,3 +432,126 @@ fn a_running_context_cannot_be_destroyed() {
     assert_eq!(rc, sys::DOCA_ERROR_BAD_STATE, "{}", last_error());
     raw_teardown(ev, &pe);
 }
+
+/// What the callbacks of `a_context_may_be_stopped_and_destroyed_from_its_callbacks` saw.
+#[derive(Default)]
+struct Teardown {
+    event: usize,
+    stop: sys::doca_error_t,
+    flushed: sys::doca_error_t,
+    destroyed: sys::doca_error_t,
+}
+
+thread_local! {
+    static TEARDOWN: RefCell<Teardown> = RefCell::default();
+}
+
+#[test]
+fn a_context_may_be_stopped_and_destroyed_from_its_callbacks() {
+    unsafe extern "C" fn got(
+        task: *mut sys::doca_sync_event_task_get,
+        _: sys::doca_data,
+        _: sys::doca_data,
+    ) {
+        let event = TEARDOWN.with(|t| t.borrow().event) as *mut sys::doca_sync_event;
+        // SAFETY: the task is ours in its callback; the event is live.
+        let stop = unsafe {
+            sys::doca_task_free(sys::doca_sync_event_task_get_as_doca_task(task));
+            sys::doca_ctx_stop(sys::doca_sync_event_as_ctx(event))
+        };
+        TEARDOWN.with(|t| t.borrow_mut().stop = stop);
+    }
+    unsafe extern "C" fn waited(
+        task: *mut sys::doca_sync_event_task_wait_eq,
+        _: sys::doca_data,
+        _: sys::doca_data,
+    ) {
+        let t = sys::doca_sync_event_task_wait_eq_as_doca_task;
+        // SAFETY: the task is ours in its callback.
+        let status = unsafe { sys::doca_task_get_status(t(task)) };
+        // SAFETY: as above.
+        unsafe { sys::doca_task_free(t(task)) };
+        TEARDOWN.with(|t| t.borrow_mut().flushed = status);
+    }
+    unsafe extern "C" fn state(
+        _: sys::doca_data,
+        _: *mut sys::doca_ctx,
+        _: sys::doca_ctx_states,
+        next: sys::doca_ctx_states,
+    ) {
+        if next == sys::DOCA_CTX_STATE_IDLE {
+            let event = TEARDOWN.with(|t| t.borrow().event) as *mut sys::doca_sync_event;
+            // SAFETY: the event is live until this call.
+            let rc = unsafe { sys::doca_sync_event_destroy(event) };
+            TEARDOWN.with(|t| t.borrow_mut().destroyed = rc);
+        }
+    }
+    let (dev, pe) = (host(), Pe::new().unwrap());
+    let (mut ev, mut get, mut wait, mut value) = (
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        0u64,
+    );
+    let data = sys::doca_data { u64_: 0 };
+    // SAFETY: live handles and out-pointers; the callbacks above own what they free.
+    unsafe {
+        assert_eq!(sys::doca_sync_event_create(&mut ev), 0);
+        TEARDOWN.with(|t| t.borrow_mut().event = ev as usize);
+        assert_eq!(
+            sys::doca_sync_event_add_publisher_location_cpu(ev, dev.as_raw()),
+            0
+        );
+        assert_eq!(
+            sys::doca_sync_event_add_subscriber_location_cpu(ev, dev.as_raw()),
+            0
+        );
+        assert_eq!(
+            sys::doca_sync_event_task_get_set_conf(ev, Some(got), Some(got), 1),
+            0
+        );
+        assert_eq!(
+            sys::doca_sync_event_task_wait_eq_set_conf(ev, Some(waited), Some(waited), 1),
+            0
+        );
+        let ctx = sys::doca_sync_event_as_ctx(ev);
+        assert_eq!(sys::doca_ctx_set_state_changed_cb(ctx, Some(state)), 0);
+        assert_eq!(sys::doca_pe_connect_ctx(pe.as_raw(), ctx), 0);
+        assert_eq!(sys::doca_ctx_start(ctx), 0);
+        assert_eq!(
+            sys::doca_sync_event_task_wait_eq_alloc_init(ev, 1, u64::MAX, data, &mut wait),
+            0
+        );
+        assert_eq!(
+            sys::doca_task_submit(sys::doca_sync_event_task_wait_eq_as_doca_task(wait)),
+            0
+        );
+        assert_eq!(
+            sys::doca_sync_event_task_get_alloc_init(ev, &mut value, data, &mut get),
+            0
+        );
+        assert_eq!(
+            sys::doca_task_submit(sys::doca_sync_event_task_get_as_doca_task(get)),
+            0
+        );
+    }
+    for _ in 0..10 {
+        pe.progress();
+    }
+    TEARDOWN.with(|t| {
+        let t = t.borrow();
+        assert_eq!(
+            t.stop,
+            sys::DOCA_ERROR_IN_PROGRESS,
+            "the wait was outstanding"
+        );
+        assert_eq!(t.flushed, sys::DOCA_ERROR_IO_FAILED);
+        assert_eq!(t.destroyed, 0, "destroyed from its own IDLE callback");
+    });
+    // SAFETY: a stale handle is refused, never followed.
+    assert_eq!(
+        unsafe { sys::doca_sync_event_get(ev, &mut value) },
+        sys::DOCA_ERROR_INVALID_VALUE
+    );
+    drop(pe);
+}
