@@ -549,9 +549,7 @@ fn a_context_may_be_stopped_and_destroyed_from_its_callbacks() {
         assert_eq!(t.destroyed, 0, "destroyed from its own IDLE callback");
     });
     // SAFETY: a stale handle is refused, never followed.
-    assert_eq!(
-        unsafe { sys::doca_sync_event_get(ev, &mut value) },
-        sys::DOCA_ERROR_INVALID_VALUE
-    );
+    let rc = unsafe { sys::doca_sync_event_get(ev, &mut value) };
+    assert_eq!(rc, sys::DOCA_ERROR_INVALID_VALUE);
     drop(pe);
 }
