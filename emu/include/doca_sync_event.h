@@ -6,9 +6,10 @@
  * it, then use it; a DPA location needs the handle from doca_sync_event_get_dpa_handle, which
  * kernels pass to the doca_dpa_dev_sync_event_* functions (doca_dpa_dev_sync_event.h).
  *
- * The soft device models the CPU and DPA locations and the synchronous operations. It answers
- * DOCA_ERROR_NOT_SUPPORTED for remote (PCI and network) peers, GPUs, exports between processes
- * and the asynchronous task interface (see docs/soft-device.md).
+ * The soft device models the CPU, DPA and remote PCI locations, the synchronous operations, the
+ * export to the remote PCI side (the other side's process imports it with
+ * doca_sync_event_create_from_export) and the task interface (doca_sync_event_as_ctx). It answers
+ * DOCA_ERROR_NOT_SUPPORTED for remote network peers and GPUs (see docs/soft-device.md).
  */
 #ifndef DOCA_SYNC_EVENT_H
 #define DOCA_SYNC_EVENT_H
@@ -93,7 +94,12 @@ doca_error_t doca_sync_event_start(struct doca_sync_event *event);
 DOCA_EXPERIMENTAL
 doca_error_t doca_sync_event_stop(struct doca_sync_event *event);
 
-/* The event as a DOCA context (for the task interface): NULL on the soft device. */
+/*
+ * The event as a DOCA context, for the task interface: configure tasks (task_*_set_conf), connect
+ * it to a PE (doca_pe_connect_ctx) and start it with doca_ctx_start. An event started with
+ * doca_sync_event_start cannot become a context (NULL), and a context cannot be started with
+ * doca_sync_event_start.
+ */
 DOCA_EXPERIMENTAL
 struct doca_ctx *doca_sync_event_as_ctx(struct doca_sync_event *event);
 
@@ -141,7 +147,11 @@ doca_error_t doca_sync_event_get_dpa_handle(struct doca_sync_event *event, struc
 DOCA_EXPERIMENTAL
 doca_error_t doca_sync_event_cap_is_export_to_dpa_supported(const struct doca_devinfo *devinfo);
 
-/* Exports to other processes, remote peers and GPUs: NOT_SUPPORTED on the soft device. */
+/*
+ * Export to the remote PCI side: an opaque blob (owned by the event, valid until it is destroyed)
+ * that the other side passes to doca_sync_event_create_from_export. The publisher and the
+ * subscriber must each be the CPU or the remote PCI side.
+ */
 DOCA_EXPERIMENTAL
 doca_error_t doca_sync_event_export_to_remote_pci(struct doca_sync_event *event,
 						  struct doca_dev *dev, const uint8_t **data,
@@ -150,6 +160,7 @@ doca_error_t doca_sync_event_export_to_remote_pci(struct doca_sync_event *event,
 DOCA_EXPERIMENTAL
 doca_error_t doca_sync_event_cap_is_export_to_remote_pci_supported(const struct doca_devinfo *devinfo);
 
+/* The event exported from the other side of the PCI link; it cannot be configured. */
 DOCA_EXPERIMENTAL
 doca_error_t doca_sync_event_create_from_export(struct doca_dev *dev, const uint8_t *data,
 						size_t sz, struct doca_sync_event **event);
@@ -157,6 +168,7 @@ doca_error_t doca_sync_event_create_from_export(struct doca_dev *dev, const uint
 DOCA_EXPERIMENTAL
 doca_error_t doca_sync_event_cap_is_create_from_export_supported(const struct doca_devinfo *devinfo);
 
+/* Remote network peers and GPUs: NOT_SUPPORTED on the soft device. */
 DOCA_EXPERIMENTAL
 doca_error_t doca_sync_event_export_to_remote_net(struct doca_sync_event *event,
 						  const uint8_t **data, size_t *sz);
@@ -193,7 +205,12 @@ doca_error_t doca_sync_event_get_gpu_handle(struct doca_sync_event *event, struc
 DOCA_EXPERIMENTAL
 doca_error_t doca_sync_event_cap_is_export_to_gpu_supported(const struct doca_devinfo *devinfo);
 
-/* The asynchronous task interface (through doca_sync_event_as_ctx): NOT_SUPPORTED. */
+/*
+ * The task interface (through doca_sync_event_as_ctx). Each alloc_init answers
+ * DOCA_ERROR_NO_MEMORY when the pool is empty; a wait mask is 0, 1, 2, 4 or 8 consecutive 0xFF
+ * bytes. Tasks run at the next doca_pe_progress; a wait completes at the first progress that
+ * finds its condition true. Stopping the context completes waits still submitted with an error.
+ */
 struct doca_sync_event_task_get;
 struct doca_sync_event_task_notify_set;
 struct doca_sync_event_task_notify_add;
@@ -292,6 +309,84 @@ doca_error_t doca_sync_event_task_wait_neq_alloc_init(struct doca_sync_event *ev
 						      uint64_t wait_val, uint64_t mask,
 						      union doca_data user_data,
 						      struct doca_sync_event_task_wait_neq **task);
+
+DOCA_EXPERIMENTAL
+struct doca_task *doca_sync_event_task_get_as_doca_task(struct doca_sync_event_task_get *task);
+
+DOCA_EXPERIMENTAL
+void doca_sync_event_task_get_set_ret_val_ptr(struct doca_sync_event_task_get *task,
+					      uint64_t *ret_val_ptr);
+
+DOCA_EXPERIMENTAL
+uint64_t *doca_sync_event_task_get_get_ret_val_ptr(const struct doca_sync_event_task_get *task);
+
+DOCA_EXPERIMENTAL
+struct doca_task *
+doca_sync_event_task_notify_set_as_doca_task(struct doca_sync_event_task_notify_set *task);
+
+DOCA_EXPERIMENTAL
+void doca_sync_event_task_notify_set_set_set_val(struct doca_sync_event_task_notify_set *task,
+						 uint64_t set_val);
+
+DOCA_EXPERIMENTAL
+uint64_t
+doca_sync_event_task_notify_set_get_set_val(const struct doca_sync_event_task_notify_set *task);
+
+DOCA_EXPERIMENTAL
+struct doca_task *
+doca_sync_event_task_notify_add_as_doca_task(struct doca_sync_event_task_notify_add *task);
+
+DOCA_EXPERIMENTAL
+void doca_sync_event_task_notify_add_set_inc_val(struct doca_sync_event_task_notify_add *task,
+						 uint64_t inc_val);
+
+DOCA_EXPERIMENTAL
+uint64_t
+doca_sync_event_task_notify_add_get_inc_val(const struct doca_sync_event_task_notify_add *task);
+
+DOCA_EXPERIMENTAL
+void doca_sync_event_task_notify_add_set_fetched_val_ptr(
+	struct doca_sync_event_task_notify_add *task, uint64_t *fetched_val_ptr);
+
+DOCA_EXPERIMENTAL
+uint64_t *doca_sync_event_task_notify_add_get_fetched_val_ptr(
+	const struct doca_sync_event_task_notify_add *task);
+
+DOCA_EXPERIMENTAL
+struct doca_task *doca_sync_event_task_wait_eq_as_doca_task(struct doca_sync_event_task_wait_eq *task);
+
+DOCA_EXPERIMENTAL
+void doca_sync_event_task_wait_eq_set_wait_val(struct doca_sync_event_task_wait_eq *task,
+					       uint64_t wait_val);
+
+DOCA_EXPERIMENTAL
+uint64_t doca_sync_event_task_wait_eq_get_wait_val(const struct doca_sync_event_task_wait_eq *task);
+
+DOCA_EXPERIMENTAL
+void doca_sync_event_task_wait_eq_set_mask(struct doca_sync_event_task_wait_eq *task,
+					   uint64_t mask);
+
+DOCA_EXPERIMENTAL
+uint64_t doca_sync_event_task_wait_eq_get_mask(const struct doca_sync_event_task_wait_eq *task);
+
+DOCA_EXPERIMENTAL
+struct doca_task *
+doca_sync_event_task_wait_neq_as_doca_task(struct doca_sync_event_task_wait_neq *task);
+
+DOCA_EXPERIMENTAL
+void doca_sync_event_task_wait_neq_set_wait_val(struct doca_sync_event_task_wait_neq *task,
+						uint64_t wait_val);
+
+DOCA_EXPERIMENTAL
+uint64_t
+doca_sync_event_task_wait_neq_get_wait_val(const struct doca_sync_event_task_wait_neq *task);
+
+DOCA_EXPERIMENTAL
+void doca_sync_event_task_wait_neq_set_mask(struct doca_sync_event_task_wait_neq *task,
+					    uint64_t mask);
+
+DOCA_EXPERIMENTAL
+uint64_t doca_sync_event_task_wait_neq_get_mask(const struct doca_sync_event_task_wait_neq *task);
 
 #ifdef __cplusplus
 }

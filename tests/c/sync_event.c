@@ -114,7 +114,7 @@ int main(void)
 	CHECK(doca_sync_event_get(idle, &value), DOCA_ERROR_BAD_STATE);
 	CHECK(doca_sync_event_start(idle), DOCA_ERROR_BAD_STATE);
 	CHECK(doca_sync_event_add_publisher_location_cpu(idle, NULL), DOCA_ERROR_INVALID_VALUE);
-	CHECK(doca_sync_event_add_publisher_location_remote_pci(idle), DOCA_ERROR_NOT_SUPPORTED);
+	CHECK(doca_sync_event_add_publisher_location_remote_net(idle), DOCA_ERROR_NOT_SUPPORTED);
 	CHECK(doca_sync_event_set_addr(idle, &word), DOCA_SUCCESS);
 	CHECK(doca_sync_event_add_publisher_location_cpu(idle, dev), DOCA_SUCCESS);
 	CHECK(doca_sync_event_add_publisher_location_cpu(idle, dev), DOCA_ERROR_BAD_STATE);

@@ -125,19 +125,15 @@ pub(crate) trait Context {
 type ContextView = fn(*const c_void) -> *const dyn Context;
 
 /// The context kinds, in the order of [`VIEWS`].
-const KINDS: [Kind; 4] = [
+const KINDS: [Kind; 5] = [
     Kind::Consumer,
     Kind::Producer,
     Kind::ComchServer,
     Kind::ComchClient,
+    Kind::SyncEvent,
 ];
 
-static VIEWS: [OnceLock<ContextView>; 4] = [
-    OnceLock::new(),
-    OnceLock::new(),
-    OnceLock::new(),
-    OnceLock::new(),
-];
+static VIEWS: [OnceLock<ContextView>; 5] = [const { OnceLock::new() }; 5];
 
 fn view_of<T: Context + 'static>(obj: *const c_void) -> *const dyn Context {
     obj.cast::<T>() as *const dyn Context

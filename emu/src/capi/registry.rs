@@ -53,10 +53,11 @@ pub(crate) enum Kind {
     CommChannelAddr,
     BufPool,
     Clock,
+    SyncEventTask,
 }
 
 impl Kind {
-    const ALL: [Kind; 28] = [
+    const ALL: [Kind; 29] = [
         Kind::Devinfo,
         Kind::DevinfoRep,
         Kind::Dev,
@@ -85,6 +86,7 @@ impl Kind {
         Kind::CommChannelAddr,
         Kind::BufPool,
         Kind::Clock,
+        Kind::SyncEventTask,
     ];
 
     fn from_tag(tag: u64) -> Option<Kind> {
@@ -124,6 +126,9 @@ impl Kind {
             Kind::CommChannelAddr => "struct doca_comm_channel_addr_t",
             Kind::BufPool => "struct doca_buf_pool",
             Kind::Clock => "struct doca_clock",
+            Kind::SyncEventTask => {
+                "struct doca_sync_event_task_{get,notify_set,notify_add,wait_eq,wait_neq}"
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! What programs' shared helper files call and the soft device does not model: RDMA
 //! (`doca_rdma.h`), DMA (`doca_dma.h`), extending a DPA context to another device, mmap exports
-//! between processes and peers, and the parts of sync events beyond CPU and DPA locations (remote
-//! peers, GPUs, exports, the task interface).
+//! between processes and peers, and the parts of sync events beyond CPU, DPA and remote PCI
+//! locations (remote network peers, GPUs).
 //!
 //! Every function exists, so such programs compile and link. Creating an object answers
 //! `DOCA_ERROR_NOT_SUPPORTED` with a message naming the library; capability queries answer that
@@ -296,7 +296,7 @@ api! {
     ) => export_cap(devinfo, from_export, "from_export");
 }
 
-// ---- doca_sync_event: remote peers, GPUs, exports and tasks ----
+// ---- doca_sync_event: remote network peers and GPUs ----
 
 const SE: &str = "this part of doca_sync_event";
 
@@ -306,10 +306,9 @@ fn se(ev: *mut doca_sync_event, what: &str) -> Result<()> {
     Err(not_modelled(SE, what))
 }
 
-const REMOTE: &str = "remote (PCI or network) peers are not modelled; use CPU and DPA locations";
-const GPU: &str = "GPUs are not modelled; use CPU and DPA locations";
-const TASKS: &str = "the task interface needs the event as a DOCA context (doca_sync_event_as_ctx); use \
-                     the synchronous get/update/wait calls";
+const REMOTE_NET: &str =
+    "remote network peers are not modelled; use CPU, DPA and remote PCI locations";
+const GPU: &str = "GPUs are not modelled; use CPU, DPA and remote PCI locations";
 
 fn remote_net(ptr: *const doca_sync_event_remote_net) -> Error {
     no_such(
@@ -326,33 +325,13 @@ api! {
         => se(event, GPU);
     fn doca_sync_event_add_subscriber_location_gpu(event: *mut doca_sync_event, gpu: *mut doca_gpu)
         => se(event, GPU);
-    fn doca_sync_event_add_publisher_location_remote_pci(event: *mut doca_sync_event)
-        => se(event, REMOTE);
     fn doca_sync_event_add_publisher_location_remote_net(event: *mut doca_sync_event)
-        => se(event, REMOTE);
-    fn doca_sync_event_add_subscriber_location_remote_pci(event: *mut doca_sync_event)
-        => se(event, REMOTE);
-    fn doca_sync_event_export_to_remote_pci(
-        event: *mut doca_sync_event,
-        dev: *mut doca_dev,
-        data: *mut *const u8,
-        sz: *mut usize,
-    ) => se(event, REMOTE);
-    fn doca_sync_event_cap_is_export_to_remote_pci_supported(devinfo: *const doca_devinfo)
-        => cap(devinfo, SE);
-    fn doca_sync_event_create_from_export(
-        dev: *mut doca_dev,
-        data: *const u8,
-        sz: usize,
-        event: *mut *mut doca_sync_event,
-    ) => create_on(dev, SE, REMOTE);
-    fn doca_sync_event_cap_is_create_from_export_supported(devinfo: *const doca_devinfo)
-        => cap(devinfo, SE);
+        => se(event, REMOTE_NET);
     fn doca_sync_event_export_to_remote_net(
         event: *mut doca_sync_event,
         data: *mut *const u8,
         sz: *mut usize,
-    ) => se(event, REMOTE);
+    ) => se(event, REMOTE_NET);
     fn doca_sync_event_cap_is_export_to_remote_net_supported(devinfo: *const doca_devinfo)
         => cap(devinfo, SE);
     fn doca_sync_event_remote_net_create_from_export(
@@ -360,7 +339,7 @@ api! {
         data: *const u8,
         sz: usize,
         event: *mut *mut doca_sync_event_remote_net,
-    ) => create_on(dev, SE, REMOTE);
+    ) => create_on(dev, SE, REMOTE_NET);
     fn doca_sync_event_cap_remote_net_is_create_from_export_supported(devinfo: *const doca_devinfo)
         => cap(devinfo, SE);
     fn doca_sync_event_remote_net_destroy(event: *mut doca_sync_event_remote_net)
@@ -379,76 +358,4 @@ api! {
     ) => se(event, GPU);
     fn doca_sync_event_cap_is_export_to_gpu_supported(devinfo: *const doca_devinfo)
         => cap(devinfo, SE);
-    fn doca_sync_event_cap_task_get_is_supported(devinfo: *const doca_devinfo) => cap(devinfo, SE);
-    fn doca_sync_event_cap_task_notify_set_is_supported(devinfo: *const doca_devinfo)
-        => cap(devinfo, SE);
-    fn doca_sync_event_cap_task_notify_add_is_supported(devinfo: *const doca_devinfo)
-        => cap(devinfo, SE);
-    fn doca_sync_event_cap_task_wait_eq_is_supported(devinfo: *const doca_devinfo)
-        => cap(devinfo, SE);
-    fn doca_sync_event_cap_task_wait_neq_is_supported(devinfo: *const doca_devinfo)
-        => cap(devinfo, SE);
-    fn doca_sync_event_task_get_set_conf(
-        event: *mut doca_sync_event,
-        completion_cb: doca_sync_event_task_get_completion_cb_t,
-        error_cb: doca_sync_event_task_get_completion_cb_t,
-        num_tasks: u32,
-    ) => se(event, TASKS);
-    fn doca_sync_event_task_notify_set_set_conf(
-        event: *mut doca_sync_event,
-        completion_cb: doca_sync_event_task_notify_set_completion_cb_t,
-        error_cb: doca_sync_event_task_notify_set_completion_cb_t,
-        num_tasks: u32,
-    ) => se(event, TASKS);
-    fn doca_sync_event_task_notify_add_set_conf(
-        event: *mut doca_sync_event,
-        completion_cb: doca_sync_event_task_notify_add_completion_cb_t,
-        error_cb: doca_sync_event_task_notify_add_completion_cb_t,
-        num_tasks: u32,
-    ) => se(event, TASKS);
-    fn doca_sync_event_task_wait_eq_set_conf(
-        event: *mut doca_sync_event,
-        completion_cb: doca_sync_event_task_wait_eq_completion_cb_t,
-        error_cb: doca_sync_event_task_wait_eq_completion_cb_t,
-        num_tasks: u32,
-    ) => se(event, TASKS);
-    fn doca_sync_event_task_wait_neq_set_conf(
-        event: *mut doca_sync_event,
-        completion_cb: doca_sync_event_task_wait_neq_completion_cb_t,
-        error_cb: doca_sync_event_task_wait_neq_completion_cb_t,
-        num_tasks: u32,
-    ) => se(event, TASKS);
-    fn doca_sync_event_task_get_alloc_init(
-        event: *mut doca_sync_event,
-        ret_val_ptr: *mut u64,
-        user_data: doca_data,
-        task: *mut *mut doca_sync_event_task_get,
-    ) => se(event, TASKS);
-    fn doca_sync_event_task_notify_set_alloc_init(
-        event: *mut doca_sync_event,
-        set_val: u64,
-        user_data: doca_data,
-        task: *mut *mut doca_sync_event_task_notify_set,
-    ) => se(event, TASKS);
-    fn doca_sync_event_task_notify_add_alloc_init(
-        event: *mut doca_sync_event,
-        inc_val: u64,
-        fetched_val_ptr: *mut u64,
-        user_data: doca_data,
-        task: *mut *mut doca_sync_event_task_notify_add,
-    ) => se(event, TASKS);
-    fn doca_sync_event_task_wait_eq_alloc_init(
-        event: *mut doca_sync_event,
-        wait_val: u64,
-        mask: u64,
-        user_data: doca_data,
-        task: *mut *mut doca_sync_event_task_wait_eq,
-    ) => se(event, TASKS);
-    fn doca_sync_event_task_wait_neq_alloc_init(
-        event: *mut doca_sync_event,
-        wait_val: u64,
-        mask: u64,
-        user_data: doca_data,
-        task: *mut *mut doca_sync_event_task_wait_neq,
-    ) => se(event, TASKS);
 }

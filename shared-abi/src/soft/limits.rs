@@ -168,6 +168,29 @@ pub const COMM_CHANNEL_FRAMES_PER_PASS: usize = 64;
 /// sender waits has stopped, and holds that sender's share of its queue for nothing.
 pub const COMM_CHANNEL_PEER_STALL_TIMEOUT_MS: u64 = 2000;
 
+/// Most tasks of one kind a sync event context holds (`doca_sync_event_task_*_set_conf`'s
+/// `num_tasks`, for each of get, notify_set, notify_add, wait_eq and wait_neq).
+pub const SYNC_EVENT_MAX_TASKS: usize = 65536;
+
+/// Most sync events one process shares with the remote PCI side at once: each keeps its counter
+/// in a memory file it holds open until it is destroyed, so the cap (and at most a quarter of
+/// the process's `RLIMIT_NOFILE`) leaves the descriptor table to the program. Past it,
+/// `doca_sync_event_export_to_remote_pci` answers `NO_MEMORY`.
+pub const SYNC_EVENT_MAX_EXPORTED: usize = 1024;
+
+/// Most blobs one sync event hands out (one per device it is exported through, each valid until
+/// the event is destroyed); past it, `NO_MEMORY`.
+pub const SYNC_EVENT_MAX_EXPORTS_PER_EVENT: usize = 8;
+
+/// Most events one process imports from the remote PCI side at once
+/// (`doca_sync_event_create_from_export`), each one page mapped; past it, `NO_MEMORY`.
+pub const SYNC_EVENT_MAX_IMPORTED: usize = 4096;
+
+/// How often a sleeping progress engine with wait tasks of a sync event submitted wakes to look
+/// at the counter again, in microseconds: the counter changes with no signal (another thread, or
+/// the remote side's process, writes it), so a sleeping engine looks on a timer meanwhile.
+pub const SYNC_EVENT_WAIT_RECHECK_US: u64 = 200;
+
 // Relations the numbers must keep.
 const _: () = assert!(DPA_NUM_CORES * DPA_THREADS_PER_CORE == DPA_MAX_THREADS);
 const _: () = assert!(COMM_CHANNEL_MIN_MSG_SIZE < COMM_CHANNEL_MAX_MSG_SIZE);

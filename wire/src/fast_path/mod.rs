@@ -245,7 +245,9 @@ pub(crate) fn check_shared_file(fd: RawFd, len: usize) -> Result<()> {
 }
 
 impl Mapping {
-    pub(crate) fn map(fd: RawFd, len: usize) -> Result<Mapping> {
+    /// `len` bytes of the memory file `fd`, shared and read-write. The caller has checked that
+    /// the file cannot shrink below `len` (sealed, as a peer's file is checked to be).
+    pub fn map(fd: RawFd, len: usize) -> Result<Mapping> {
         // SAFETY: a fresh shared mapping of `len` bytes of `fd`; the result is checked.
         let ptr = unsafe {
             libc::mmap(
@@ -301,6 +303,21 @@ impl Mapping {
     pub(crate) fn is_heap(&self) -> bool {
         self.heap
     }
+
+    /// Where the mapping starts (page-aligned).
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it maps nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 impl Drop for Mapping {
@@ -315,7 +332,8 @@ impl Drop for Mapping {
     }
 }
 
-pub(crate) fn memfd(name: &std::ffi::CStr, len: usize) -> Result<OwnedFd> {
+/// A memory file of `len` bytes named `name`, sealed against shrinking.
+pub fn memfd(name: &std::ffi::CStr, len: usize) -> Result<OwnedFd> {
     // SAFETY: a NUL-terminated name; the result is checked.
     let fd =
         unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
@@ -348,7 +366,8 @@ pub(crate) fn memfd(name: &std::ffi::CStr, len: usize) -> Result<OwnedFd> {
     Ok(fd)
 }
 
-fn page_size() -> usize {
+/// The system's page size.
+pub fn page_size() -> usize {
     // SAFETY: sysconf has no memory arguments.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if n > 0 { n as usize } else { 4096 }

@@ -1,8 +1,9 @@
-//! The Comch pairs: a server and a client in two processes, the C examples and tests, and the
+//! The Comch pairs: a server and a client in two processes, the C examples and tests (one of them
+//! built for both sides of the BlueField, a sync event shared across PCIe), and the
 //! kit's Rust servers with the C clients; each run natively and once under memcheck.
 
 use super::memcheck::Mode;
-use super::{app_dir, build_c, doca_env, doca_target_dir, pkg_config_flags};
+use super::{app_dir, build_c, build_c_as, doca_env, doca_target_dir, pkg_config_flags};
 use crate::Result;
 use std::path::Path;
 use std::process::{Child, ExitStatus};
@@ -88,6 +89,27 @@ const C_PAIRS: &[CPair] = &[
     },
 ];
 
+/// A C program run on both sides of the BlueField, as DOCA's remote PCI samples are: built
+/// once from the host's prefix and once from the Arm's (`DOCA_ARCH_DPU` picks the side), the
+/// Arm's build serving, the host's connecting, each run `repeat` times, then once under memcheck.
+struct SidesPair {
+    name: &'static str,
+    source: &'static str,
+    args: &'static [&'static str],
+    memcheck_args: &'static [&'static str],
+    repeat: u32,
+}
+
+/// A sync event exported by the host and imported by the DPU, the blobs sent over Comch, then
+/// rounds of update_add/wait_eq and of their tasks.
+const SIDES_PAIRS: &[SidesPair] = &[SidesPair {
+    name: "sync-event-remote",
+    source: "tests/c/sync_event_remote.c",
+    args: &["-c", "2000"],
+    memcheck_args: &["-c", "100"],
+    repeat: 3,
+}];
+
 /// How long a pair's server may take to exit after its client did before it is killed.
 const SERVER_GRACE: Duration = Duration::from_secs(10);
 
@@ -151,6 +173,40 @@ pub fn c_pairs(prefix: &Path) -> Result {
         let dir = format!("{}-c-c-m", pair.name);
         run_pair(&dir, &server, &client, pair.memcheck_args, Mode::Memcheck)
             .map_err(|e| format!("the run under memcheck: {e}"))?;
+    }
+    sides_pairs(&flags, &app_dir)
+}
+
+/// The [`SIDES_PAIRS`]: each program built for the host (`flags`, the host's prefix) and for
+/// the Arm (the Arm's prefix, laid out here), the Arm's build serving.
+fn sides_pairs(flags: &[String], app_dir: &Path) -> Result {
+    let side = crate::soft_sdk::Side::Arm;
+    let arm = crate::soft_sdk::run_for(&crate::soft_sdk::default_prefix_for(side), side)?;
+    let arm_flags = pkg_config_flags(&arm)?;
+    for pair in SIDES_PAIRS {
+        let stem = Path::new(pair.source)
+            .file_stem()
+            .map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        let dpu = build_c_as(pair.source, &format!("{stem}-dpu"), &arm_flags, app_dir)?;
+        let host = build_c_as(pair.source, &format!("{stem}-host"), flags, app_dir)?;
+        for run in 1..=pair.repeat {
+            run_pair(
+                &format!("{}-{run}", pair.name),
+                &dpu,
+                &host,
+                pair.args,
+                Mode::Native,
+            )
+            .map_err(|e| format!("run {run} of {}: {e}", pair.repeat))?;
+        }
+        run_pair(
+            &format!("{}-m", pair.name),
+            &dpu,
+            &host,
+            pair.memcheck_args,
+            Mode::Memcheck,
+        )
+        .map_err(|e| format!("the run under memcheck: {e}"))?;
     }
     Ok(())
 }
@@ -328,6 +384,17 @@ mod tests {
                 "{}: runtime directories of their own",
                 pair.name
             );
+        }
+    }
+
+    #[test]
+    fn every_sides_pair_names_a_source_that_exists_and_picks_its_side() {
+        let root = workspace_root();
+        for pair in SIDES_PAIRS {
+            let text = std::fs::read_to_string(root.join(pair.source)).unwrap();
+            assert!(text.contains("#ifdef DOCA_ARCH_DPU"), "{}", pair.source);
+            assert!(pair.repeat >= 1 && pair.args[0] == "-c");
+            assert!(C_PAIRS.iter().all(|p| p.name != pair.name));
         }
     }
 

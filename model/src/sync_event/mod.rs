@@ -1,15 +1,23 @@
 //! The sync event's value: one 64-bit counter that the CPU and DPA kernels read, update and wait
 //! on (`doca_sync_event.h` on the host, `doca_dpa_dev_sync_event.h` on the device).
 //!
-//! The counter lives in the event itself, or in 8 bytes of the program's memory
-//! (`doca_sync_event_set_addr`). Waits spin for a while, then yield the CPU between polls; they
-//! end when the value satisfies the condition and at no other time, as on hardware.
+//! The counter lives in the event itself, in 8 bytes of the program's memory
+//! (`doca_sync_event_set_addr`), or in a page shared with the remote PCI side's process
+//! ([`SharedCounter`]). Waits spin for a while, then yield the CPU between polls; they end when
+//! the value satisfies the condition and at no other time, as on hardware. The task interface
+//! ([`tasks`]) looks at the counter once per progress pass instead.
 
 use crate::sync::Ordering;
 // The counter is the program's own value, not a protocol of the soft device; and it may live in
-// the program's memory, which loom cannot model.
+// the program's memory or in memory another process maps, which loom cannot model.
 use crate::sync::plain::AtomicU64;
 use std::ptr::NonNull;
+use std::sync::Arc;
+
+mod shared;
+pub mod tasks;
+
+pub use shared::{BLOB_LEN, SharedCounter, check_blob_len};
 
 /// Polls before a wait starts yielding the CPU between polls.
 const SPIN_POLLS: u32 = 1 << 10;
@@ -21,6 +29,8 @@ enum Cell {
     /// Program memory (`doca_sync_event_set_addr`): 8-byte aligned, alive until the event is
     /// destroyed, by the caller's contract.
     External(NonNull<AtomicU64>),
+    /// A page shared with the remote PCI side (exported or imported).
+    Shared(Arc<SharedCounter>),
 }
 
 /// A started sync event's counter, shared by the host object and the DPA handles exported from
@@ -77,12 +87,28 @@ impl SyncEventValue {
         }
     }
 
+    /// The counter in `shared`, the page this process shares with the remote PCI side.
+    pub fn shared(shared: Arc<SharedCounter>) -> Self {
+        SyncEventValue {
+            cell: Cell::Shared(shared),
+        }
+    }
+
+    /// The shared page the counter lives in, if it is one.
+    pub fn shared_counter(&self) -> Option<&Arc<SharedCounter>> {
+        match &self.cell {
+            Cell::Shared(s) => Some(s),
+            _ => None,
+        }
+    }
+
     fn atomic(&self) -> &AtomicU64 {
         match &self.cell {
             Cell::Own(value) => value,
             // SAFETY: valid, aligned and alive for our life by `at`'s contract; the wrapper is
             // `repr(transparent)` over an atomic with the layout of a `u64`.
             Cell::External(ptr) => unsafe { ptr.as_ref() },
+            Cell::Shared(shared) => shared.atomic(),
         }
     }
 

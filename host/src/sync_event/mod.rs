@@ -1,5 +1,12 @@
-//! Sync events (`doca_sync_event`): a 64-bit counter the CPU and DPA kernels update, read and
-//! wait on. Kernels reach it through [`SyncEvent::dpa_handle`].
+//! Sync events (`doca_sync_event`): a 64-bit counter the CPU, DPA kernels and the remote PCI
+//! side update, read and wait on. Kernels reach it through [`SyncEvent::dpa_handle`]; the other
+//! side of the PCI link through [`SyncEvent::export_to_remote_pci`] and
+//! [`SyncEvent::create_from_export`]. [`SyncEventContext`] is the event as a DOCA context, with
+//! its tasks.
+
+mod context;
+
+pub use context::{SyncEventContext, SyncEventContextBuilder, TaskCompletion, TaskKind};
 
 use crate::dev::Dev;
 use crate::dpa::Dpa;
@@ -12,6 +19,7 @@ use dpakit_sys as sys;
 enum Location<'a> {
     Cpu(&'a Dev),
     Dpa(&'a Dpa),
+    RemotePci,
 }
 
 /// Configuration of a [`SyncEvent`]: one publisher and one subscriber location.
@@ -50,9 +58,24 @@ impl<'a> SyncEventBuilder<'a> {
         self
     }
 
-    /// `doca_sync_event_create` + the locations + `doca_sync_event_start`.
-    #[doc(alias = "doca_sync_event_start")]
-    pub fn start(self) -> Result<SyncEvent> {
+    /// `doca_sync_event_add_publisher_location_remote_pci`: the other side of the PCI link
+    /// updates the event (through [`SyncEvent::create_from_export`]).
+    #[doc(alias = "doca_sync_event_add_publisher_location_remote_pci")]
+    pub fn publisher_remote_pci(mut self) -> Self {
+        self.publisher = Some(Location::RemotePci);
+        self
+    }
+
+    /// `doca_sync_event_add_subscriber_location_remote_pci`: the other side of the PCI link
+    /// waits on the event.
+    #[doc(alias = "doca_sync_event_add_subscriber_location_remote_pci")]
+    pub fn subscriber_remote_pci(mut self) -> Self {
+        self.subscriber = Some(Location::RemotePci);
+        self
+    }
+
+    /// `doca_sync_event_create` + the locations, not started yet.
+    fn create(self) -> Result<SyncEvent> {
         let (Some(publisher), Some(subscriber)) = (self.publisher, self.subscriber) else {
             bail!(
                 BadState,
@@ -84,9 +107,22 @@ impl<'a> SyncEventBuilder<'a> {
                     doca!(doca_sync_event_add_subscriber_location_dpa(raw, dpa.raw()))?;
                     event.dpas.push(dpa.clone());
                 }
+                (Location::RemotePci, true) => {
+                    doca!(doca_sync_event_add_publisher_location_remote_pci(raw))?;
+                }
+                (Location::RemotePci, false) => {
+                    doca!(doca_sync_event_add_subscriber_location_remote_pci(raw))?;
+                }
             }
         }
-        doca!(doca_sync_event_start(raw))?;
+        Ok(event)
+    }
+
+    /// `doca_sync_event_create` + the locations + `doca_sync_event_start`.
+    #[doc(alias = "doca_sync_event_start")]
+    pub fn start(self) -> Result<SyncEvent> {
+        let event = self.create()?;
+        doca!(doca_sync_event_start(event.raw))?;
         Ok(event)
     }
 }
@@ -147,6 +183,54 @@ impl SyncEvent {
         doca!(doca_sync_event_wait_gt_yield(self.raw, threshold, mask))
     }
 
+    /// `doca_sync_event_wait_eq`: busy-waits until `value & mask` equals `expected`.
+    #[doc(alias = "doca_sync_event_wait_eq")]
+    pub fn wait_eq(&self, expected: u64, mask: u64) -> Result<()> {
+        doca!(doca_sync_event_wait_eq(self.raw, expected, mask))
+    }
+
+    /// `doca_sync_event_wait_eq_yield`: as [`wait_eq`](Self::wait_eq), giving the CPU away
+    /// between polls.
+    #[doc(alias = "doca_sync_event_wait_eq_yield")]
+    pub fn wait_eq_yield(&self, expected: u64, mask: u64) -> Result<()> {
+        doca!(doca_sync_event_wait_eq_yield(self.raw, expected, mask))
+    }
+
+    /// `doca_sync_event_wait_neq`: busy-waits until `value & mask` differs from `from`.
+    #[doc(alias = "doca_sync_event_wait_neq")]
+    pub fn wait_neq(&self, from: u64, mask: u64) -> Result<()> {
+        doca!(doca_sync_event_wait_neq(self.raw, from, mask))
+    }
+
+    /// `doca_sync_event_wait_neq_yield`: as [`wait_neq`](Self::wait_neq), giving the CPU away
+    /// between polls.
+    #[doc(alias = "doca_sync_event_wait_neq_yield")]
+    pub fn wait_neq_yield(&self, from: u64, mask: u64) -> Result<()> {
+        doca!(doca_sync_event_wait_neq_yield(self.raw, from, mask))
+    }
+
+    /// `doca_sync_event_export_to_remote_pci`: the bytes the other side of `dev`'s PCI link
+    /// passes to [`create_from_export`](Self::create_from_export) (send them over Comch, say).
+    /// The event's publisher and subscriber are each the CPU or the remote PCI side. The bytes
+    /// are the event's, valid while it lives.
+    #[doc(alias = "doca_sync_event_export_to_remote_pci")]
+    pub fn export_to_remote_pci(&self, dev: &Dev) -> Result<&[u8]> {
+        export(self.raw, dev)
+    }
+
+    /// `doca_sync_event_create_from_export`: the event the other side of `dev`'s PCI link
+    /// exported ([`export_to_remote_pci`](Self::export_to_remote_pci)), ready to use: its
+    /// counter is the exporter's. It cannot be configured.
+    #[doc(alias = "doca_sync_event_create_from_export")]
+    pub fn create_from_export(dev: &Dev, data: &[u8]) -> Result<SyncEvent> {
+        let raw = import(dev, data)?;
+        Ok(SyncEvent {
+            raw,
+            devs: vec![dev.clone()],
+            dpas: Vec::new(),
+        })
+    }
+
     /// `doca_sync_event_get_dpa_handle`: the handle kernels of `dpa` (a location of the event)
     /// pass to `doca_dpa_dev_sync_event_*`.
     #[doc(alias = "doca_sync_event_get_dpa_handle")]
@@ -159,6 +243,36 @@ impl SyncEvent {
         ))?;
         Ok(SyncEventHandle(handle))
     }
+}
+
+/// `doca_sync_event_export_to_remote_pci` of `raw`: bytes the event owns.
+fn export<'a>(raw: *mut sys::doca_sync_event, dev: &Dev) -> Result<&'a [u8]> {
+    let mut data = std::ptr::null();
+    let mut sz = 0;
+    doca!(doca_sync_event_export_to_remote_pci(
+        raw,
+        dev.raw(),
+        &mut data,
+        &mut sz
+    ))?;
+    if data.is_null() {
+        bail!(Unexpected, "the export gave no bytes");
+    }
+    // SAFETY: `sz` bytes at `data`, owned by the event until it is destroyed; the caller ties
+    // the slice to the event's borrow.
+    Ok(unsafe { std::slice::from_raw_parts(data, sz) })
+}
+
+/// `doca_sync_event_create_from_export`.
+fn import(dev: &Dev, data: &[u8]) -> Result<*mut sys::doca_sync_event> {
+    let mut raw = std::ptr::null_mut();
+    doca!(doca_sync_event_create_from_export(
+        dev.raw(),
+        data.as_ptr(),
+        data.len(),
+        &mut raw
+    ))?;
+    Ok(raw)
 }
 
 impl Drop for SyncEvent {
