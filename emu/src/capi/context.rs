@@ -125,14 +125,16 @@ pub(crate) trait Context {
 type ContextView = fn(*const c_void) -> *const dyn Context;
 
 /// The context kinds, in the order of [`VIEWS`].
-const KINDS: [Kind; 4] = [
+const KINDS: [Kind; 5] = [
     Kind::Consumer,
     Kind::Producer,
     Kind::ComchServer,
     Kind::ComchClient,
+    Kind::Dma,
 ];
 
-static VIEWS: [OnceLock<ContextView>; 4] = [
+static VIEWS: [OnceLock<ContextView>; 5] = [
+    OnceLock::new(),
     OnceLock::new(),
     OnceLock::new(),
     OnceLock::new(),

@@ -53,10 +53,12 @@ pub(crate) enum Kind {
     CommChannelAddr,
     BufPool,
     Clock,
+    Dma,
+    DmaMemcpyTask,
 }
 
 impl Kind {
-    const ALL: [Kind; 28] = [
+    const ALL: [Kind; 30] = [
         Kind::Devinfo,
         Kind::DevinfoRep,
         Kind::Dev,
@@ -85,6 +87,8 @@ impl Kind {
         Kind::CommChannelAddr,
         Kind::BufPool,
         Kind::Clock,
+        Kind::Dma,
+        Kind::DmaMemcpyTask,
     ];
 
     fn from_tag(tag: u64) -> Option<Kind> {
@@ -124,6 +128,8 @@ impl Kind {
             Kind::CommChannelAddr => "struct doca_comm_channel_addr_t",
             Kind::BufPool => "struct doca_buf_pool",
             Kind::Clock => "struct doca_clock",
+            Kind::Dma => "struct doca_dma",
+            Kind::DmaMemcpyTask => "struct doca_dma_task_memcpy",
         }
     }
 }

@@ -103,9 +103,19 @@ impl<T: Task> AnyTask for T {
 type TaskView = fn(*const c_void) -> *const dyn AnyTask;
 
 /// The task kinds, in the order of [`TASK_VIEWS`].
-const TASK_KINDS: [Kind; 3] = [Kind::SendTask, Kind::RecvTask, Kind::ComchSendTask];
+const TASK_KINDS: [Kind; 4] = [
+    Kind::SendTask,
+    Kind::RecvTask,
+    Kind::ComchSendTask,
+    Kind::DmaMemcpyTask,
+];
 
-static TASK_VIEWS: [OnceLock<TaskView>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+static TASK_VIEWS: [OnceLock<TaskView>; 4] = [
+    OnceLock::new(),
+    OnceLock::new(),
+    OnceLock::new(),
+    OnceLock::new(),
+];
 
 fn view_of<T: Task + 'static>(obj: *const c_void) -> *const dyn AnyTask {
     obj.cast::<T>() as *const dyn AnyTask
@@ -140,13 +150,10 @@ fn task_core<'a>(ptr: *const doca_task) -> Result<&'a TaskCore> {
 #[inline]
 fn any_task<'a>(ptr: *const doca_task) -> Result<&'a dyn AnyTask> {
     let (kind, obj) = registry::resolve(ptr.cast(), "task", &TASK_KINDS)?;
-    let slot = match kind {
-        Kind::SendTask => &TASK_VIEWS[0],
-        Kind::RecvTask => &TASK_VIEWS[1],
-        _ => &TASK_VIEWS[2],
-    };
-    let view = slot
-        .get()
+    let view = TASK_KINDS
+        .iter()
+        .position(|&k| k == kind)
+        .and_then(|i| TASK_VIEWS[i].get())
         .ok_or_else(|| err(ErrorCode::Driver, "a task kind without its view"))?;
     // SAFETY: the registry resolved a live object of this kind, and the view of the kind casts
     // to the type registered under it; the object lives while its pool does.
