@@ -204,6 +204,12 @@ impl Context for DmaObj {
         self.tasks.inflight()
     }
 
+    /// Tasks submitted while the context stops, flushed at the next progress (the engine's own
+    /// work signals the PE by itself).
+    fn has_pending(&self) -> bool {
+        self.tasks.has_flushed()
+    }
+
     fn after_progress(&self) -> usize {
         self.tasks.after_progress(
             &self.core,

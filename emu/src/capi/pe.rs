@@ -59,9 +59,10 @@ impl PeObj {
             .set(if on { n + 1 } else { n.saturating_sub(1) });
     }
 
-    /// Whether a polled context has callbacks to run now.
+    /// Whether a polled or stopping context has callbacks to run now (a stopping context's
+    /// tasks submitted while it stops complete at the next progress).
     fn polled_pending(&self) -> bool {
-        self.polled.get() > 0
+        (self.polled.get() > 0 || self.stopping.get() > 0)
             && self
                 .ctxs
                 .borrow()

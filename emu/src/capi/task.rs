@@ -442,6 +442,15 @@ impl<T: Task> Tasks<T> {
         }
     }
 
+    /// Whether tasks submitted while the context stops wait for the next progress to flush
+    /// them.
+    pub(crate) fn has_flushed(&self) -> bool {
+        self.pool
+            .borrow()
+            .as_ref()
+            .is_some_and(|p| !p.flushed.borrow().is_empty())
+    }
+
     /// Tasks in the pool (0 before the first start).
     pub(crate) fn len(&self) -> usize {
         self.pool.borrow().as_ref().map_or(0, TaskPool::len)
