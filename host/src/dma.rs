@@ -1,13 +1,13 @@
 //! DOCA DMA (`doca_dma`): memcpy tasks, the device's DMA engine copying between buffers of
 //! mmaps.
 //!
-//! ```no_run
-//! # fn main() -> dpakit::Result<()> {
-//! use dpakit::buf::BufInventory;
-//! use dpakit::dev::Dev;
-//! use dpakit::dma::Dma;
-//! use dpakit::mmap::Mmap;
-//! use dpakit::pe::Pe;
+//! ```
+//! # fn main() -> dpakit_host::Result<()> {
+//! use dpakit_host::buf::BufInventory;
+//! use dpakit_host::dev::Dev;
+//! use dpakit_host::dma::Dma;
+//! use dpakit_host::mmap::Mmap;
+//! use dpakit_host::pe::Pe;
 //! use std::cell::Cell;
 //! use std::rc::Rc;
 //! use std::time::Duration;
@@ -26,7 +26,7 @@
 //! let done = Rc::new(Cell::new(false));
 //! let d = done.clone();
 //! let dma = Dma::builder(&dev, &pe)
-//!     .on_complete(move |c| d.set(c.status == dpakit::ErrorCode::Success))
+//!     .on_complete(move |c| d.set(c.status == dpakit_host::ErrorCode::Success))
 //!     .start()?;
 //! dma.memcpy(&from, &to, 0)?;
 //! pe.progress_until(Duration::from_secs(1), || done.get())?;
