@@ -28,7 +28,10 @@ const BLOCK: usize = 4096;
 fn memcpy_tasks_allocate_nothing_after_warm_up() {
     let dev = Dev::open_first(|d| d.dma_cap_task_memcpy_is_supported().is_ok()).unwrap();
     let pe = Pe::new().unwrap();
-    let mut mmaps = [Mmap::alloc(TASKS * BLOCK).unwrap(), Mmap::alloc(TASKS * BLOCK).unwrap()];
+    let mut mmaps = [
+        Mmap::alloc(TASKS * BLOCK).unwrap(),
+        Mmap::alloc(TASKS * BLOCK).unwrap(),
+    ];
     mmaps[0].as_mut_slice().unwrap().fill(0x11);
     for m in &mut mmaps {
         m.add_dev(&dev).unwrap();

@@ -59,9 +59,15 @@ fn a_memcpy_lands_at_the_destination_and_grows_its_data() {
     let dev = dev();
     let info = dev.as_devinfo();
     assert_eq!(info.dma_cap_task_memcpy_get_max_buf_list_len().unwrap(), 2);
-    assert_eq!(info.dma_cap_task_memcpy_get_max_buf_size().unwrap(), 1 << 30);
+    assert_eq!(
+        info.dma_cap_task_memcpy_get_max_buf_size().unwrap(),
+        1 << 30
+    );
     let pe = Pe::new().unwrap();
-    let (src, dst) = (mmap(Some(&dev), 8192, 0x3c, None), mmap(Some(&dev), 8192, 0, None));
+    let (src, dst) = (
+        mmap(Some(&dev), 8192, 0x3c, None),
+        mmap(Some(&dev), 8192, 0, None),
+    );
     let inv = BufInventory::new(4).unwrap();
     let from = inv.buf_get_by_data(&src, src.range().0, 8192).unwrap();
     let to = inv.buf_get_by_addr(&dst, dst.range().0, 8192).unwrap();
@@ -71,7 +77,10 @@ fn a_memcpy_lands_at_the_destination_and_grows_its_data() {
     dma.memcpy(&from, &to, 42).unwrap();
     assert_eq!(dma.in_flight(), 1);
     // The PE's notification handle fires for the copy.
-    assert!(pe.wait(WAIT).unwrap(), "a submitted copy signals the handle");
+    assert!(
+        pe.wait(WAIT).unwrap(),
+        "a submitted copy signals the handle"
+    );
     pe.progress_until(WAIT, || !log.borrow().is_empty())
         .unwrap();
     assert_eq!(
@@ -116,7 +125,9 @@ fn each_rule_is_answered_with_its_code() {
     // Overlapping source data and destination room.
     let half = inv.buf_get_by_data(&src, base, 2048).unwrap();
     // SAFETY: inside the mmap's range.
-    let overlap = inv.buf_get_by_addr(&src, unsafe { base.add(1024) }, 3072).unwrap();
+    let overlap = inv
+        .buf_get_by_addr(&src, unsafe { base.add(1024) }, 3072)
+        .unwrap();
     refused(&half, &overlap, ErrorCode::InvalidValue, "overlap");
     // A destination its mmap does not let the device write (a source may be read-only).
     let ro = mmap(Some(&dev), 4096, 9, Some(AccessFlags::LOCAL_READ_ONLY));
@@ -124,8 +135,15 @@ fn each_rule_is_answered_with_its_code() {
     refused(&from, &ro_dst, ErrorCode::NotPermitted, "LOCAL_READ_WRITE");
     // An mmap the device was not added to.
     let foreign = mmap(None, 4096, 0, None);
-    let foreign_dst = inv.buf_get_by_addr(&foreign, foreign.range().0, 4096).unwrap();
-    refused(&from, &foreign_dst, ErrorCode::NotPermitted, "doca_mmap_add_dev");
+    let foreign_dst = inv
+        .buf_get_by_addr(&foreign, foreign.range().0, 4096)
+        .unwrap();
+    refused(
+        &from,
+        &foreign_dst,
+        ErrorCode::NotPermitted,
+        "doca_mmap_add_dev",
+    );
     // The pool: two tasks in flight, the third finds none.
     let ro_src = inv.buf_get_by_data(&ro, ro.range().0, 64).unwrap();
     dma.memcpy(&ro_src, &to, 1).unwrap();
@@ -145,7 +163,10 @@ fn a_stop_flushes_the_copies_in_flight() {
     let dev = dev();
     let pe = Pe::new().unwrap();
     let len = 4 << 20;
-    let (src, dst) = (mmap(Some(&dev), len, 5, None), mmap(Some(&dev), len, 0, None));
+    let (src, dst) = (
+        mmap(Some(&dev), len, 5, None),
+        mmap(Some(&dev), len, 0, None),
+    );
     let inv = BufInventory::new(4).unwrap();
     let from = inv.buf_get_by_data(&src, src.range().0, len).unwrap();
     let to = inv.buf_get_by_addr(&dst, dst.range().0, len).unwrap();
@@ -240,10 +261,17 @@ fn callbacks_resubmit_then_stop_their_context() {
         let dma = dma.as_ref().unwrap();
         // Returns once requested: the PE whose callback runs cannot be waited on.
         dma.stop().unwrap();
-        assert_eq!(dma.state().unwrap(), CtxState::Idle, "nothing was outstanding");
+        assert_eq!(
+            dma.state().unwrap(),
+            CtxState::Idle,
+            "nothing was outstanding"
+        );
     });
     pe.progress_until(WAIT, || l.rounds.get() == 50).unwrap();
-    assert_eq!(l.dma.borrow().as_ref().unwrap().state().unwrap(), CtxState::Idle);
+    assert_eq!(
+        l.dma.borrow().as_ref().unwrap().state().unwrap(),
+        CtxState::Idle
+    );
     assert!(bytes(dst, 0, 256).iter().all(|&b| b == 0x77));
     assert!(!pe.progress());
 }
@@ -265,7 +293,10 @@ fn buffers_and_mmaps_dropped_in_flight_stay_valid_until_the_copy_ends() {
     let pe = Pe::new().unwrap();
     let (dma, log) = logging(&dev, &pe, 4);
     {
-        let (src, dst) = (mmap(Some(&dev), 4096, 0xee, None), mmap(Some(&dev), 4096, 0, None));
+        let (src, dst) = (
+            mmap(Some(&dev), 4096, 0xee, None),
+            mmap(Some(&dev), 4096, 0, None),
+        );
         let inv = BufInventory::new(2).unwrap();
         let from = inv.buf_get_by_data(&src, src.range().0, 4096).unwrap();
         let to = inv.buf_get_by_addr(&dst, dst.range().0, 4096).unwrap();

@@ -54,7 +54,9 @@ unsafe extern "C" fn done(
     let t = rc!(doca_dma_task_memcpy_as_task(task));
     // SAFETY: both members of the union are 8 plain bytes.
     let user = unsafe { task_user_data.u64_ };
-    r.seen.borrow_mut().push((user, rc!(doca_task_get_status(t))));
+    r.seen
+        .borrow_mut()
+        .push((user, rc!(doca_task_get_status(t))));
     match r.action.get() {
         Action::Resubmit if r.resubmits.get() > 0 => {
             r.resubmits.set(r.resubmits.get() - 1);
@@ -233,7 +235,11 @@ fn handles_and_states_are_checked() {
     expect!(doca_ctx_get_num_inflight_tasks(f.ctx, &mut n), DOCA_SUCCESS);
     assert_eq!(n, 1);
     rc!(doca_dma_task_memcpy_set_src(m, null()));
-    assert_eq!(rc!(doca_dma_task_memcpy_get_src(m)), src, "refused while submitted");
+    assert_eq!(
+        rc!(doca_dma_task_memcpy_get_src(m)),
+        src,
+        "refused while submitted"
+    );
     expect!(doca_task_submit(task), DOCA_ERROR_BAD_STATE);
     while f.progress() == 0 {}
     assert_eq!(*f.record.seen.borrow(), [(1, DOCA_SUCCESS)]);
@@ -262,7 +268,13 @@ fn callbacks_resubmit_and_free() {
         calls += 1;
     }
     assert!(calls >= 6, "{calls} progress calls for 12 completions");
-    assert!(f.record.seen.borrow().iter().all(|&(_, s)| s == DOCA_SUCCESS));
+    assert!(
+        f.record
+            .seen
+            .borrow()
+            .iter()
+            .all(|&(_, s)| s == DOCA_SUCCESS)
+    );
     assert!(f.mem[1024..2048].iter().all(|&x| x == 0xab));
     expect!(doca_ctx_stop(f.ctx), DOCA_SUCCESS);
 }

@@ -176,7 +176,9 @@ fn mmap_views_follow_who_may_touch_the_memory() {
     let dev = open_dpa_dev().unwrap();
     let mut source = Mmap::alloc(64).unwrap();
     // Local devices may write an mmap until its permissions say otherwise (DOCA's default).
-    source.set_permissions(AccessFlags::LOCAL_READ_ONLY).unwrap();
+    source
+        .set_permissions(AccessFlags::LOCAL_READ_ONLY)
+        .unwrap();
     source.add_dev(&dev).unwrap();
     source.as_mut_slice().unwrap().fill(7);
     source.start().unwrap();

@@ -260,13 +260,11 @@ impl Dma {
         ))?;
         // SAFETY: a task we just allocated.
         let task = unsafe { sys::doca_dma_task_memcpy_as_task(task) };
-        let held = doca!(doca_buf_inc_refcount(src.as_raw(), std::ptr::null_mut()))
-            .and_then(|()| {
-                doca!(doca_buf_inc_refcount(dst.as_raw(), std::ptr::null_mut())).inspect_err(
-                    |_| {
-                        let _ = doca!(doca_buf_dec_refcount(src.as_raw(), std::ptr::null_mut()));
-                    },
-                )
+        let held =
+            doca!(doca_buf_inc_refcount(src.as_raw(), std::ptr::null_mut())).and_then(|()| {
+                doca!(doca_buf_inc_refcount(dst.as_raw(), std::ptr::null_mut())).inspect_err(|_| {
+                    let _ = doca!(doca_buf_dec_refcount(src.as_raw(), std::ptr::null_mut()));
+                })
             });
         if let Err(e) = held {
             // SAFETY: not submitted, so the task is still ours.

@@ -90,6 +90,39 @@ mod tests {
         assert!(one.contains(&grouped(CPU_MAX_NUM_TASKS as u64)), "{one}");
     }
 
+    /// The DMA limits docs/soft-device.md promises are the ones the capability queries answer.
+    #[test]
+    fn the_documented_dma_limits_are_these() {
+        let doc = include_str!("../../docs/soft-device.md");
+        let row = |query: &str| {
+            doc.lines()
+                .find(|l| l.starts_with(&format!("| `{query}`")))
+                .unwrap_or_else(|| panic!("docs/soft-device.md has no `{query}` row"))
+        };
+        let size = row("doca_dma_cap_task_memcpy_get_max_buf_size");
+        assert!(
+            size.contains(&format!("| {} GiB (", DMA_MAX_BUF_SIZE >> 30)),
+            "{size}"
+        );
+        let list = row("doca_dma_cap_task_memcpy_get_max_buf_list_len");
+        assert!(
+            list.contains(&format!("| {DMA_MAX_BUF_LIST_LEN} (")),
+            "{list}"
+        );
+        let tasks = row("doca_dma_cap_get_max_num_tasks");
+        assert!(
+            tasks.contains(&format!("| {} (", grouped(u64::from(DMA_MAX_NUM_TASKS)))),
+            "{tasks}"
+        );
+        assert!(doc.contains(&format!(
+            "at most `DMA_PROGRESS_MAX_BYTES` ({} MiB)",
+            DMA_PROGRESS_MAX_BYTES >> 20
+        )));
+        assert!(doc.contains(&format!(
+            "`DMA_PROGRESS_MAX_TASKS` ({DMA_PROGRESS_MAX_TASKS})"
+        )));
+    }
+
     #[test]
     fn numbers_group_by_thousands() {
         assert_eq!(grouped(65536), "65,536");

@@ -221,7 +221,10 @@ impl Context for DmaObj {
 
 /// `doca_dma_create`: a DMA context on `dev` (held: the device cannot close meanwhile).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn doca_dma_create(dev: *mut doca_dev, dma: *mut *mut doca_dma) -> doca_error_t {
+pub unsafe extern "C" fn doca_dma_create(
+    dev: *mut doca_dev,
+    dma: *mut *mut doca_dma,
+) -> doca_error_t {
     call("doca_dma_create", || {
         let d = dev::dev(dev, "dev")?;
         super::non_null(dma, "dma")?;
@@ -237,7 +240,10 @@ pub unsafe extern "C" fn doca_dma_create(dev: *mut doca_dev, dma: *mut *mut doca
                 tasks: "memcpy",
             }),
         }))?;
-        registry::get::<DmaObj>(handle, "dma")?.core.handle.set(handle);
+        registry::get::<DmaObj>(handle, "dma")?
+            .core
+            .handle
+            .set(handle);
         d.users.hold();
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(dma, "dma", handle.cast()) }
@@ -323,7 +329,13 @@ pub unsafe extern "C" fn doca_dma_cap_get_max_num_tasks(
     call("doca_dma_cap_get_max_num_tasks", || {
         self::dma(dma)?;
         // SAFETY: writable by the C contract (checked non-null).
-        unsafe { out(max_num_tasks, "max_num_tasks", crate::limits::DMA_MAX_NUM_TASKS) }
+        unsafe {
+            out(
+                max_num_tasks,
+                "max_num_tasks",
+                crate::limits::DMA_MAX_NUM_TASKS,
+            )
+        }
     })
 }
 
@@ -394,7 +406,11 @@ pub unsafe extern "C" fn doca_dma_task_memcpy_as_task(
 }
 
 /// Sets a buffer of a task the program owns (not while it is submitted).
-fn set_buf(task: *mut doca_dma_task_memcpy, buf: *const c_void, param: &str) -> Result<&MemcpyTask> {
+fn set_buf(
+    task: *mut doca_dma_task_memcpy,
+    buf: *const c_void,
+    param: &str,
+) -> Result<&MemcpyTask> {
     let t = self::task(task)?;
     optional_buf(buf, param)?;
     t.core.require_owned(&format!("set the task's {param}"))?;
