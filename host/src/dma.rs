@@ -51,7 +51,7 @@ use crate::error::{Result, doca};
 use crate::pe::Pe;
 use dpakit_abi::ErrorCode;
 use dpakit_sys as sys;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fmt;
 use std::mem::ManuallyDrop;
 
@@ -91,7 +91,6 @@ struct Inner {
     ctx: *mut sys::doca_ctx,
     pe: Pe,
     num_tasks: u32,
-    in_flight: Cell<u32>,
     on_complete: RefCell<Option<CompleteCb>>,
     on_state_changed: Option<StateChangedCb>,
     /// The device the context was created on: closed after it.
@@ -115,7 +114,7 @@ impl fmt::Debug for Dma {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Dma")
             .field("num_tasks", &self.inner.num_tasks)
-            .field("in_flight", &self.inner.in_flight.get())
+            .field("in_flight", &self.in_flight())
             .finish()
     }
 }
@@ -167,7 +166,6 @@ unsafe fn finish(
         sys::doca_buf_dec_refcount(src, std::ptr::null_mut());
         sys::doca_buf_dec_refcount(dst, std::ptr::null_mut());
     }
-    inner.in_flight.set(inner.in_flight.get().saturating_sub(1));
     let user_data = crate::data_bits(user_data);
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_complete.borrow_mut().as_mut() {
@@ -212,7 +210,6 @@ impl<'a> DmaBuilder<'a> {
                 ctx,
                 pe: self.pe.clone(),
                 num_tasks: self.num_tasks,
-                in_flight: Cell::new(0),
                 on_complete: RefCell::new(self.on_complete),
                 on_state_changed: self.on_state_changed,
                 _dev: self.dev.clone(),
@@ -280,13 +277,16 @@ impl Dma {
             }
             return Err(e);
         }
-        inner.in_flight.set(inner.in_flight.get() + 1);
         Ok(())
     }
 
-    /// Tasks submitted whose completion has not run yet.
+    /// `doca_ctx_get_num_inflight_tasks`: tasks submitted whose completion has not run yet.
+    #[doc(alias = "doca_ctx_get_num_inflight_tasks")]
     pub fn in_flight(&self) -> u32 {
-        self.inner.in_flight.get()
+        let mut n = 0;
+        // A live context: the call answers.
+        let _ = doca!(doca_ctx_get_num_inflight_tasks(self.inner.ctx, &mut n));
+        n as u32
     }
 
     /// The size of the task pool.
