@@ -7,6 +7,10 @@
 //!   copy's size on each side; one `DmaOffloadDesc` with `FLAG_NO_CHECKSUM` at a time, and its
 //!   reply (the copy's completion immediate) waited for, so one iteration is a whole copy:
 //!   descriptor there, copy, completion back;
+//! - `doca_dma`: the soft device's DMA context (`dpakit::dma`, DOCA's `doca_dma`): one memcpy
+//!   task per copy between buffers of two mmaps, submitted and progressed on this thread until
+//!   its completion callback ran (a copy longer than the engine's 1 MiB per progress call takes
+//!   several calls);
 //! - `memcpy`: `copy_nonoverlapping` of the same size between two buffers on the host thread.
 //!
 //! Time per iteration is one copy; throughput is in bytes. `cargo bench --bench dma`
@@ -17,11 +21,15 @@ mod support;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use dpakit::abi::args::DmaOffloadArgs;
 use dpakit::abi::{DmaOffloadDesc, ImmMessage, OffloadResult};
+use dpakit::buf::{Buf, BufInventory};
+use dpakit::dma::Dma;
 use dpakit::mmap::{AccessFlags, Mmap};
 use dpakit::pe::Pe;
 use dpakit::soft::{SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels};
+use std::cell::Cell;
 use std::hint::black_box;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 use support::{TIMEOUT, cores};
 
@@ -127,6 +135,78 @@ impl Drop for DpakitDma {
     }
 }
 
+/// The soft device's DMA context: one memcpy task per copy, completed through this thread's PE.
+struct DocaDma {
+    // Dropped first: the context (stopped and destroyed) before the buffers of its tasks.
+    dma: Dma,
+    pe: Pe,
+    from: Buf<'static>,
+    to: Buf<'static>,
+    done: Rc<Cell<u64>>,
+}
+
+impl DocaDma {
+    fn start(size: usize) -> Self {
+        let dev = dpakit::dev::Dev::open_first(|d| d.dma_cap_task_memcpy_is_supported().is_ok())
+            .expect("a device with DMA");
+        let pe = Pe::new().expect("PE");
+        // The buffers borrow their mmaps and inventory for the bench's life: leaked, once per
+        // figure.
+        let mmap = |f: &dyn Fn(&mut [u8])| -> &'static Mmap {
+            let mut m = Mmap::alloc(size).expect("mmap");
+            f(m.as_mut_slice().expect("not started yet"));
+            m.add_dev(&dev).expect("device");
+            m.start().expect("start");
+            Box::leak(Box::new(m))
+        };
+        let (src, dst) = (mmap(&fill), mmap(&|_| {}));
+        let inv: &'static BufInventory = Box::leak(Box::new(BufInventory::new(2).expect("inv")));
+        let from = inv
+            .buf_get_by_data(src, src.range().0, size)
+            .expect("source");
+        let to = inv
+            .buf_get_by_addr(dst, dst.range().0, size)
+            .expect("destination");
+        let done = Rc::new(Cell::new(0));
+        let d = done.clone();
+        let dma = Dma::builder(&dev, &pe)
+            .num_tasks(1)
+            .on_complete(move |c| {
+                debug_assert!(c.status == dpakit::ErrorCode::Success);
+                d.set(d.get() + 1);
+            })
+            .start()
+            .expect("DMA context");
+        let mut this = Self {
+            dma,
+            pe,
+            from,
+            to,
+            done,
+        };
+        for _ in 0..warm_up_copies(size) {
+            this.copy();
+        }
+        let mut landed = vec![0; size];
+        dst.read_at(0, &mut landed).expect("read");
+        let mut expected = vec![0; size];
+        fill(&mut expected);
+        assert!(landed == expected, "the DMA copy differs from its source");
+        this
+    }
+
+    /// One copy of the whole range, waited for.
+    #[inline]
+    fn copy(&mut self) {
+        self.to.reset_data_len().expect("reset");
+        let want = self.done.get() + 1;
+        self.dma.memcpy(&self.from, &self.to, 0).expect("memcpy");
+        while self.done.get() < want {
+            self.pe.progress();
+        }
+    }
+}
+
 /// `memcpy` between two host buffers.
 struct Memcpy {
     src: Vec<u8>,
@@ -177,6 +257,12 @@ fn figure(c: &mut Criterion, name: &str, size: usize) {
         &mut g,
         "dpakit",
         || DpakitDma::start(responder, size),
+        |s, iters| timed(iters, || s.copy()),
+    );
+    support::bench_subject(
+        &mut g,
+        "doca_dma",
+        || DocaDma::start(size),
         |s, iters| timed(iters, || s.copy()),
     );
     support::bench_subject(

@@ -175,6 +175,10 @@ fn mmap_views_follow_who_may_touch_the_memory() {
     use dpakit::mmap::{AccessFlags, Mmap};
     let dev = open_dpa_dev().unwrap();
     let mut source = Mmap::alloc(64).unwrap();
+    // Local devices may write an mmap until its permissions say otherwise (DOCA's default).
+    source
+        .set_permissions(AccessFlags::LOCAL_READ_ONLY)
+        .unwrap();
     source.add_dev(&dev).unwrap();
     source.as_mut_slice().unwrap().fill(7);
     source.start().unwrap();
@@ -185,9 +189,6 @@ fn mmap_views_follow_who_may_touch_the_memory() {
     assert_eq!(source.as_slice().unwrap(), &[7; 64]);
 
     let mut target = Mmap::alloc(64).unwrap();
-    target
-        .set_permissions(AccessFlags::LOCAL_READ_WRITE)
-        .unwrap();
     target.add_dev(&dev).unwrap();
     target.as_mut_slice().unwrap()[3] = 9;
     assert_eq!(target.as_slice().unwrap()[3], 9, "before start: no device");

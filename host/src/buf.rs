@@ -116,6 +116,11 @@ impl Buf<'_> {
         }
     }
 
+    /// The `struct doca_buf *`, for calls through `dpakit-sys`; valid while `self` lives.
+    pub fn as_raw(&self) -> *mut sys::doca_buf {
+        self.raw
+    }
+
     /// `doca_buf_get_head`: start of the region.
     #[doc(alias = "doca_buf_get_head")]
     pub fn head(&self) -> Result<*mut u8> {

@@ -173,6 +173,31 @@ impl Devinfo<'_> {
         doca!(doca_comch_consumer_cap_get_max_num_tasks(self.raw, &mut n))?;
         Ok(n)
     }
+
+    /// `doca_dma_cap_task_memcpy_is_supported`: `Ok` if the device's DMA engine takes memcpy
+    /// tasks ([`Dma`](crate::dma::Dma)).
+    #[doc(alias = "doca_dma_cap_task_memcpy_is_supported")]
+    pub fn dma_cap_task_memcpy_is_supported(&self) -> Result<()> {
+        doca!(doca_dma_cap_task_memcpy_is_supported(self.raw))
+    }
+
+    /// `doca_dma_cap_task_memcpy_get_max_buf_size`: the most bytes one memcpy task copies.
+    #[doc(alias = "doca_dma_cap_task_memcpy_get_max_buf_size")]
+    pub fn dma_cap_task_memcpy_get_max_buf_size(&self) -> Result<u64> {
+        let mut n = 0;
+        doca!(doca_dma_cap_task_memcpy_get_max_buf_size(self.raw, &mut n))?;
+        Ok(n)
+    }
+
+    /// `doca_dma_cap_task_memcpy_get_max_buf_list_len`: the most buffers one memcpy task takes.
+    #[doc(alias = "doca_dma_cap_task_memcpy_get_max_buf_list_len")]
+    pub fn dma_cap_task_memcpy_get_max_buf_list_len(&self) -> Result<u32> {
+        let mut n = 0;
+        doca!(doca_dma_cap_task_memcpy_get_max_buf_list_len(
+            self.raw, &mut n
+        ))?;
+        Ok(n)
+    }
 }
 
 struct DevInner {

@@ -1,11 +1,11 @@
 //! The safe host/Arm API of dpakit, over DOCA's C API.
 //!
 //! The object model mirrors DOCA name for name — devices ([`dev`]), progress engine ([`pe`]),
-//! contexts ([`ctx`]), memory maps ([`mmap`]) and buffers ([`buf`]), MsgQs ([`msgq`]) and their
-//! endpoints ([`comch`]), the DPA ([`dpa`]) — configured with builders, torn down by `Drop` in
-//! DOCA's order (every object keeps alive what it was created on), and every fallible call
-//! returns [`Result<T, Error>`](Result), where [`Error`] carries DOCA's `doca_error_t` code
-//! ([`ErrorCode`]) and a message naming the rule that was broken.
+//! contexts ([`ctx`]), memory maps ([`mmap`]) and buffers ([`buf`]), DMA ([`dma`]), MsgQs
+//! ([`msgq`]) and their endpoints ([`comch`]), the DPA ([`dpa`]) — configured with builders,
+//! torn down by `Drop` in DOCA's order (every object keeps alive what it was created on), and
+//! every fallible call returns [`Result<T, Error>`](Result), where [`Error`] carries DOCA's
+//! `doca_error_t` code ([`ErrorCode`]) and a message naming the rule that was broken.
 //!
 //! Everything goes through `dpakit-sys`: by default the soft device (linked in, runs anywhere);
 //! with feature `doca`, an installed DOCA SDK, so the same program runs on a BlueField. The soft
@@ -22,6 +22,7 @@ pub mod comch;
 pub mod comm_channel;
 pub mod ctx;
 pub mod dev;
+pub mod dma;
 pub mod dpa;
 mod error;
 pub mod image;

@@ -142,7 +142,8 @@ impl Mmap {
             raw,
             range: (ptr.as_ptr(), len),
             devs: Default::default(),
-            access: Cell::new(AccessFlags::LOCAL_READ_ONLY),
+            // DOCA's default, which its DMA samples rely on: local devices read and write.
+            access: Cell::new(AccessFlags::LOCAL_READ_WRITE),
             started: Cell::new(false),
             _owned: Some(owned),
         };
@@ -199,7 +200,9 @@ impl Mmap {
     }
 
     /// The memory, shared: before [`start`](Self::start), or after it while no device may
-    /// write it (permissions without a write bit, e.g. a DMA source). Memory devices may write
+    /// write it (permissions without a write bit, e.g. a DMA source set to
+    /// [`AccessFlags::LOCAL_READ_ONLY`]; an mmap lets local devices write until
+    /// [`set_permissions`](Self::set_permissions) says otherwise). Memory devices may write
     /// changes under any view: `BAD_STATE`, read it with [`read_at`](Self::read_at).
     pub fn as_slice(&self) -> Result<&[u8]> {
         let access = self.access.get();
@@ -258,8 +261,12 @@ impl Mmap {
 impl Drop for Mmap {
     #[doc(alias = "doca_mmap_destroy")]
     fn drop(&mut self) {
-        // Buffers keep the mmap borrowed, so none points into it any more.
-        let _ = doca!(doca_mmap_destroy(self.raw));
-        // `_owned` drops after this, so the memory outlives the mmap.
+        // Buffers keep the mmap borrowed, so no `Buf` points into it any more; a DMA task in
+        // flight still holds its buffers' references, and then the destroy is refused
+        // (`IN_USE`): the memory is leaked rather than freed under the device's copy.
+        if doca!(doca_mmap_destroy(self.raw)).is_err() {
+            std::mem::forget(self._owned.take());
+        }
+        // Otherwise `_owned` drops after this, so the memory outlives the mmap.
     }
 }

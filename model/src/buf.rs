@@ -459,6 +459,12 @@ impl Buf {
         self.with_slot(|s| Ok(s.data_len))
     }
 
+    /// Start and length of the data under one lock: what the DMA engine compares, before each
+    /// step of a copy, with what the buffer held when the task was submitted.
+    pub fn data_window(&self) -> Result<(*mut u8, usize)> {
+        self.with_slot(|s| Ok((s.data.0, s.data_len)))
+    }
+
     /// `doca_buf_set_data`: the data is `[data, data + data_len)`, which must lie inside the
     /// buffer (`INVALID_VALUE` otherwise; DOCA leaves it undefined).
     pub fn set_data(&self, data: *mut u8, data_len: usize) -> Result<()> {

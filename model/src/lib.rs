@@ -32,6 +32,7 @@ model_mod!(comch);
 model_mod!(comm_channel);
 model_mod!(ctx);
 model_mod!(dev);
+model_mod!(dma);
 model_mod!(dpa);
 pub mod error;
 pub mod limits;

@@ -2326,6 +2326,12 @@ unsafe extern "C" {
     pub fn doca_dma_cap_task_memcpy_is_supported(devinfo: *const doca_devinfo) -> doca_error_t;
 }
 unsafe extern "C" {
+    pub fn doca_dma_cap_get_max_num_tasks(
+        dma: *mut doca_dma,
+        max_num_tasks: *mut u32,
+    ) -> doca_error_t;
+}
+unsafe extern "C" {
     pub fn doca_dma_cap_task_memcpy_get_max_buf_size(
         devinfo: *const doca_devinfo,
         buf_size: *mut u64,
@@ -2356,6 +2362,18 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn doca_dma_task_memcpy_as_task(task: *mut doca_dma_task_memcpy) -> *mut doca_task;
+}
+unsafe extern "C" {
+    pub fn doca_dma_task_memcpy_set_src(task: *mut doca_dma_task_memcpy, src: *const doca_buf);
+}
+unsafe extern "C" {
+    pub fn doca_dma_task_memcpy_get_src(task: *const doca_dma_task_memcpy) -> *const doca_buf;
+}
+unsafe extern "C" {
+    pub fn doca_dma_task_memcpy_set_dst(task: *mut doca_dma_task_memcpy, dst: *mut doca_buf);
+}
+unsafe extern "C" {
+    pub fn doca_dma_task_memcpy_get_dst(task: *const doca_dma_task_memcpy) -> *mut doca_buf;
 }
 #[repr(C)]
 #[derive(Debug)]

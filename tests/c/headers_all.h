@@ -150,6 +150,13 @@ static headers_all_fn headers_all_functions[] = {
 	HEADERS_ALL_FN(doca_dma_task_memcpy_set_conf),
 	HEADERS_ALL_FN(doca_dma_task_memcpy_alloc_init),
 	HEADERS_ALL_FN(doca_dma_task_memcpy_as_task),
+	HEADERS_ALL_FN(doca_dma_cap_get_max_num_tasks),
+	HEADERS_ALL_FN(doca_dma_cap_task_memcpy_get_max_buf_size),
+	HEADERS_ALL_FN(doca_dma_cap_task_memcpy_get_max_buf_list_len),
+	HEADERS_ALL_FN(doca_dma_task_memcpy_set_src),
+	HEADERS_ALL_FN(doca_dma_task_memcpy_get_src),
+	HEADERS_ALL_FN(doca_dma_task_memcpy_set_dst),
+	HEADERS_ALL_FN(doca_dma_task_memcpy_get_dst),
 	/* doca_comm_channel.h: both forms of ep_create, by address */
 	HEADERS_ALL_FN(doca_comm_channel_ep_create),
 	HEADERS_ALL_FN(dpakit_soft_comm_channel_ep_create_attr),

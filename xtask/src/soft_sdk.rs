@@ -45,8 +45,8 @@ const LIBS: &[(&str, &str, &str, &str)] = &[
         "doca-common",
         "DOCA Comm Channel (legacy)",
     ),
-    // Declared only (the soft device does not model them): for programs whose helper files
-    // use them.
+    // RDMA is declared only (the soft device does not model it), for programs whose helper
+    // files use it.
     ("doca_rdma", "doca-rdma", "doca-common", "DOCA RDMA"),
     ("doca_dma", "doca-dma", "doca-common", "DOCA DMA"),
     // FlexIO, which DOCA's DPA meson files ask for (`dependency('libflexio')`): the soft device

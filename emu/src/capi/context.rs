@@ -125,15 +125,16 @@ pub(crate) trait Context {
 type ContextView = fn(*const c_void) -> *const dyn Context;
 
 /// The context kinds, in the order of [`VIEWS`].
-const KINDS: [Kind; 5] = [
+const KINDS: [Kind; 6] = [
     Kind::Consumer,
     Kind::Producer,
     Kind::ComchServer,
     Kind::ComchClient,
     Kind::SyncEvent,
+    Kind::Dma,
 ];
 
-static VIEWS: [OnceLock<ContextView>; 5] = [const { OnceLock::new() }; 5];
+static VIEWS: [OnceLock<ContextView>; 6] = [const { OnceLock::new() }; 6];
 
 fn view_of<T: Context + 'static>(obj: *const c_void) -> *const dyn Context {
     obj.cast::<T>() as *const dyn Context

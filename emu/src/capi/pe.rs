@@ -59,9 +59,10 @@ impl PeObj {
             .set(if on { n + 1 } else { n.saturating_sub(1) });
     }
 
-    /// Whether a polled context has callbacks to run now.
+    /// Whether a polled or stopping context has callbacks to run now (a stopping context's
+    /// tasks submitted while it stops complete at the next progress).
     fn polled_pending(&self) -> bool {
-        self.polled.get() > 0
+        (self.polled.get() > 0 || self.stopping.get() > 0)
             && self
                 .ctxs
                 .borrow()
@@ -217,21 +218,16 @@ pub unsafe extern "C" fn doca_pe_request_notification(pe: *mut doca_pe) -> doca_
     })
 }
 
-/// `doca_pe_clear_notification`.
+/// `doca_pe_clear_notification`. The handle is not used on Linux, as in DOCA (whose pe_event
+/// sample passes 0): the PE's own handle is cleared whatever the value.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn doca_pe_clear_notification(
     pe: *mut doca_pe,
     handle: doca_notification_handle_t,
 ) -> doca_error_t {
+    let _ = handle;
     call("doca_pe_clear_notification", || {
         let p = self::pe(pe, "pe")?;
-        if handle != p.pe.notification_handle() {
-            bail!(
-                InvalidValue,
-                "handle {handle} is not this PE's notification handle ({})",
-                p.pe.notification_handle()
-            );
-        }
         p.pe.clear_notification();
         Ok(())
     })

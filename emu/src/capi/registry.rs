@@ -54,10 +54,12 @@ pub(crate) enum Kind {
     BufPool,
     Clock,
     SyncEventTask,
+    Dma,
+    DmaMemcpyTask,
 }
 
 impl Kind {
-    const ALL: [Kind; 29] = [
+    const ALL: [Kind; 31] = [
         Kind::Devinfo,
         Kind::DevinfoRep,
         Kind::Dev,
@@ -87,6 +89,8 @@ impl Kind {
         Kind::BufPool,
         Kind::Clock,
         Kind::SyncEventTask,
+        Kind::Dma,
+        Kind::DmaMemcpyTask,
     ];
 
     fn from_tag(tag: u64) -> Option<Kind> {
@@ -129,6 +133,8 @@ impl Kind {
             Kind::SyncEventTask => {
                 "struct doca_sync_event_task_{get,notify_set,notify_add,wait_eq,wait_neq}"
             }
+            Kind::Dma => "struct doca_dma",
+            Kind::DmaMemcpyTask => "struct doca_dma_task_memcpy",
         }
     }
 }

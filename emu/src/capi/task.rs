@@ -103,14 +103,15 @@ impl<T: Task> AnyTask for T {
 type TaskView = fn(*const c_void) -> *const dyn AnyTask;
 
 /// The task kinds, in the order of [`TASK_VIEWS`].
-const TASK_KINDS: [Kind; 4] = [
+const TASK_KINDS: [Kind; 5] = [
     Kind::SendTask,
     Kind::RecvTask,
     Kind::ComchSendTask,
     Kind::SyncEventTask,
+    Kind::DmaMemcpyTask,
 ];
 
-static TASK_VIEWS: [OnceLock<TaskView>; 4] = [const { OnceLock::new() }; 4];
+static TASK_VIEWS: [OnceLock<TaskView>; 5] = [const { OnceLock::new() }; 5];
 
 fn view_of<T: Task + 'static>(obj: *const c_void) -> *const dyn AnyTask {
     obj.cast::<T>() as *const dyn AnyTask
@@ -145,10 +146,10 @@ fn task_core<'a>(ptr: *const doca_task) -> Result<&'a TaskCore> {
 #[inline]
 fn any_task<'a>(ptr: *const doca_task) -> Result<&'a dyn AnyTask> {
     let (kind, obj) = registry::resolve(ptr.cast(), "task", &TASK_KINDS)?;
-    let at = TASK_KINDS.iter().position(|&k| k == kind).unwrap_or(0);
-    let slot = &TASK_VIEWS[at];
-    let view = slot
-        .get()
+    let view = TASK_KINDS
+        .iter()
+        .position(|&k| k == kind)
+        .and_then(|i| TASK_VIEWS[i].get())
         .ok_or_else(|| err(ErrorCode::Driver, "a task kind without its view"))?;
     // SAFETY: the registry resolved a live object of this kind, and the view of the kind casts
     // to the type registered under it; the object lives while its pool does.
@@ -435,6 +436,15 @@ impl<T: Task> Tasks<T> {
                 flushed.push_back(i);
             }
         }
+    }
+
+    /// Whether tasks submitted while the context stops wait for the next progress to flush
+    /// them.
+    pub(crate) fn has_flushed(&self) -> bool {
+        self.pool
+            .borrow()
+            .as_ref()
+            .is_some_and(|p| !p.flushed.borrow().is_empty())
     }
 
     /// Tasks in the pool (0 before the first start).

@@ -1,7 +1,7 @@
 //! What programs' shared helper files call and the soft device does not model: RDMA
-//! (`doca_rdma.h`), DMA (`doca_dma.h`), extending a DPA context to another device, mmap exports
-//! between processes and peers, and the parts of sync events beyond CPU, DPA and remote PCI
-//! locations (remote network peers, GPUs).
+//! (`doca_rdma.h`), extending a DPA context to another device, mmap exports between processes
+//! and peers, and the parts of sync events beyond CPU, DPA and remote PCI locations (remote
+//! network peers, GPUs).
 //!
 //! Every function exists, so such programs compile and link. Creating an object answers
 //! `DOCA_ERROR_NOT_SUPPORTED` with a message naming the library; capability queries answer that
@@ -188,47 +188,6 @@ api! {
 api_ptr! {
     fn doca_rdma_as_ctx(rdma: *mut doca_rdma) -> *mut doca_ctx => Err(self::rdma(rdma));
     fn doca_rdma_srq_as_ctx(rdma_srq: *mut doca_rdma_srq) -> *mut doca_ctx => Err(srq(rdma_srq));
-}
-
-// ---- doca_dma ----
-
-const DMA: &str = "doca_dma";
-
-fn dma(ptr: *const doca_dma) -> Error {
-    no_such(ptr.cast(), "dma", "doca_dma", DMA, "doca_dma_create")
-}
-
-api! {
-    fn doca_dma_create(dev: *mut doca_dev, dma: *mut *mut doca_dma)
-        => create_on(dev, DMA, "doca_dma_create cannot create a DMA context (DPA kernels copy \
-                               with doca_dpa_dev_comch_producer_dma_copy)");
-    fn doca_dma_destroy(dma: *mut doca_dma) => Err(self::dma(dma));
-    fn doca_dma_cap_task_memcpy_is_supported(devinfo: *const doca_devinfo) => cap(devinfo, DMA);
-    fn doca_dma_cap_task_memcpy_get_max_buf_size(devinfo: *const doca_devinfo, buf_size: *mut u64)
-        => cap(devinfo, DMA);
-    fn doca_dma_cap_task_memcpy_get_max_buf_list_len(
-        devinfo: *const doca_devinfo,
-        max_buf_list_len: *mut u32,
-    ) => cap(devinfo, DMA);
-    fn doca_dma_task_memcpy_set_conf(
-        dma: *mut doca_dma,
-        task_completion_cb: doca_dma_task_memcpy_completion_cb_t,
-        task_error_cb: doca_dma_task_memcpy_completion_cb_t,
-        num_memcpy_tasks: u32,
-    ) => Err(self::dma(dma));
-    fn doca_dma_task_memcpy_alloc_init(
-        dma: *mut doca_dma,
-        src: *const doca_buf,
-        dst: *mut doca_buf,
-        user_data: doca_data,
-        task: *mut *mut doca_dma_task_memcpy,
-    ) => Err(self::dma(dma));
-}
-
-api_ptr! {
-    fn doca_dma_as_ctx(dma: *mut doca_dma) -> *mut doca_ctx => Err(self::dma(dma));
-    fn doca_dma_task_memcpy_as_task(task: *mut doca_dma_task_memcpy) -> *mut doca_task
-        => Err(no_such(task.cast(), "task", "doca_dma_task_memcpy", DMA, "doca_dma_create"));
 }
 
 // ---- doca_dpa: contexts extended to other devices ----

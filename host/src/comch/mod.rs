@@ -39,7 +39,7 @@ fn ctx_of_consumer(c: *mut sys::doca_comch_consumer) -> *mut sys::doca_ctx {
 }
 
 /// An endpoint whose context user data points at it, with a state-changed callback.
-trait HasStateCallback {
+pub(crate) trait HasStateCallback {
     fn state_callback(&self) -> Option<&StateChangedCb>;
 }
 
@@ -47,7 +47,11 @@ trait HasStateCallback {
 /// data points at `inner` (where the callbacks find the endpoint; boxed, so it does not move),
 /// the state-changed callback is set if the endpoint has one, and the context is connected to
 /// `pe` and started.
-fn start_on_pe<T: HasStateCallback>(ctx: *mut sys::doca_ctx, inner: &T, pe: &Pe) -> Result<()> {
+pub(crate) fn start_on_pe<T: HasStateCallback>(
+    ctx: *mut sys::doca_ctx,
+    inner: &T,
+    pe: &Pe,
+) -> Result<()> {
     let user_data = sys::doca_data {
         ptr: (inner as *const T).cast_mut().cast(),
     };

@@ -57,6 +57,7 @@ const C_PROGRAMS: &[CProgram] = &[
     once("tests/c/ctx_state.c"),
     once("tests/c/argp_log.c"),
     once("tests/c/sync_event.c"),
+    once("tests/c/dma_pe_event.c"),
     CProgram {
         args: &["host"],
         memcheck_args: &["host"],
