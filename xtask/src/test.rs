@@ -71,6 +71,7 @@ pub fn run() -> Result {
     sdk_checks::c_programs(&prefix)?;
     sdk_checks::arm_side()?;
     sdk_checks::c_pairs(&prefix)?;
+    sdk_checks::meson_samples(&prefix)?;
     sdk_checks::cc_hostile(&prefix, cargo)?;
     clock.lap("soft SDK, C programs");
     sdk_checks::doca_feature(&prefix, cargo)?;

@@ -10,8 +10,7 @@
 //! Device functions find the running activation through [`current`](super::current).
 
 use super::DpaShared;
-use super::current::{self, Current};
-use super::launch::{Launch, Rank};
+use super::current::{self, Current, Rank};
 use super::thread_shared::ThreadShared;
 use crate::error::{Error, ErrorCode, Result, err};
 use corosensei::stack::DefaultStack;
@@ -58,7 +57,7 @@ pub(crate) fn install_panic_hook() {
 
 /// Runs `body` as an activation on `stack`; returns how it ended, its value if it returned, and
 /// the stack.
-fn run_on_stack<R: 'static>(
+pub(super) fn run_on_stack<R: 'static>(
     dpa: &DpaShared,
     thread: Option<&ThreadShared>,
     launch: Option<&Rank>,
@@ -183,55 +182,3 @@ pub(crate) fn run_rpc(
     }
 }
 
-/// The kernel signature a launch calls natively: every argument slot, whatever the kernel takes.
-/// The C calling conventions of the hosts the soft device runs on leave arguments a function
-/// does not take unread (in registers, or on the stack the caller frees), so one type serves
-/// every kernel of up to [`KERNEL_MAX_ARGS`](dpakit_abi::kernel::KERNEL_MAX_ARGS) parameters.
-type LaunchedFn = extern "C-unwind" fn(
-    u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64,
-);
-const _: () = assert!(dpakit_abi::kernel::KERNEL_MAX_ARGS == 16);
-
-/// Runs one thread of a kernel launch on the calling host thread, to its end: true when the
-/// kernel returned.
-pub(crate) fn run_launched(
-    dpa: &Arc<DpaShared>,
-    launch: Arc<Launch>,
-    rank: Rank,
-    stack_size: usize,
-) -> Result<bool> {
-    // The launched thread reads the DPA's tables while its kernel runs.
-    let _reading = dpa.sched.grace.host();
-    let stack = DefaultStack::new(stack_size)
-        .map_err(|e| err(ErrorCode::NoMemory, format!("launched kernel's stack: {e}")))?;
-    let name = launch.kernel.name;
-    let dpa_ptr = Arc::as_ptr(dpa);
-    let body = move || {
-        let n = launch.kernel.num_args as usize;
-        if launch.isa_entry != 0 {
-            // SAFETY: the DPA outlives the activation (the caller holds it).
-            let dpa = unsafe { &*dpa_ptr };
-            if let Some(program) = &dpa.isa {
-                // LP64 passes a 32-bit integer sign-extended to its register.
-                let mut args = launch.args;
-                for (i, a) in args.iter_mut().enumerate().take(n) {
-                    if launch.kernel.narrow_args >> i & 1 == 1 {
-                        *a = *a as u32 as i32 as i64 as u64;
-                    }
-                }
-                super::isa_mode::run(program, &program.launches, launch.isa_entry, &args[..n]);
-            }
-            return;
-        }
-        // SAFETY: the app declares the function at `entry` (non-null) as a thread kernel taking
-        // `num_args` (at most 16) integer or pointer parameters; see `LaunchedFn`.
-        let f = unsafe { std::mem::transmute::<usize, LaunchedFn>(launch.kernel.entry) };
-        let a = launch.args;
-        f(
-            a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
-            a[14], a[15],
-        );
-    };
-    let (ending, _, _stack) = run_on_stack(dpa, None, Some(&rank), name, stack, body);
-    Ok(ending == Ending::Return)
-}

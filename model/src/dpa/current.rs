@@ -14,10 +14,19 @@ pub(crate) struct Current<'a> {
     /// `None` in an RPC and a launched kernel.
     pub thread: Option<&'a ThreadShared>,
     /// A launched kernel's thread: its rank in the launch.
-    pub launch: Option<&'a super::launch::Rank>,
+    pub launch: Option<&'a Rank>,
     /// The kernel's name, for diagnostics.
     pub kernel: &'static str,
     yielder: &'a Yielder<(), Ending>,
+}
+
+/// What a launched thread's device functions see: its rank among the launch's threads, and the
+/// launcher's stop request (ISA mode ends the activation on it).
+#[derive(Debug)]
+pub(crate) struct Rank {
+    pub rank: u32,
+    pub num_threads: u32,
+    pub stop: std::sync::Arc<crate::sync::plain::AtomicBool>,
 }
 
 thread_local! {
@@ -59,7 +68,7 @@ impl<'a> Current<'a> {
     pub(super) fn new(
         dpa: &'a DpaShared,
         thread: Option<&'a ThreadShared>,
-        launch: Option<&'a super::launch::Rank>,
+        launch: Option<&'a Rank>,
         kernel: &'static str,
         yielder: &'a Yielder<(), Ending>,
     ) -> Self {

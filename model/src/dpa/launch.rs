@@ -11,13 +11,15 @@
 //! the device.
 
 use super::DpaShared;
-use super::activation;
+use super::activation::{self, Ending};
+use super::current::Rank;
 use super::app::AppKernel;
 use crate::error::{ErrorCode, Result, bail, err};
 use crate::sync::Ordering;
 use crate::sync::plain::AtomicBool;
 use crate::sync_event::SyncEventValue;
 use dpakit_abi::kernel::KERNEL_MAX_ARGS;
+use corosensei::stack::DefaultStack;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
@@ -60,15 +62,6 @@ impl std::fmt::Debug for Launch {
             .field("threads", &self.threads)
             .finish_non_exhaustive()
     }
-}
-
-/// What a launched thread's device functions see: its rank among the launch's threads, and the
-/// launcher's stop request (ISA mode ends the activation on it).
-#[derive(Debug)]
-pub(crate) struct Rank {
-    pub rank: u32,
-    pub num_threads: u32,
-    pub stop: Arc<AtomicBool>,
 }
 
 #[derive(Default)]
@@ -185,6 +178,68 @@ impl Launcher {
                  context stopping; it is left running"
             );
         }
+    }
+}
+
+impl super::Dpa {
+    /// `doca_dpa_kernel_launch_update_set` / `_add` by address (`doca_dpa_func_t *`): queues
+    /// thread kernel `func` of the app to run once on `threads` threads with `args` (exactly as
+    /// many as it takes), once `wait` (an event and a threshold of 0 to 254) is reached; when
+    /// every thread has returned, `completion` is set to or increased by its count.
+    pub fn kernel_launch(
+        &self,
+        func: usize,
+        args: &[u64],
+        threads: u32,
+        wait: Option<(Arc<SyncEventValue>, u64)>,
+        completion: Option<(
+            Arc<SyncEventValue>,
+            u64,
+            CompletionUpdate,
+        )>,
+    ) -> Result<()> {
+        self.shared.require_running("launch a kernel")?;
+        let kernel = *self.shared.app.require(func, super::KernelKind::Thread)?;
+        if args.len() != kernel.num_args as usize {
+            bail!(
+                InvalidValue,
+                "kernel `{}` takes {} arguments, not {}",
+                kernel.name,
+                kernel.num_args,
+                args.len()
+            );
+        }
+        check(&kernel, threads, wait.as_ref().map(|w| w.1))?;
+        let isa_entry = match &self.shared.isa {
+            Some(program) => program.entry(kernel.name)?,
+            None => 0,
+        };
+        let mut a = [0u64; dpakit_abi::kernel::KERNEL_MAX_ARGS];
+        a[..args.len()].copy_from_slice(args);
+        self.shared.launcher.submit(Launch {
+            kernel,
+            isa_entry,
+            args: a,
+            threads,
+            wait,
+            completion,
+        })
+    }
+
+    /// `doca_dpa_get_max_threads_per_kernel`.
+    pub fn max_threads_per_kernel(&self) -> u32 {
+        crate::limits::DPA_MAX_THREADS_PER_KERNEL as u32
+    }
+
+    /// `doca_dpa_get_kernel_max_run_time`, in seconds (rounded up).
+    pub fn kernel_max_run_time(&self) -> u64 {
+        let t = self.shared.launcher.max_run_time();
+        t.as_secs() + u64::from(t.subsec_nanos() > 0)
+    }
+
+    /// Kernel launches queued on the context and not started yet.
+    pub fn queued_launches(&self) -> usize {
+        self.shared.launcher.queued()
     }
 }
 
@@ -308,7 +363,7 @@ fn run_rank(dpa: &Arc<DpaShared>, launch: &Arc<Launch>, rank: u32) -> bool {
         num_threads: launch.threads,
         stop: dpa.launcher.stop.clone(),
     };
-    match activation::run_launched(dpa, launch.clone(), rank_info, STACK_SIZE) {
+    match run_launched(dpa, launch.clone(), rank_info) {
         Ok(ok) => ok,
         Err(e) => {
             dpa.set_fatal(e);
@@ -336,4 +391,56 @@ pub(crate) fn check(kernel: &AppKernel, threads: u32, wait_threshold: Option<u64
         );
     }
     Ok(())
+}
+
+/// The kernel signature a launch calls natively: every argument slot, whatever the kernel takes.
+/// The C calling conventions of the hosts the soft device runs on leave arguments a function
+/// does not take unread (in registers, or on the stack the caller frees), so one type serves
+/// every kernel of up to [`KERNEL_MAX_ARGS`](dpakit_abi::kernel::KERNEL_MAX_ARGS) parameters.
+type LaunchedFn = extern "C-unwind" fn(
+    u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64,
+);
+const _: () = assert!(dpakit_abi::kernel::KERNEL_MAX_ARGS == 16);
+
+/// Runs one thread of a kernel launch on the calling host thread, to its end: true when the
+/// kernel returned.
+fn run_launched(
+    dpa: &Arc<DpaShared>,
+    launch: Arc<Launch>,
+    rank: Rank,
+) -> Result<bool> {
+    // The launched thread reads the DPA's tables while its kernel runs.
+    let _reading = dpa.sched.grace.host();
+    let stack = DefaultStack::new(STACK_SIZE)
+        .map_err(|e| err(ErrorCode::NoMemory, format!("launched kernel's stack: {e}")))?;
+    let name = launch.kernel.name;
+    let dpa_ptr = Arc::as_ptr(dpa);
+    let body = move || {
+        let n = launch.kernel.num_args as usize;
+        if launch.isa_entry != 0 {
+            // SAFETY: the DPA outlives the activation (the caller holds it).
+            let dpa = unsafe { &*dpa_ptr };
+            if let Some(program) = &dpa.isa {
+                // LP64 passes a 32-bit integer sign-extended to its register.
+                let mut args = launch.args;
+                for (i, a) in args.iter_mut().enumerate().take(n) {
+                    if launch.kernel.narrow_args >> i & 1 == 1 {
+                        *a = *a as u32 as i32 as i64 as u64;
+                    }
+                }
+                super::isa_mode::run(program, &program.launches, launch.isa_entry, &args[..n]);
+            }
+            return;
+        }
+        // SAFETY: the app declares the function at `entry` (non-null) as a thread kernel taking
+        // `num_args` (at most 16) integer or pointer parameters; see `LaunchedFn`.
+        let f = unsafe { std::mem::transmute::<usize, LaunchedFn>(launch.kernel.entry) };
+        let a = launch.args;
+        f(
+            a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13],
+            a[14], a[15],
+        );
+    };
+    let (ending, _, _stack) = activation::run_on_stack(dpa, None, Some(&rank), name, stack, body);
+    Ok(ending == Ending::Return)
 }

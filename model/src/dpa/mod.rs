@@ -472,66 +472,6 @@ impl Dpa {
         })
     }
 
-    /// `doca_dpa_kernel_launch_update_set` / `_add` by address (`doca_dpa_func_t *`): queues
-    /// thread kernel `func` of the app to run once on `threads` threads with `args` (exactly as
-    /// many as it takes), once `wait` (an event and a threshold of 0 to 254) is reached; when
-    /// every thread has returned, `completion` is set to or increased by its count.
-    pub fn kernel_launch(
-        &self,
-        func: usize,
-        args: &[u64],
-        threads: u32,
-        wait: Option<(std::sync::Arc<crate::sync_event::SyncEventValue>, u64)>,
-        completion: Option<(
-            std::sync::Arc<crate::sync_event::SyncEventValue>,
-            u64,
-            launch::CompletionUpdate,
-        )>,
-    ) -> Result<()> {
-        self.shared.require_running("launch a kernel")?;
-        let kernel = *self.shared.app.require(func, KernelKind::Thread)?;
-        if args.len() != kernel.num_args as usize {
-            bail!(
-                InvalidValue,
-                "kernel `{}` takes {} arguments, not {}",
-                kernel.name,
-                kernel.num_args,
-                args.len()
-            );
-        }
-        launch::check(&kernel, threads, wait.as_ref().map(|w| w.1))?;
-        let isa_entry = match &self.shared.isa {
-            Some(program) => program.entry(kernel.name)?,
-            None => 0,
-        };
-        let mut a = [0u64; dpakit_abi::kernel::KERNEL_MAX_ARGS];
-        a[..args.len()].copy_from_slice(args);
-        self.shared.launcher.submit(launch::Launch {
-            kernel,
-            isa_entry,
-            args: a,
-            threads,
-            wait,
-            completion,
-        })
-    }
-
-    /// `doca_dpa_get_max_threads_per_kernel`.
-    pub fn max_threads_per_kernel(&self) -> u32 {
-        crate::limits::DPA_MAX_THREADS_PER_KERNEL as u32
-    }
-
-    /// `doca_dpa_get_kernel_max_run_time`, in seconds (rounded up).
-    pub fn kernel_max_run_time(&self) -> u64 {
-        let t = self.shared.launcher.max_run_time();
-        t.as_secs() + u64::from(t.subsec_nanos() > 0)
-    }
-
-    /// Kernel launches queued on the context and not started yet.
-    pub fn queued_launches(&self) -> usize {
-        self.shared.launcher.queued()
-    }
-
     /// How the context runs its kernels.
     pub fn exec_mode(&self) -> ExecMode {
         if self.shared.isa.is_some() {

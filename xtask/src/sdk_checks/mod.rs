@@ -3,11 +3,14 @@
 //! `doca` (dynamic linking to `libdoca_*.so`), and Comch server/client pairs in two processes
 //! (`pairs`). Every C program and pair also runs once under valgrind's memcheck (`memcheck`).
 //! The legacy Comm Channel service example also runs under attack from hostile processes
-//! ([`cc_hostile`]).
+//! ([`cc_hostile`]). The DOCA-style programs that need no kit kernels are also built with meson
+//! for both sides and run ([`meson_samples`]).
 
 pub mod memcheck;
+mod meson;
 mod pairs;
 
+pub use meson::samples as meson_samples;
 pub use pairs::{c_pairs, comch_pairs};
 
 use crate::{Result, build_dpa, workspace_root};

@@ -214,7 +214,13 @@ fn sides_pairs(flags: &[String], app_dir: &Path) -> Result {
 /// Runs `server` in the background and `client` against it, both with `args` (in `mode`) and a
 /// fresh runtime directory `p/<dir>` (`fresh_runtime_dir`) for their sockets, which
 /// must be empty after.
-fn run_pair(dir: &str, server: &Path, client: &Path, args: &[&str], mode: Mode) -> Result {
+pub(super) fn run_pair(
+    dir: &str,
+    server: &Path,
+    client: &Path,
+    args: &[&str],
+    mode: Mode,
+) -> Result {
     let runtime = super::fresh_runtime_dir("p", dir)?;
     let run = |program: &Path| {
         let mut cmd = mode.command(program);
