@@ -21,10 +21,10 @@ enum Update {
 /// ```no_run
 /// # use dpakit_host::{dpa::{Dpa, KernelLaunch}, sync_event::SyncEvent, Result};
 /// # use dpakit_abi::{RawArg, ThreadKernel};
-/// # const LAUNCH_MARK: ThreadKernel<RawArg> = unimplemented!();
-/// # fn f(dpa: &Dpa, go: &SyncEvent, done: &SyncEvent, event: u64) -> Result<()> {
-/// // Four threads of LAUNCH_MARK once `go` reaches 1; `done` becomes 1 when all returned.
-/// KernelLaunch::new(dpa, &LAUNCH_MARK, event)
+/// # fn f(dpa: &Dpa, mark: &ThreadKernel<RawArg>, go: &SyncEvent, done: &SyncEvent, event: u64)
+/// # -> Result<()> {
+/// // Four threads of `mark` once `go` reaches 1; `done` becomes 1 when all returned.
+/// KernelLaunch::new(dpa, mark, event)
 ///     .threads(4)
 ///     .wait_for(go, 1)
 ///     .then_set(done, 1)
