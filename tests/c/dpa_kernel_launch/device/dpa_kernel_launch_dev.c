@@ -1,7 +1,8 @@
 /*
  * The kernel-launch program's DPA code, written as DOCA 3.x samples write theirs: a kernel with
  * no parameter that logs, and one launched on several threads with arguments of both widths,
- * which stamps its slot of a DPA-memory table and times itself with dpaintrin.h's counters.
+ * which stamps its slot of a DPA-memory table and times itself with dpaintrin.h's counters, and
+ * one that moves bytes with memset, memcpy and memmove (what DPA toolchains provide).
  */
 #include <doca_dpa_dev.h>
 #include <doca_dpa_dev_sync_event.h>
@@ -32,4 +33,16 @@ __dpa_global__ void stamp(uint64_t table, uint32_t base, doca_dpa_dev_sync_event
 	slots[rank] = mine; /* a structure copy: the compiler may call memcpy */
 	__dpa_thread_fence(__DPA_MEMORY, __DPA_W, __DPA_W);
 	doca_dpa_dev_sync_event_update_add(marks, 1);
+}
+
+/* Fills `len` bytes at `buf` with `byte`, copies them `len` further on, then moves the whole
+ * 2 * len bytes one byte up (overlapping): the sizes are the host's, so each is a call. */
+__dpa_global__ void shuffle(uint64_t buf, uint32_t len, uint32_t byte)
+{
+	uint8_t *p = (uint8_t *)buf;
+
+	__builtin_memset(p, (int)byte, len);
+	__builtin_memcpy(p + len, p, len);
+	p[0] = 1;
+	__builtin_memmove(p + 1, p, 2 * (uint64_t)len);
 }

@@ -8,7 +8,8 @@
  *      event past 4; it sets the completion event to 10;
  *   2. stamp on 8 threads with four arguments (64- and 32-bit), which each stamp a slot of a
  *      DPA-memory table; it adds 5 to the completion event;
- *   3. DOCA's rules: the thread count, the wait threshold, the events' locations.
+ *   3. shuffle on one thread: memset, memcpy and memmove in a kernel;
+ *   4. DOCA's rules: the thread count, the wait threshold, the events' locations.
  *
  * Every wait is bounded and checks the context's health. It prints "N checks, 0 wrong" and
  * exits 0 when all is as expected.
@@ -36,6 +37,7 @@
 extern struct doca_dpa_app *dpa_sample_app;
 extern doca_dpa_func_t hello_world;
 extern doca_dpa_func_t stamp;
+extern doca_dpa_func_t shuffle;
 
 #define WAIT_SEC 10
 
@@ -215,7 +217,30 @@ int main(void)
 		expect(slots[rank].elapsed_ok == 1, "the thread's counters moved forward");
 	}
 
-	/* 3. DOCA's rules. */
+	/* 3. The C library functions a kernel may call. */
+	{
+		enum { LEN = 100 };
+		uint8_t bytes[2 * LEN + 1];
+		doca_dpa_dev_uintptr_t buf;
+		bool ok = true;
+
+		CHECK(doca_dpa_mem_alloc(dpa, sizeof(bytes), &buf));
+		memset(bytes, 0, sizeof(bytes));
+		CHECK(doca_dpa_h2d_memcpy(dpa, buf, bytes, sizeof(bytes)));
+		CHECK(doca_dpa_kernel_launch_update_add(dpa, NULL, 0, comp_ev, 1, 1, &shuffle, buf,
+							(uint32_t)LEN, (uint32_t)0xab));
+		value = wait_above(dpa, comp_ev, 15, "shuffle's completion");
+		CHECK(doca_dpa_d2h_memcpy(dpa, bytes, buf, sizeof(bytes)));
+		/* memset then memcpy made 2 * LEN bytes of 0xab, the first then 1; memmove shifted
+		 * them up by one. */
+		ok = bytes[0] == 1 && bytes[1] == 1;
+		for (unsigned int i = 2; i <= 2 * LEN; i++)
+			ok = ok && bytes[i] == 0xab;
+		expect(ok, "memset, memcpy and memmove in a kernel");
+		CHECK(doca_dpa_mem_free(dpa, buf));
+	}
+
+	/* 4. DOCA's rules. */
 	expect_error(doca_dpa_kernel_launch_update_set(dpa, NULL, 0, comp_ev, 1, 0, &hello_world),
 		     DOCA_ERROR_INVALID_VALUE, "a launch on 0 threads");
 	expect_error(doca_dpa_kernel_launch_update_set(dpa, NULL, 0, comp_ev, 1, max_threads + 1, &hello_world),
