@@ -5,7 +5,8 @@
 //!
 //! Criterion ids `launch/<threads>/<subject>`, subjects:
 //! - `kernel_launch`: `KernelLaunch` of the kit's `LAUNCH_MARK` with its completion event set to
-//!   the iteration's number, then this thread polling the event until it shows it;
+//!   the iteration's number, then this thread polling the event (yielding between polls) until
+//!   it shows it; the DPA's workers sleep;
 //! - `rpc` (1 thread only): `Dpa::rpc` of the kit's `SYNC_SET`;
 //! - `thread_spawn_join`: `std::thread::spawn` of an empty closure per thread, then the joins.
 //!
@@ -16,6 +17,7 @@ mod support;
 
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use dpakit::dpa::{Dpa, KernelLaunch};
+use dpakit::soft::SchedMode;
 use dpakit::sync_event::SyncEvent;
 use dpakit::{kernels, kit_app, open_dpa_dev};
 use std::hint::black_box;
@@ -36,8 +38,11 @@ struct Launcher {
 
 impl Launcher {
     fn start() -> Launcher {
+        // Sleeping workers: a launch runs on threads of its own, and a busy-polling worker
+        // would only take a core from them.
         let dpa = Dpa::builder(&open_dpa_dev().unwrap())
             .app(kit_app())
+            .sched_mode(SchedMode::Sleep)
             .workers(1)
             .start()
             .unwrap();

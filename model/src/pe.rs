@@ -88,8 +88,9 @@ struct PeInner {
     clients: RefCell<Vec<Weak<dyn PeClient>>>,
     waker: Arc<PeWaker>,
     /// The notification handle: the waker's eventfd and the sockets of Comch contexts, so one
-    /// readable descriptor says "progress me" whatever the work is.
-    poller: Poller,
+    /// readable descriptor says "progress me" whatever the work is. Made by the first call that
+    /// needs it: a PE only ever progressed by hand needs no epoll set.
+    poller: std::cell::OnceCell<Poller>,
 }
 
 /// `doca_pe`.
@@ -110,26 +111,36 @@ impl Pe {
     /// `doca_pe_create`.
     pub fn new() -> Result<Self> {
         let waker = Arc::new(PeWaker::new()?);
-        let poller = Poller::new()?;
-        poller.add(waker.fd.as_raw_fd(), 0)?;
         Ok(Self {
             inner: Rc::new(PeInner {
                 clients: RefCell::new(Vec::new()),
                 waker,
-                poller,
+                poller: std::cell::OnceCell::new(),
             }),
         })
+    }
+
+    /// The notification handle's epoll set, made with the waker's eventfd in it on first use.
+    fn poller(&self) -> Result<&Poller> {
+        if let Some(poller) = self.inner.poller.get() {
+            return Ok(poller);
+        }
+        let poller = Poller::new()?;
+        poller.add(self.inner.waker.fd.as_raw_fd(), 0)?;
+        Ok(self.inner.poller.get_or_init(|| poller))
     }
 
     /// Makes the notification handle readable whenever `fd` is (a context's socket or epoll
     /// set).
     pub fn watch_fd(&self, fd: RawFd) -> Result<()> {
-        self.inner.poller.add(fd, fd as u64)
+        self.poller()?.add(fd, fd as u64)
     }
 
     /// Undoes [`watch_fd`](Self::watch_fd).
     pub fn unwatch_fd(&self, fd: RawFd) {
-        self.inner.poller.remove(fd);
+        if let Some(poller) = self.inner.poller.get() {
+            poller.remove(fd);
+        }
     }
 
     /// Signals the notification handle now if it is armed: for work the PE's clients do not
@@ -174,8 +185,8 @@ impl Pe {
     /// `doca_pe_get_notification_handle`: a file descriptor that becomes readable after
     /// [`request_notification`](Self::request_notification) when work arrives. Use it with
     /// poll/epoll.
-    pub fn notification_handle(&self) -> RawFd {
-        self.inner.poller.fd()
+    pub fn notification_handle(&self) -> Result<RawFd> {
+        Ok(self.poller()?.fd())
     }
 
     /// `doca_pe_request_notification`: arms the handle. If work is already pending the handle is
@@ -208,9 +219,10 @@ impl Pe {
     /// Sleeps on the notification handle until work arrives or `timeout` passes. Returns whether
     /// it was woken by work.
     pub fn wait(&self, timeout: Duration) -> Result<bool> {
+        let fd = self.notification_handle()?;
         self.request_notification();
         let mut pfd = libc::pollfd {
-            fd: self.notification_handle(),
+            fd,
             events: libc::POLLIN,
             revents: 0,
         };

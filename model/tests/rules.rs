@@ -326,7 +326,7 @@ fn posting_credits_wakes_the_pe_of_a_producer_waiting_for_them() {
         .unwrap();
     path.pe.progress();
     path.pe.request_notification();
-    let fd = path.pe.notification_handle();
+    let fd = path.pe.notification_handle().unwrap();
     assert!(
         !readable_within(fd, 0),
         "nothing can happen without a credit"

@@ -199,7 +199,7 @@ pub unsafe extern "C" fn doca_pe_get_notification_handle(
     handle: *mut doca_notification_handle_t,
 ) -> doca_error_t {
     call("doca_pe_get_notification_handle", || {
-        let fd = self::pe(pe, "pe")?.pe.notification_handle();
+        let fd = self::pe(pe, "pe")?.pe.notification_handle()?;
         // SAFETY: writable by the C contract (checked non-null).
         unsafe { out(handle, "handle", fd) }
     })

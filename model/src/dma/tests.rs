@@ -204,6 +204,7 @@ fn list_length_size_and_pool_limits() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "megabytes of copies take minutes under miri; the other tests copy the same way")]
 fn a_long_copy_spans_progress_calls_and_completions_keep_order() {
     let len = 3 * DMA_PROGRESS_MAX_BYTES + 100;
     let s = setup(len);
@@ -270,6 +271,7 @@ fn a_buffer_changed_or_returned_in_flight_fails_the_task() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "megabytes of copies take minutes under miri; the other tests copy the same way")]
 fn a_flush_completes_what_is_left_in_order_after_what_finished() {
     let s = setup(DMA_PROGRESS_MAX_BYTES * 2);
     let dma = s.dma(4);

@@ -1,4 +1,5 @@
 use super::*;
+#[cfg(not(loom))]
 use dpakit_abi::ErrorCode;
 
 #[cfg(not(loom))]

@@ -270,7 +270,7 @@ impl Mapping {
     }
 
     /// `len` zeroed bytes of heap, aligned to a cache line, in place of a mapping.
-    #[cfg_attr(not(any(test, loom)), allow(dead_code))]
+    #[cfg(test)]
     pub(crate) fn heap(len: usize) -> Mapping {
         let layout = Self::heap_layout(len);
         // SAFETY: a non-zero size (at least one cache line).
@@ -291,7 +291,7 @@ impl Mapping {
 
     /// A second handle on this heap memory, for the other side of a model (loom, or a unit
     /// test miri runs). It must be forgotten, never dropped (it would unmap heap memory).
-    #[cfg(any(test, loom))]
+    #[cfg(test)]
     pub(crate) fn alias(&self) -> Mapping {
         Mapping {
             ptr: self.ptr,
