@@ -139,7 +139,9 @@ fn app_descriptor(input: &[u8]) {
             // Never called: descriptors are only read.
             entry: b.u64() as usize as *const _,
             kind: u32::from(b.u8() % 3),
-            num_args: u32::from(b.u8() % 6),
+            // Past the 16 a thread kernel may take, and narrow bits past the arguments.
+            num_args: u16::from(b.u8() % 20),
+            narrow_args: b.u16(),
         })
         .collect();
     let fill = b.rest();

@@ -222,7 +222,7 @@ impl App {
             } else {
                 KernelKind::Rpc
             };
-            if k.num_args as usize > max || (k.narrow_args >> k.num_args.min(16)) != 0 {
+            if k.num_args as usize > max || (u32::from(k.narrow_args) >> k.num_args.min(16)) != 0 {
                 bail!(
                     InvalidValue,
                     "kernel {i} (`{kname}`) of DPA app `{name}` takes {} arguments (narrow mask \
@@ -312,5 +312,50 @@ impl App {
                 ),
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern "C" fn nothing() {}
+
+    /// A descriptor holding `kernels`, read back.
+    fn read(kernels: &'static [SoftKernel]) -> Result<App> {
+        let app: &'static SoftApp = Box::leak(Box::new(SoftApp::new(c"app", kernels)));
+        App::from_symbol((app as *const SoftApp).cast())
+    }
+
+    fn kernel(kind: u32, num_args: u16, narrow_args: u16) -> &'static [SoftKernel] {
+        Box::leak(Box::new([SoftKernel {
+            name: c"k".as_ptr(),
+            entry: nothing as *const std::ffi::c_void,
+            kind,
+            num_args,
+            narrow_args,
+        }]))
+    }
+
+    #[test]
+    fn the_argument_counts_and_narrow_masks_of_each_kind() {
+        let k = read(kernel(SoftKernel::THREAD, 16, 0x8001)).unwrap();
+        assert_eq!(
+            (k.kernels()[0].num_args, k.kernels()[0].narrow_args),
+            (16, 0x8001)
+        );
+        read(kernel(SoftKernel::THREAD, 0, 0)).unwrap();
+        read(kernel(SoftKernel::RPC, 4, 0)).unwrap();
+        for (kind, n, narrow) in [
+            (SoftKernel::THREAD, 17, 0),
+            (SoftKernel::RPC, 5, 0),
+            // A narrow bit past the arguments.
+            (SoftKernel::THREAD, 2, 0b100),
+            (SoftKernel::THREAD, 0, 1),
+            (7, 1, 0),
+        ] {
+            let e = read(kernel(kind, n, narrow)).unwrap_err();
+            assert_eq!(e.code(), crate::error::ErrorCode::InvalidValue, "{e}");
+        }
     }
 }
