@@ -23,6 +23,15 @@ pub(crate) fn state(ctx: *mut sys::doca_ctx) -> Result<CtxState> {
     Ok(state_from_raw(raw))
 }
 
+/// `doca_ctx_get_num_inflight_tasks`: tasks submitted whose completion has not run yet, as the
+/// context counts them (the safe types keep no count of their own).
+pub(crate) fn num_inflight(ctx: *mut sys::doca_ctx) -> u32 {
+    let mut n = 0;
+    // A live context: the call answers.
+    let _ = doca!(doca_ctx_get_num_inflight_tasks(ctx, &mut n));
+    n as u32
+}
+
 /// How long a context may take to finish stopping before teardown gives up on it.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 

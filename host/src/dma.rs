@@ -283,10 +283,7 @@ impl Dma {
     /// `doca_ctx_get_num_inflight_tasks`: tasks submitted whose completion has not run yet.
     #[doc(alias = "doca_ctx_get_num_inflight_tasks")]
     pub fn in_flight(&self) -> u32 {
-        let mut n = 0;
-        // A live context: the call answers.
-        let _ = doca!(doca_ctx_get_num_inflight_tasks(self.inner.ctx, &mut n));
-        n as u32
+        ctx::num_inflight(self.inner.ctx)
     }
 
     /// The size of the task pool.

@@ -90,7 +90,6 @@ struct Inner {
     /// Where gets' values and notify_adds' previous values land, one per such task.
     slots: Box<[Cell<u64>]>,
     free_slots: RefCell<Vec<u32>>,
-    in_flight: Cell<u32>,
     on_complete: RefCell<Option<CompleteCb>>,
     on_state_changed: Option<StateChangedCb>,
     // What the event's locations name outlives it (dropped after the destroy).
@@ -108,7 +107,7 @@ pub struct SyncEventContext {
 impl fmt::Debug for SyncEventContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SyncEventContext")
-            .field("in_flight", &self.inner.in_flight.get())
+            .field("in_flight", &self.in_flight())
             .finish()
     }
 }
@@ -134,7 +133,6 @@ unsafe fn finish(
         .filter(|_| status == ErrorCode::Success);
     // SAFETY: the task is ours again once its callback runs.
     unsafe { sys::doca_task_free(task) };
-    inner.in_flight.set(inner.in_flight.get().saturating_sub(1));
     let done = TaskCompletion {
         kind,
         user_data: crate::data_bits(task_data),
@@ -283,7 +281,6 @@ impl<'a> SyncEventContextBuilder<'a> {
                 pe: self.pe.clone(),
                 slots: (0..slots).map(|_| Cell::new(0)).collect(),
                 free_slots: RefCell::new((0..slots).rev().collect()),
-                in_flight: Cell::new(0),
                 on_complete: RefCell::new(self.on_complete),
                 on_state_changed: self.on_state_changed,
                 _devs: devs,
@@ -400,7 +397,6 @@ impl SyncEventContext {
             unsafe { sys::doca_task_free(task) };
             return Err(e);
         }
-        inner.in_flight.set(inner.in_flight.get() + 1);
         Ok(())
     }
 
@@ -498,9 +494,10 @@ impl SyncEventContext {
         )
     }
 
-    /// Tasks submitted and not completed yet.
+    /// `doca_ctx_get_num_inflight_tasks`: tasks submitted and not completed yet.
+    #[doc(alias = "doca_ctx_get_num_inflight_tasks")]
     pub fn in_flight(&self) -> u32 {
-        self.inner.in_flight.get()
+        ctx::num_inflight(self.inner.ctx)
     }
 
     /// `doca_sync_event_export_to_remote_pci`: see [`SyncEvent::export_to_remote_pci`].
