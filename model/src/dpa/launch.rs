@@ -166,11 +166,7 @@ impl Launcher {
         if unsafe { libc::pthread_equal(runner.as_pthread_t(), libc::pthread_self()) } != 0 {
             return; // the last handle went on the launcher thread itself
         }
-        let deadline = Instant::now() + wait;
-        while !runner.is_finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        if runner.is_finished() {
+        if super::sched::wait_until(Instant::now() + wait, || runner.is_finished()) {
             let _ = runner.join();
         } else {
             eprintln!(
