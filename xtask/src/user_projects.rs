@@ -160,7 +160,6 @@ pub fn c_dpacc_project(prefix: &Path) -> Result {
         .join("tests")
         .join("c")
         .join("dpacc_project");
-    let pkg_config_path = prefix.join("lib").join("pkgconfig");
     let root = scratch("dpacc-project")?;
 
     // By hand: dpacc, then the host program with pkg-config.
@@ -193,16 +192,7 @@ pub fn c_dpacc_project(prefix: &Path) -> Result {
 
     // With meson, as a DOCA project builds.
     let build = root.join("meson");
-    let mut setup = Command::new("meson");
-    setup
-        .arg("setup")
-        .arg(&build)
-        .arg(&project)
-        .env("PKG_CONFIG_PATH", &pkg_config_path);
-    run(setup, false)?;
-    let mut compile = Command::new("meson");
-    compile.arg("compile").arg("-C").arg(&build);
-    run(compile, false)?;
+    crate::sdk_checks::meson_build(&project, &build, prefix)?;
     counter_runs(&build.join("counter"))?;
     std::fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))
 }
@@ -221,16 +211,7 @@ pub fn c_kernel_launch_project(prefix: &Path) -> Result {
         ("arm", arm_prefix.as_path(), "built for the BlueField Arm"),
     ] {
         let build = root.join(side);
-        let mut setup = Command::new("meson");
-        setup
-            .arg("setup")
-            .arg(&build)
-            .arg(&project)
-            .env("PKG_CONFIG_PATH", prefix.join("lib").join("pkgconfig"));
-        run(setup, false)?;
-        let mut compile = Command::new("meson");
-        compile.arg("compile").arg("-C").arg(&build);
-        run(compile, false)?;
+        crate::sdk_checks::meson_build(&project, &build, prefix)?;
         let program = build.join("doca_dpa_kernel_launch");
         let runs: &[(Mode, &str)] = if side == "host" {
             &[
@@ -290,7 +271,8 @@ mod tests {
     }
 
     /// The kernel-launch project alone (`cargo test -p xtask -- --ignored kernel_launch`),
-    /// against the soft SDK `cargo xtask soft-sdk` laid out.
+    /// against the soft SDK `cargo xtask soft-sdk` laid out. One such stage at a time
+    /// (`--test-threads=1`): each lays the prefix out anew.
     #[test]
     #[ignore = "builds the soft SDK and a project of its own: run by `cargo xtask test`"]
     fn kernel_launch_project() {

@@ -10,33 +10,40 @@ use crate::{Result, workspace_root};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Configures and builds `tests/c` with meson against `prefix` in `target/c-meson/<side>`.
-fn build(prefix: &Path, side: &str) -> Result<PathBuf> {
-    let build = workspace_root().join("target").join("c-meson").join(side);
-    let _ = std::fs::remove_dir_all(&build);
-    let source = workspace_root().join("tests").join("c");
+/// Configures meson project `project` in `build` against the soft SDK at `prefix` (its
+/// pkg-config files) and compiles it, as a DOCA project builds.
+pub fn meson_build(project: &Path, build: &Path, prefix: &Path) -> Result {
     let mut setup = Command::new("meson");
     setup
         .arg("setup")
-        .arg(&build)
-        .arg(&source)
+        .arg(build)
+        .arg(project)
         .env("PKG_CONFIG_PATH", prefix.join("lib").join("pkgconfig"));
     let mut compile = Command::new("meson");
-    compile.arg("compile").arg("-C").arg(&build);
+    compile.arg("compile").arg("-C").arg(build);
     for (mut cmd, what) in [(setup, "meson setup"), (compile, "meson compile")] {
-        eprintln!("$ {what} ({side}) {}", source.display());
+        eprintln!("$ {what} {} ({})", project.display(), build.display());
         let out = cmd
             .output()
             .map_err(|e| format!("cannot run meson (Debian's meson): {e}"))?;
         if !out.status.success() {
             return Err(format!(
-                "{what} of tests/c for the {side} failed ({}):\n{}{}",
+                "{what} of {} failed ({}):\n{}{}",
+                project.display(),
                 out.status,
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             ));
         }
     }
+    Ok(())
+}
+
+/// Configures and builds `tests/c` with meson against `prefix` in `target/c-meson/<side>`.
+fn build(prefix: &Path, side: &str) -> Result<PathBuf> {
+    let build = workspace_root().join("target").join("c-meson").join(side);
+    let _ = std::fs::remove_dir_all(&build);
+    meson_build(&workspace_root().join("tests").join("c"), &build, prefix)?;
     Ok(build)
 }
 
@@ -63,7 +70,8 @@ pub fn samples(prefix: &Path) -> Result {
 #[cfg(test)]
 mod tests {
     /// This stage alone (`cargo test -p xtask -- --ignored meson_samples`), against the soft SDK
-    /// `cargo xtask soft-sdk` lays out.
+    /// `cargo xtask soft-sdk` lays out. One such stage at a time (`--test-threads=1`): each lays
+    /// the prefix out anew.
     #[test]
     #[ignore = "builds the soft SDK for both sides and the programs: run by `cargo xtask test`"]
     fn meson_samples() {

@@ -10,7 +10,7 @@ pub mod memcheck;
 mod meson;
 mod pairs;
 
-pub use meson::samples as meson_samples;
+pub use meson::{meson_build, samples as meson_samples};
 pub use pairs::{c_pairs, comch_pairs};
 
 use crate::{Result, build_dpa, workspace_root};
