@@ -96,6 +96,22 @@ struct Inner {
 }
 
 impl Inner {
+    /// A new event's configuration: no location, nothing started or shared.
+    fn new() -> Self {
+        Inner {
+            publisher: None,
+            subscriber: None,
+            addr: None,
+            route: Route::Undecided,
+            started: false,
+            value: None,
+            shared: None,
+            import_dev: None,
+            blobs: Vec::new(),
+            exports: Vec::new(),
+        }
+    }
+
     fn imported(&self) -> bool {
         self.import_dev.is_some()
     }
@@ -272,18 +288,7 @@ impl End {
 pub unsafe extern "C" fn doca_sync_event_create(event: *mut *mut doca_sync_event) -> doca_error_t {
     call("doca_sync_event_create", || {
         super::non_null(event, "event")?;
-        let handle = SyncEventObj::register(Inner {
-            publisher: None,
-            subscriber: None,
-            addr: None,
-            route: Route::Undecided,
-            started: false,
-            value: None,
-            shared: None,
-            import_dev: None,
-            blobs: Vec::new(),
-            exports: Vec::new(),
-        })?;
+        let handle = SyncEventObj::register(Inner::new())?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(event, "event", handle.cast()) }
     })

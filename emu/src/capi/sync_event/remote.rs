@@ -4,7 +4,7 @@
 
 use super::super::types::*;
 use super::super::{call, dev, non_null, out};
-use super::{End, Inner, Location, Route, SyncEventObj, event};
+use super::{End, Inner, Location, SyncEventObj, event};
 use crate::error::{Result, bail};
 use crate::limits::SYNC_EVENT_MAX_EXPORTS_PER_EVENT;
 use crate::sync_event::{SharedCounter, SyncEventValue, check_blob_len};
@@ -129,16 +129,10 @@ pub unsafe extern "C" fn doca_sync_event_create_from_export(
         let bytes = unsafe { std::slice::from_raw_parts(data, sz) };
         let shared = Arc::new(SharedCounter::import(bytes, &d.dev)?);
         let handle = SyncEventObj::register(Inner {
-            publisher: None,
-            subscriber: None,
-            addr: None,
-            route: Route::Undecided,
-            started: false,
             value: Some(Arc::new(SyncEventValue::shared(shared.clone()))),
             shared: Some(shared),
             import_dev: Some(dev.cast()),
-            blobs: Vec::new(),
-            exports: Vec::new(),
+            ..Inner::new()
         })?;
         d.users.hold();
         // SAFETY: checked non-null; writable by the C contract.
