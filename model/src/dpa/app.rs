@@ -29,6 +29,26 @@ pub struct AppKernel {
     pub narrow_args: u32,
 }
 
+impl AppKernel {
+    /// `INVALID_VALUE` unless `given` is the number of arguments the kernel takes: an RPC and
+    /// a launch pass exactly that many.
+    pub(crate) fn require_args(&self, given: usize) -> Result<()> {
+        if given != self.num_args as usize {
+            let kind = match self.kind {
+                KernelKind::Thread => "kernel",
+                KernelKind::Rpc => "RPC kernel",
+            };
+            bail!(
+                InvalidValue,
+                "{kind} `{}` takes {} arguments, not {given}",
+                self.name,
+                self.num_args
+            );
+        }
+        Ok(())
+    }
+}
+
 /// `doca_dpa_app`: the kernels a DPA program contains. Threads and RPCs may only run kernels the
 /// app lists, as on the device, where a function outside the app does not exist.
 #[derive(Clone, Debug, Default)]

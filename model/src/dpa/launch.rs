@@ -141,11 +141,6 @@ impl Launcher {
         self.max_run_time
     }
 
-    /// Launches queued and not started yet.
-    pub(crate) fn queued(&self) -> usize {
-        self.queue().launches.len()
-    }
-
     /// Stops the launcher: queued launches are dropped; a running launch is waited for up to
     /// `wait`, then abandoned (a kernel that never returns cannot be taken back).
     pub(crate) fn shutdown(&self, wait: Duration) {
@@ -196,15 +191,7 @@ impl super::Dpa {
     ) -> Result<()> {
         self.shared.require_running("launch a kernel")?;
         let kernel = *self.shared.app.require(func, super::KernelKind::Thread)?;
-        if args.len() != kernel.num_args as usize {
-            bail!(
-                InvalidValue,
-                "kernel `{}` takes {} arguments, not {}",
-                kernel.name,
-                kernel.num_args,
-                args.len()
-            );
-        }
+        kernel.require_args(args.len())?;
         check(&kernel, threads, wait.as_ref().map(|w| w.1))?;
         let isa_entry = match &self.shared.isa {
             Some(program) => program.entry(kernel.name)?,
@@ -231,11 +218,6 @@ impl super::Dpa {
     pub fn kernel_max_run_time(&self) -> u64 {
         let t = self.shared.launcher.max_run_time();
         t.as_secs() + u64::from(t.subsec_nanos() > 0)
-    }
-
-    /// Kernel launches queued on the context and not started yet.
-    pub fn queued_launches(&self) -> usize {
-        self.shared.launcher.queued()
     }
 }
 

@@ -418,15 +418,7 @@ impl Dpa {
     pub fn rpc_func(&self, func: usize, args: &[u64]) -> Result<u64> {
         self.shared.require_running("run an RPC")?;
         let kernel = *self.shared.app.require(func, KernelKind::Rpc)?;
-        if args.len() != kernel.num_args as usize {
-            bail!(
-                InvalidValue,
-                "RPC kernel `{}` takes {} arguments, not {}",
-                kernel.name,
-                kernel.num_args,
-                args.len()
-            );
-        }
+        kernel.require_args(args.len())?;
         if self.shared.isa.is_some() {
             return self.rpc_isa(kernel.name, args);
         }
