@@ -1,7 +1,8 @@
 //! Kernel launches at their edges: a thread that faults fails the context and leaves the
 //! completion event alone; a launch that overstays the kernel max run time fails the context;
 //! neither hangs the host. Natively with the fixture's panicking kernel and an endless one of
-//! this file, and in ISA mode with the fixture's wild store (its image: `cargo xtask test`).
+//! this file, and in ISA mode with the fixture's wild store and endless loop (its image: `cargo
+//! xtask test`).
 
 // The kernel's release flag is the test's, not a protocol of the soft device.
 #![allow(clippy::disallowed_types)]
@@ -35,6 +36,7 @@ fn app() -> App {
     App::new("dpakit_fixture_faulty_kernels")
         .thread_kernel(&faulty::WILD_STORE)
         .thread_kernel(&faulty::PANICS)
+        .thread_kernel(&faulty::ENDLESS)
         .thread_kernel(&SPIN)
 }
 
@@ -128,5 +130,36 @@ fn isa_a_wild_store_in_a_launched_thread_fails_the_context() {
     .unwrap();
     let e = wait_fault(&dpa);
     assert!(e.to_string().contains("wild_store"), "{e}");
+    assert_eq!(done.get(), 0);
+}
+
+#[test]
+fn isa_an_endless_launched_thread_meets_the_instruction_budget() {
+    let image = common::dpa_image(
+        "fixtures/release/dpakit_fixture_faulty_kernels.elf",
+        "cargo xtask build-dpa --faulty-fixture",
+    );
+    let dpa = Dpa::builder(&default_dev())
+        .app(app())
+        .exec_mode(ExecMode::Isa)
+        .isa_image(image)
+        .isa_budget(100_000)
+        .start()
+        .unwrap();
+    let done = Arc::new(SyncEventValue::new());
+    dpa.kernel_launch(
+        faulty::ENDLESS.func() as usize,
+        &[0],
+        2,
+        None,
+        Some((done.clone(), 1, CompletionUpdate::Set)),
+    )
+    .unwrap();
+    let e = wait_fault(&dpa);
+    assert!(e.to_string().contains("the ISA budget"), "{e}");
+    assert!(e.to_string().contains("endless"), "{e}");
+    let start = Instant::now();
+    drop(dpa);
+    assert!(start.elapsed() < Duration::from_secs(6));
     assert_eq!(done.get(), 0);
 }
