@@ -16,7 +16,7 @@ pub mod fuzzing;
 
 // The model's modules under the names the C API has always used for them.
 use dpakit_model::{
-    buf, checked_read, comch, comm_channel, ctx, dev, dma, dpa, error, limits, mmap, msgq, pe,
+    buf, checked_read, comch, comch_ctrl, comm_channel, ctx, dev, dma, dpa, error, limits, mmap, msgq, pe,
     ring, set_log_level, sync_event,
 };
 // The concurrency facade (loom under cfg(loom)): dpakit-sync.

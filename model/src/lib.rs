@@ -29,6 +29,7 @@ macro_rules! model_mod {
 model_mod!(buf);
 model_mod!(checked_read);
 model_mod!(comch);
+model_mod!(comch_ctrl);
 model_mod!(comm_channel);
 model_mod!(ctx);
 model_mod!(dev);

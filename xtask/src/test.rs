@@ -204,7 +204,7 @@ fn miri() {
     }
 }
 
-fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result {
+pub(crate) fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result {
     // `+toolchain` must reach the rustup proxy, so use plain `cargo` for it.
     let cargo = if args.first().is_some_and(|a| a.starts_with('+')) {
         "cargo".to_string()

@@ -1,80 +1,55 @@
-//! `doca_comch.h`, the part a server and a client share: capability queries, configuration and
-//! send tasks (with each server connection's share of them). Delivering what arrives on a
-//! connection is in `comch_receive.rs`.
+//! `doca_comch.h`, the part a server and a client share in the C API: the context, the
+//! program's callbacks, the send task pool, and the [`Face`] through which the model's server
+//! and client report to them. Every rule of the control path is the model's
+//! (`dpakit_model::comch_ctrl`).
 
-use super::connection::{ConnObj, ConnState, connection};
+use super::connection::{self, Connection, connection};
 use super::context::CtxCore;
-use super::out;
 use super::registry::{Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
 use super::types::*;
-use crate::error::{ErrorCode, Result, bail, err};
-use crate::limits::{
-    COMCH_DEFAULT_RECV_QUEUE_SIZE, COMCH_MAX_MSG_SIZE, COMCH_MAX_NAME_LEN,
-    COMCH_MAX_RECV_QUEUE_SIZE, COMCH_MAX_SEND_TASKS,
-};
-use dpakit_wire::fast_path::PeerFds;
-use dpakit_wire::proto;
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use super::{non_null, out};
+use crate::comch_ctrl::Endpoint;
+use crate::error::{ErrorCode, Result, bail};
+use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::os::fd::RawFd;
+use std::rc::Rc;
 
-/// Send-task configuration (`doca_comch_{server,client}_task_send_set_conf`).
+/// Send-task callbacks (`doca_comch_{server,client}_task_send_set_conf`).
 #[derive(Clone, Copy)]
-struct SendConf {
+struct SendCbs {
     on_success: doca_comch_task_send_completion_cb_t,
     on_error: doca_comch_task_send_completion_cb_t,
-    num_tasks: u32,
 }
 
 /// Consumer-event callbacks (`doca_comch_{server,client}_event_consumer_register`).
 #[derive(Clone, Copy, Default)]
-pub(crate) struct ConsumerCbs {
-    pub created: doca_comch_event_consumer_cb_t,
-    pub expired: doca_comch_event_consumer_cb_t,
+struct ConsumerCbs {
+    created: doca_comch_event_consumer_cb_t,
+    expired: doca_comch_event_consumer_cb_t,
 }
 
-/// What a server or client has: its context, configuration, send tasks and the completions
-/// and messages waiting for the next progress.
-pub(crate) struct Endpoint {
+/// What the C API keeps of a server or a client: the context, the device, the callbacks and
+/// the send task pool.
+pub(crate) struct CtrlCore {
     pub core: CtxCore,
-    /// "server" or "client", for messages.
-    pub role: &'static str,
     /// The `struct doca_dev *` it was created on.
     pub dev: *mut c_void,
-    pub name: String,
-    pub max_msg_size: Cell<u32>,
-    pub recv_queue_size: Cell<u32>,
-    send_conf: Cell<Option<SendConf>>,
-    pub(super) recv_cb: Cell<doca_comch_event_msg_recv_cb_t>,
-    pub consumer_cbs: Cell<ConsumerCbs>,
+    send_cbs: Cell<Option<SendCbs>>,
+    recv_cb: Cell<doca_comch_event_msg_recv_cb_t>,
+    consumer_cbs: Cell<ConsumerCbs>,
     pub tasks: Tasks<ComchSendTask>,
-    /// Sends written to the socket (or failed), whose callbacks run at the next progress.
-    done: RefCell<VecDeque<(u32, doca_error_t)>>,
-    pub(super) recv_buf: RefCell<Box<[u8]>>,
-    /// Progress passes since the sockets were last looked at (see [`socket_due`]).
-    ///
-    /// [`socket_due`]: Self::socket_due
-    passes: Cell<u32>,
-    /// Whether the progress engine asked to sleep since the last pass.
-    slept: Cell<bool>,
-    /// The descriptors its peers' consumers hold open in this process, and their cap.
-    pub(super) peer_fds: Arc<PeerFds>,
 }
-
-/// How often the socket of a connection whose control messages go through rings is looked at
-/// by a busy progress engine: once every this many passes (and at the first pass after it
-/// slept). The socket then carries only wake-ups, disconnections and fast-path
-/// announcements, which can wait a few passes; a system call per pass would cost more than the
-/// round trip.
-const SOCKET_EVERY: u32 = 16;
 
 /// A `struct doca_comch_task_send`.
 /// `#[repr(C)]`, core first: see [`Task`].
 #[repr(C)]
 pub(crate) struct ComchSendTask {
     core: TaskCore,
+    /// The server's or client's C part and its model endpoint (both in the same registered
+    /// object, which outlives its tasks).
+    owner: *const CtrlCore,
     ep: *const Endpoint,
     conn: Cell<*mut c_void>,
     msg: Cell<*const u8>,
@@ -96,75 +71,50 @@ unsafe impl Task for ComchSendTask {
         ComchSendTask::submit(self)
     }
     fn free_task(&self) -> Result<()> {
-        ComchSendTask::free(self)
+        // SAFETY: a task lives in its owner's pool, destroyed with the owner.
+        unsafe { &*self.owner }.tasks.free(self)
     }
 }
 
 impl ComchSendTask {
-    fn ep(&self) -> &Endpoint {
-        // SAFETY: a task lives in its endpoint's pool, destroyed with the endpoint.
-        unsafe { &*self.ep }
-    }
-
-    pub(crate) fn submit(&self) -> Result<()> {
-        self.ep().submit(self)
-    }
-
-    pub(crate) fn free(&self) -> Result<()> {
-        self.ep().tasks.free(self)
+    fn submit(&self) -> Result<()> {
+        // SAFETY: a task lives in its owner's pool, destroyed with the owner.
+        let (owner, ep) = unsafe { (&*self.owner, &*self.ep) };
+        owner.tasks.submit(owner.core.state(), self, || {
+            let conn = connection(self.conn.get().cast(), "the task's connection")
+                .map_err(|_| crate::error::err(ErrorCode::NotConnected, "the task's connection is closed"))?;
+            let msg = if self.len.get() == 0 {
+                &[][..]
+            } else {
+                // SAFETY: checked non-null at alloc; the program keeps the message valid and
+                // unchanged until the task completes (DOCA's rule for send tasks).
+                unsafe { std::slice::from_raw_parts(self.msg.get(), self.len.get() as usize) }
+            };
+            // SAFETY: the same rule keeps `msg` valid until the completion is reported.
+            unsafe { ep.send(conn, self.core.index, msg) }
+        })
     }
 }
 
-/// What draining a connection found.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Flow {
-    /// Still connected.
-    Open,
-    /// The peer disconnected, died or broke the protocol.
-    Closed,
-}
-
-/// `INVALID_VALUE` unless `name` fits Comch's name rule.
-pub(crate) fn check_name(name: &str) -> Result<()> {
-    if name.is_empty() || name.len() >= COMCH_MAX_NAME_LEN {
-        bail!(
-            InvalidValue,
-            "a Comch server name has 1 to {} bytes (doca_comch_cap_get_max_name_len counts {} with \
-             the NUL); `{name}` has {}",
-            COMCH_MAX_NAME_LEN - 1,
-            COMCH_MAX_NAME_LEN,
-            name.len()
-        );
-    }
-    Ok(())
-}
-
-impl Endpoint {
-    pub(crate) fn new(role: &'static str, dev: *mut c_void, name: String) -> Self {
+impl CtrlCore {
+    pub(crate) fn new(role: &'static str, dev: *mut c_void) -> Self {
         Self {
             core: CtxCore::new(),
-            role,
             dev,
-            name,
-            max_msg_size: Cell::new(COMCH_MAX_MSG_SIZE as u32),
-            recv_queue_size: Cell::new(COMCH_DEFAULT_RECV_QUEUE_SIZE as u32),
-            send_conf: Cell::new(None),
+            send_cbs: Cell::new(None),
             recv_cb: Cell::new(None),
             consumer_cbs: Cell::new(ConsumerCbs::default()),
             tasks: Tasks::new(TaskNames {
                 ctx: role,
                 tasks: "send",
             }),
-            done: RefCell::new(VecDeque::new()),
-            recv_buf: RefCell::new(Box::new([])),
-            passes: Cell::new(0),
-            slept: Cell::new(false),
-            peer_fds: PeerFds::for_process(),
         }
     }
 
+    /// `doca_comch_*_task_send_set_conf`.
     pub(crate) fn set_send_conf(
         &self,
+        ep: &Endpoint,
         on_success: doca_comch_task_send_completion_cb_t,
         on_error: doca_comch_task_send_completion_cb_t,
         num_tasks: u32,
@@ -176,21 +126,15 @@ impl Endpoint {
                 "a send task needs both a completion and an error callback"
             );
         }
-        if num_tasks == 0 || num_tasks as usize > COMCH_MAX_SEND_TASKS {
-            bail!(
-                InvalidValue,
-                "num_send_tasks {num_tasks} is outside 1..={COMCH_MAX_SEND_TASKS} \
-                 (doca_comch_cap_get_max_send_tasks)"
-            );
-        }
-        self.send_conf.set(Some(SendConf {
+        ep.set_send_tasks(num_tasks)?;
+        self.send_cbs.set(Some(SendCbs {
             on_success,
             on_error,
-            num_tasks,
         }));
         Ok(())
     }
 
+    /// `doca_comch_*_event_msg_recv_register`.
     pub(crate) fn set_recv_cb(&self, cb: doca_comch_event_msg_recv_cb_t) -> Result<()> {
         self.core.require_idle("register the receive callback")?;
         if cb.is_none() {
@@ -200,6 +144,7 @@ impl Endpoint {
         Ok(())
     }
 
+    /// `doca_comch_*_event_consumer_register`.
     pub(crate) fn set_consumer_cbs(
         &self,
         created: doca_comch_event_consumer_cb_t,
@@ -216,102 +161,50 @@ impl Endpoint {
         Ok(())
     }
 
-    pub(crate) fn set_max_msg_size(&self, size: u32) -> Result<()> {
-        self.core.require_idle("set the max message size")?;
-        if size == 0 || size as usize > COMCH_MAX_MSG_SIZE {
-            bail!(
-                InvalidValue,
-                "max message size {size} is outside 1..={COMCH_MAX_MSG_SIZE} \
-                 (doca_comch_cap_get_max_msg_size)"
-            );
-        }
-        self.max_msg_size.set(size);
-        Ok(())
-    }
-
-    pub(crate) fn set_recv_queue_size(&self, size: u32) -> Result<()> {
-        self.core.require_idle("set the receive queue size")?;
-        if size == 0 || size as usize > COMCH_MAX_RECV_QUEUE_SIZE {
-            bail!(
-                InvalidValue,
-                "receive queue size {size} is outside 1..={COMCH_MAX_RECV_QUEUE_SIZE} \
-                 (doca_comch_cap_get_max_recv_queue_size)"
-            );
-        }
-        self.recv_queue_size.set(size);
-        Ok(())
-    }
-
-    /// Checks the configuration a start needs and makes the task pool and buffers; returns the
-    /// PE the endpoint runs on.
-    pub(crate) fn prepare_start<'a>(&self) -> Result<&'a super::pe::PeObj> {
-        let role = self.role;
-        let Some(conf) = self.send_conf.get() else {
+    /// What a start needs of the C side: callbacks, and the task pool laid out.
+    pub(crate) fn prepare_start(&self, role: &str, ep: &Endpoint) -> Result<()> {
+        if self.send_cbs.get().is_none() {
             bail!(
                 BadState,
                 "configure send tasks before start (doca_comch_{role}_task_send_set_conf)"
             );
-        };
+        }
         if self.recv_cb.get().is_none() {
             bail!(
                 BadState,
                 "register a receive callback before start (doca_comch_{role}_event_msg_recv_register)"
             );
         }
-        let pe = crate::capi::pe::connected(&self.core, role)?;
-        let me: *const Endpoint = self;
-        self.tasks.ensure(conf.num_tasks, |index| ComchSendTask {
+        crate::capi::pe::connected(&self.core, role)?;
+        let owner: *const CtrlCore = self;
+        let ep_ptr: *const Endpoint = ep;
+        // Set with the callbacks, so never 0 here.
+        let num_tasks = ep.send_tasks();
+        self.tasks.ensure(num_tasks, |index| ComchSendTask {
             core: TaskCore::new(index),
-            ep: me,
+            owner,
+            ep: ep_ptr,
             conn: Cell::new(std::ptr::null_mut()),
             msg: Cell::new(std::ptr::null()),
             len: Cell::new(0),
-        })?;
-        let mut done = self.done.borrow_mut();
-        done.clear();
-        done.reserve(conf.num_tasks as usize);
-        *self.recv_buf.borrow_mut() =
-            vec![0; self.max_msg_size.get() as usize + proto::OVERHEAD].into_boxed_slice();
-        Ok(pe)
+        })
     }
 
-    /// `doca_comch_*_task_send_alloc_init`. `sharing`: a server's connections, which share its
-    /// send tasks ([`require_share`](Self::require_share)); `None` for a client.
+    /// `doca_comch_*_task_send_alloc_init`, once the model accepted the send (`check`).
     pub(crate) fn alloc_send(
         &self,
         peer: *mut doca_comch_connection,
         msg: *const c_void,
         len: u32,
         task: *mut *mut doca_comch_task_send,
-        sharing: Option<usize>,
+        check: impl FnOnce(&Connection) -> Result<()>,
     ) -> Result<()> {
         let conn = connection(peer, "peer")?;
-        if conn.owner != self.core.handle.get() {
-            bail!(
-                InvalidValue,
-                "the connection belongs to another Comch {}: send on the context it came from",
-                self.role
-            );
-        }
-        if conn.state.get() != ConnState::Connected {
-            bail!(NotConnected, "the connection is closed");
-        }
-        if len > self.max_msg_size.get() {
-            bail!(
-                InvalidValue,
-                "a {len}-byte message is larger than the max message size, {} bytes \
-                 (doca_comch_{}_set_max_msg_size)",
-                self.max_msg_size.get(),
-                self.role
-            );
-        }
+        check(conn)?;
         if msg.is_null() && len > 0 {
             bail!(InvalidValue, "msg is NULL");
         }
-        super::non_null(task, "task")?;
-        if let Some(connections) = sharing {
-            self.require_share(conn, connections)?;
-        }
+        non_null(task, "task")?;
         let handle = self.tasks.alloc(self.core.state(), |t| {
             t.conn.set(peer.cast());
             t.msg.set(msg.cast());
@@ -322,78 +215,75 @@ impl Endpoint {
         unsafe { out(task, "task", handle.cast()) }
     }
 
-    /// A server's connections share its send tasks: one may have at most the pool divided by
-    /// the connections outstanding (at least one), so a peer that stops taking cannot hold the
-    /// tasks every other peer's answers need; a lone client may use the whole pool.
-    /// `NO_MEMORY`, as for an empty pool, past it.
-    fn require_share(&self, conn: &ConnObj, connections: usize) -> Result<()> {
-        let pool = self.tasks.len();
-        // A stopped server has none left; its connections are closed and refused before this.
-        let share = (pool / connections.max(1)).max(1);
-        // What the peer took since this pass began no longer counts.
-        self.reap(conn);
-        let outstanding = conn.outstanding();
-        if outstanding >= share {
-            bail!(
-                NoMemory,
-                "the connection has {outstanding} sends outstanding, its share of the server's \
-                 {pool} send tasks among {connections} connections: its peer has not taken them \
-                 yet (docs/comch.md, per-peer limits)"
-            );
+    fn pe(&self) -> Option<&super::pe::PeObj> {
+        super::pe::pe(self.core.pe.get().cast(), "pe").ok()
+    }
+
+    // What both faces do alike.
+
+    pub(crate) fn watch(&self, fd: RawFd) -> Result<()> {
+        match self.pe() {
+            Some(pe) => pe.pe.watch_fd(fd),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    fn submit(&self, task: &ComchSendTask) -> Result<()> {
-        self.tasks.submit(self.core.state(), task, || {
-            let conn = connection(task.conn.get().cast(), "the task's connection")
-                .map_err(|_| err(ErrorCode::NotConnected, "the task's connection is closed"))?;
-            if conn.state.get() != ConnState::Connected {
-                bail!(NotConnected, "the task's connection is closed");
-            }
-            let msg = if task.len.get() == 0 {
-                &[][..]
-            } else {
-                // SAFETY: the program keeps the message valid and unchanged until the task
-                // completes (DOCA's rule for send tasks); checked non-null at alloc.
-                unsafe { std::slice::from_raw_parts(task.msg.get(), task.len.get() as usize) }
-            };
-            conn.send(task.core.index, msg, &mut self.done.borrow_mut());
-            Ok(())
-        })
-    }
-
-    /// Runs the callbacks of the sends finished so far; returns how many. What a callback
-    /// submits and finishes at once (a socket with room) waits for the next call, so a program
-    /// that resubmits in its callback to a peer that keeps reading cannot hold the progress
-    /// call.
-    pub(crate) fn run_done(&self) -> usize {
-        let ready = self.done.borrow().len();
-        for n in 0..ready {
-            let Some((index, status)) = self.done.borrow_mut().pop_front() else {
-                return n;
-            };
-            self.complete(index, status);
+    pub(crate) fn unwatch(&self, fd: RawFd) {
+        if let Some(pe) = self.pe() {
+            pe.pe.unwatch_fd(fd);
         }
-        ready
     }
 
-    pub(crate) fn has_done(&self) -> bool {
-        !self.done.borrow().is_empty()
+    pub(crate) fn polling(&self, on: bool) {
+        if let Some(pe) = self.pe() {
+            pe.polling(on);
+        }
+    }
+
+    /// Gives `conn` a handle.
+    pub(crate) fn adopt(&self, conn: &Rc<Connection>) -> Result<*mut c_void> {
+        connection::register(conn)
+    }
+
+    pub(crate) fn received(&self, conn: &Connection, msg: &[u8]) {
+        if let Some(cb) = self.recv_cb.get() {
+            debug_assert!(crate::capi::registry::in_callback_frame());
+            // SAFETY: the program's callback; the payload lies in the model's receive buffer
+            // for the duration of the call, the connection's handle is live.
+            unsafe {
+                cb(
+                    self.core.handle.get().cast(),
+                    msg.as_ptr().cast_mut(),
+                    msg.len() as u32,
+                    conn.handle.get().cast(),
+                )
+            };
+        }
+    }
+
+    pub(crate) fn consumer(&self, conn: &Connection, id: u32, created: bool) {
+        let cbs = self.consumer_cbs.get();
+        let cb = if created { cbs.created } else { cbs.expired };
+        if let Some(cb) = cb {
+            debug_assert!(crate::capi::registry::in_callback_frame());
+            // SAFETY: the program's callback; the connection's handle is live.
+            unsafe { cb(self.core.handle.get().cast(), conn.handle.get().cast(), id) };
+        }
     }
 
     /// Task `index` finished with `status`: its callback runs.
-    pub(crate) fn complete(&self, index: u32, status: doca_error_t) {
-        let Some(conf) = self.send_conf.get() else {
+    pub(crate) fn send_done(&self, index: u32, status: ErrorCode) {
+        let Some(cbs) = self.send_cbs.get() else {
             return;
         };
+        let status = status.raw() as doca_error_t;
         let Some((handle, data)) = self.tasks.complete(index, status, |_| {}) else {
             return;
         };
         let cb = if status == 0 {
-            conf.on_success
+            cbs.on_success
         } else {
-            conf.on_error
+            cbs.on_error
         };
         if let Some(cb) = cb {
             debug_assert!(crate::capi::registry::in_callback_frame());
@@ -402,53 +292,47 @@ impl Endpoint {
         }
     }
 
-    /// Writes the sends of `conn` that were waiting for room in its socket.
-    pub(crate) fn flush(&self, conn: &ConnObj) {
-        conn.flush(&mut self.done.borrow_mut());
-    }
-
-    /// A new connection announces its control ring, sized from this endpoint's receive queue
-    /// for messages of the max size both sides agreed on.
-    pub(crate) fn offer_ring(&self, conn: &ConnObj) {
-        conn.offer_ring(self.recv_queue_size.get(), self.max_msg_size.get());
-    }
-
-    /// Completes the sends of `conn` its peer has taken from its ring.
-    pub(crate) fn reap(&self, conn: &ConnObj) {
-        conn.reap(&mut self.done.borrow_mut());
-    }
-
-    /// Ends the sends of `conn` not completed (see [`ConnObj::end_pending`]): their callbacks
-    /// run at the next progress. `ours`: this side closed the connection in order.
-    pub(crate) fn end_pending(&self, conn: &ConnObj, ours: bool) {
-        conn.end_pending(ours, &mut self.done.borrow_mut());
-    }
-
-    /// Whether this pass looks at the sockets: always while any connection (or handshake)
-    /// still uses its socket for control messages (`on_rings` false), else every
-    /// [`SOCKET_EVERY`] passes and at the first pass after the progress engine slept (`woke`).
-    pub(crate) fn socket_due(&self, on_rings: bool, woke: bool) -> bool {
-        let n = self.passes.get().wrapping_add(1);
-        self.passes.set(n);
-        !on_rings || woke || n % SOCKET_EVERY == 0
-    }
-
-    /// The progress engine may sleep: `conn`'s peer wakes it from now on. Whether a message
-    /// is there already (then it must not sleep).
-    pub(crate) fn arm(&self, conn: &ConnObj) -> bool {
-        self.slept.set(true);
-        conn.sleep()
-    }
-
-    /// At the start of a pass: whether the progress engine slept since the last one (then
-    /// its connections' peers need not wake it any more: [`ConnObj::awake`]).
-    pub(crate) fn woke(&self) -> bool {
-        self.slept.replace(false)
+    /// After a progress pass: a STOPPING context's tasks submitted while it stopped complete
+    /// with the flush status, and once every task is back `finish` may make it IDLE.
+    pub(crate) fn after_progress(&self, finish: impl FnOnce()) -> usize {
+        self.tasks.after_progress(
+            &self.core,
+            |index, status| {
+                let code = ErrorCode::from_raw(status as i32).unwrap_or(ErrorCode::Unexpected);
+                self.send_done(index, code)
+            },
+            finish,
+        )
     }
 }
 
-impl Drop for Endpoint {
-    fn drop(&mut self) {
-        self.done.get_mut().clear();
-    }
+/// The [`Face`] calls a server and a client answer alike, from their [`CtrlCore`].
+macro_rules! common_face {
+    () => {
+        fn state(&self) -> crate::ctx::CtxState {
+            self.c.core.state()
+        }
+        fn transition(&self, next: crate::ctx::CtxState) {
+            self.c.core.transition(next)
+        }
+        fn watch(&self, fd: std::os::fd::RawFd) -> crate::error::Result<()> {
+            self.c.watch(fd)
+        }
+        fn unwatch(&self, fd: std::os::fd::RawFd) {
+            self.c.unwatch(fd)
+        }
+        fn polling(&self, on: bool) {
+            self.c.polling(on)
+        }
+        fn received(&self, conn: &crate::comch_ctrl::Connection, msg: &[u8]) {
+            self.c.received(conn, msg)
+        }
+        fn consumer(&self, conn: &crate::comch_ctrl::Connection, id: u32, created: bool) {
+            self.c.consumer(conn, id, created)
+        }
+        fn send_done(&self, index: u32, status: crate::error::ErrorCode) {
+            self.c.send_done(index, status)
+        }
+    };
 }
+pub(crate) use common_face;

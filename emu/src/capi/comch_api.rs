@@ -126,7 +126,8 @@ pub unsafe extern "C" fn doca_comch_cap_get_max_send_tasks(
     })
 }
 
-/// The functions a server and a client both have, each a call on its [`Endpoint`]: `object` is
+/// The functions a server and a client both have, each a call on its C part or its model
+/// endpoint: `object` is
 /// the C type, `param` the parameter's name, `get` the function that resolves it.
 macro_rules! endpoint_functions {
     (
@@ -145,7 +146,9 @@ macro_rules! endpoint_functions {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $set_max($param: *mut $ty, size: u32) -> doca_error_t {
             call(stringify!($set_max), || {
-                $get($param, stringify!($param))?.ep.set_max_msg_size(size)
+                let o = $get($param, stringify!($param))?;
+                o.c.core.require_idle("set the max message size")?;
+                o.model.ep.set_max_msg_size(size)
             })
         }
 
@@ -153,9 +156,9 @@ macro_rules! endpoint_functions {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $set_queue($param: *mut $ty, size: u32) -> doca_error_t {
             call(stringify!($set_queue), || {
-                $get($param, stringify!($param))?
-                    .ep
-                    .set_recv_queue_size(size)
+                let o = $get($param, stringify!($param))?;
+                o.c.core.require_idle("set the receive queue size")?;
+                o.model.ep.set_recv_queue_size(size)
             })
         }
 
@@ -163,7 +166,7 @@ macro_rules! endpoint_functions {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $get_max($param: *const $ty, size: *mut u32) -> doca_error_t {
             call(stringify!($get_max), || {
-                let v = $get($param, stringify!($param))?.ep.max_msg_size.get();
+                let v = $get($param, stringify!($param))?.model.ep.max_msg_size();
                 // SAFETY: writable by the C contract (checked non-null).
                 unsafe { out(size, "size", v) }
             })
@@ -173,7 +176,7 @@ macro_rules! endpoint_functions {
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $get_queue($param: *const $ty, size: *mut u32) -> doca_error_t {
             call(stringify!($get_queue), || {
-                let v = $get($param, stringify!($param))?.ep.recv_queue_size.get();
+                let v = $get($param, stringify!($param))?.model.ep.recv_queue_size();
                 // SAFETY: writable by the C contract (checked non-null).
                 unsafe { out(size, "size", v) }
             })
@@ -186,7 +189,7 @@ macro_rules! endpoint_functions {
             dev: *mut *mut doca_dev,
         ) -> doca_error_t {
             call(stringify!($get_device), || {
-                let d = $get($param, stringify!($param))?.ep.dev;
+                let d = $get($param, stringify!($param))?.c.dev;
                 // SAFETY: writable by the C contract (checked non-null).
                 unsafe { out(dev, "dev", d.cast()) }
             })
@@ -201,11 +204,8 @@ macro_rules! endpoint_functions {
             num_send_tasks: u32,
         ) -> doca_error_t {
             call(stringify!($set_conf), || {
-                $get($param, stringify!($param))?.ep.set_send_conf(
-                    task_completion_cb,
-                    task_error_cb,
-                    num_send_tasks,
-                )
+                let o = $get($param, stringify!($param))?;
+                o.c.set_send_conf(&o.model.ep, task_completion_cb, task_error_cb, num_send_tasks)
             })
         }
 
@@ -219,10 +219,8 @@ macro_rules! endpoint_functions {
             task: *mut *mut doca_comch_task_send,
         ) -> doca_error_t {
             call(stringify!($alloc), || {
-                let owner = $get($param, stringify!($param))?;
-                owner
-                    .ep
-                    .alloc_send(peer, msg, len, task, owner.sharing_send_tasks())
+                let o = $get($param, stringify!($param))?;
+                o.c.alloc_send(peer, msg, len, task, |conn| o.model.check_send(conn, len))
             })
         }
 
@@ -234,7 +232,7 @@ macro_rules! endpoint_functions {
         ) -> doca_error_t {
             call(stringify!($recv_register), || {
                 $get($param, stringify!($param))?
-                    .ep
+                    .c
                     .set_recv_cb(recv_event_cb)
             })
         }
@@ -248,7 +246,7 @@ macro_rules! endpoint_functions {
         ) -> doca_error_t {
             call(stringify!($consumer_register), || {
                 $get($param, stringify!($param))?
-                    .ep
+                    .c
                     .set_consumer_cbs(new_consumer_event_cb, expired_consumer_event_cb)
             })
         }

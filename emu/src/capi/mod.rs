@@ -21,7 +21,6 @@ mod client;
 mod clock;
 mod comch;
 mod comch_api;
-mod comch_receive;
 mod comm_channel;
 mod connection;
 mod consumer;
@@ -84,52 +83,10 @@ pub use unsupported::*;
 pub use version::*;
 
 use crate::error::{Error, ErrorCode, Result, err};
-use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use types::doca_error_t;
 
-thread_local! {
-    /// The last failure of a call on this thread: code and explanation.
-    static LAST_ERROR: RefCell<Option<(ErrorCode, String)>> = const { RefCell::new(None) };
-}
-
-/// Whether failures are printed (`DPAKIT_SOFT_LOG=1`).
-fn log_failures() -> bool {
-    static LOG: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *LOG.get_or_init(|| std::env::var("DPAKIT_SOFT_LOG").is_ok_and(|v| !v.is_empty() && v != "0"))
-}
-
-/// Records why `api` failed.
-fn record(api: &str, e: &Error) {
-    if log_failures() {
-        eprintln!("dpakit soft device: {api}: {e}");
-    }
-    LAST_ERROR.with(|last| {
-        let mut last = last.borrow_mut();
-        let text = format!("{api}: {}", e.message());
-        *last = Some((e.code(), text));
-    });
-}
-
-/// Records an error found during progress rather than in a call (a protocol error from a
-/// peer, a failed accept): kept as the thread's last error, printed with `DPAKIT_SOFT_LOG=1`.
-pub(crate) fn note(scope: &str, e: &Error) {
-    record(scope, e);
-}
-
-/// Records an error the program must hear of even without logging on (a refused Comch
-/// connection): kept as the last error and printed to stderr.
-pub(crate) fn report(scope: &str, e: &Error) {
-    if !log_failures() {
-        eprintln!("dpakit soft device: {scope}: {e}");
-    }
-    record(scope, e);
-}
-
-/// The last recorded failure of this thread.
-pub(crate) fn last_error() -> Option<(ErrorCode, String)> {
-    LAST_ERROR.with(|last| last.borrow().clone())
-}
+pub(crate) use crate::error::{last_error, record, report};
 
 #[cold]
 #[inline(never)]

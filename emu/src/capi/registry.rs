@@ -16,6 +16,7 @@ use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::rc::Rc;
 // Slots live in zero-initialised mmap memory, and the arena bounds are statics: loom cannot
 // have them, so they are plain atomics.
 use crate::sync::plain::{AtomicPtr, AtomicU64, AtomicUsize};
@@ -143,6 +144,10 @@ impl Kind {
 pub(crate) trait Object: 'static {
     /// Its kind (one Rust type per kind).
     const KIND: Kind;
+    /// Whether the registry holds it through an `Rc` shared with the model (a Comch
+    /// connection, which its server also holds), not a `Box` of its own:
+    /// [`register_shared`]/[`retire_shared`] instead of [`register`]/[`retire`].
+    const SHARED: bool = false;
 }
 
 /// One registry entry. The address is the C handle.
@@ -341,6 +346,22 @@ impl Arena {
 
 /// Registers `obj`; returns the handle C gets.
 pub(crate) fn register<T: Object>(obj: Box<T>) -> Result<*mut c_void> {
+    const { assert!(!T::SHARED, "a shared object: register_shared") };
+    store::<T>(Box::into_raw(obj).cast())
+}
+
+/// Registers an object the model also holds; returns the handle C gets. The registry keeps
+/// one strong reference until [`retire_shared`].
+pub(crate) fn register_shared<T: Object>(obj: Rc<T>) -> Result<*mut c_void> {
+    const { assert!(T::SHARED, "an owned object: register") };
+    let raw = Rc::into_raw(obj);
+    store::<T>(raw.cast_mut().cast()).inspect_err(|_| {
+        // SAFETY: from `Rc::into_raw` just above, not stored anywhere.
+        drop(unsafe { Rc::from_raw(raw) });
+    })
+}
+
+fn store<T: Object>(obj: *mut c_void) -> Result<*mut c_void> {
     let Some(arena) = arena() else {
         return Err(err(
             ErrorCode::NoMemory,
@@ -350,7 +371,7 @@ pub(crate) fn register<T: Object>(obj: Box<T>) -> Result<*mut c_void> {
     let index = arena.take_slot()?;
     let slot = arena.slot(index);
     let generation = (slot.tag.load(Ordering::Relaxed) >> 8) + 1;
-    slot.obj.store(Box::into_raw(obj).cast(), Ordering::Relaxed);
+    slot.obj.store(obj, Ordering::Relaxed);
     slot.tag
         .store((generation << 8) | T::KIND as u64, Ordering::Release);
     Ok(slot as *const Slot as *mut c_void)
@@ -473,9 +494,27 @@ fn refused(ptr: *const c_void, param: &str, kinds: &[Kind]) -> crate::error::Err
 /// this thread's stack — once the outermost one returns, since that frame (or one it called)
 /// may still hold a reference to it. The handle is invalid from now on either way.
 pub(crate) fn retire<T: Object>(ptr: *const c_void) {
+    const { assert!(!T::SHARED, "a shared object: retire_shared") };
     let Some(obj) = unregister::<T>(ptr) else {
         return;
     };
+    defer_drop(obj);
+}
+
+/// [`retire`] for an object registered with [`register_shared`]: the registry's reference
+/// goes (now, or when the outermost callback frame returns).
+pub(crate) fn retire_shared<T: Object>(ptr: *const c_void) {
+    const { assert!(T::SHARED, "an owned object: retire") };
+    let Some(obj) = take::<T>(ptr) else {
+        return;
+    };
+    // SAFETY: the slot held this pointer from `Rc::into_raw` of a T (its kind says so, and
+    // T is shared) and `take` swapped it out, so the reference is reclaimed exactly once.
+    defer_drop(Box::new(unsafe { Rc::from_raw(obj.cast_const()) }));
+}
+
+/// Drops `obj` now, or once the outermost callback frame returns.
+fn defer_drop(obj: Box<dyn Any>) {
     if FRAMES.with(|f| f.depth.get()) == 0 {
         drop(obj);
     } else {
@@ -487,6 +526,15 @@ pub(crate) fn retire<T: Object>(ptr: *const c_void) {
 /// Unregisters the object behind `ptr` and hands it back. The handle is invalid from now on.
 /// Only [`retire`] frees objects, so every free respects the callback frames.
 fn unregister<T: Object>(ptr: *const c_void) -> Option<Box<T>> {
+    let obj = take::<T>(ptr)?;
+    // SAFETY: the slot held this pointer from `Box::into_raw` of a T (its kind says so, and T
+    // is not shared) and `take` swapped it out, so it is reclaimed exactly once.
+    Some(unsafe { Box::from_raw(obj) })
+}
+
+/// Unregisters the object behind `ptr`, if it is a live T, and hands back the pointer the
+/// slot held.
+fn take<T: Object>(ptr: *const c_void) -> Option<*mut T> {
     let arena = arena()?;
     let slot = find(ptr)?;
     let tag = slot.tag.load(Ordering::Acquire);
@@ -503,9 +551,7 @@ fn unregister<T: Object>(ptr: *const c_void) -> Option<Box<T>> {
         .unwrap_or_else(|p| p.into_inner())
         .free
         .push_back(offset / size_of::<Slot>());
-    // SAFETY: the slot held this pointer from `Box::into_raw` of a T (its kind says so) and it
-    // was swapped out above, so it is reclaimed exactly once.
-    (!obj.is_null()).then(|| unsafe { Box::from_raw(obj.cast::<T>()) })
+    (!obj.is_null()).then_some(obj.cast::<T>())
 }
 
 #[cfg(test)]

@@ -447,11 +447,6 @@ impl<T: Task> Tasks<T> {
             .is_some_and(|p| !p.flushed.borrow().is_empty())
     }
 
-    /// Tasks in the pool (0 before the first start).
-    pub(crate) fn len(&self) -> usize {
-        self.pool.borrow().as_ref().map_or(0, TaskPool::len)
-    }
-
     /// Tasks not in the pool: allocated, submitted, or completed and not freed.
     pub(crate) fn outstanding(&self) -> usize {
         self.pool.borrow().as_ref().map_or(0, TaskPool::outstanding)

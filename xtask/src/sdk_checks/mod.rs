@@ -340,6 +340,15 @@ pub fn doca_feature(prefix: &Path, cargo: impl Fn(&[&str], &[(&str, &str)]) -> R
 
 #[cfg(test)]
 mod tests {
+    /// The C programs alone (`cargo test -p xtask -- --ignored --test-threads=1
+    /// c_programs_stage`), natively and under memcheck.
+    #[test]
+    #[ignore = "builds the soft SDK and the programs: run by `cargo xtask test`"]
+    fn c_programs_stage() {
+        let prefix = crate::soft_sdk::run(&crate::soft_sdk::default_prefix()).unwrap();
+        super::c_programs(&prefix).unwrap();
+    }
+
     use super::*;
 
     #[test]

@@ -360,6 +360,25 @@ mod tests {
         );
     }
 
+    /// The C pairs alone (`cargo test -p xtask -- --ignored --test-threads=1 c_pairs_stage`),
+    /// natively and under memcheck, against the soft SDK `cargo xtask soft-sdk` lays out.
+    #[test]
+    #[ignore = "builds the soft SDK for both sides and the programs: run by `cargo xtask test`"]
+    fn c_pairs_stage() {
+        let prefix = crate::soft_sdk::run(&crate::soft_sdk::default_prefix()).unwrap();
+        super::c_pairs(&prefix).unwrap();
+    }
+
+    /// The Comch pairs alone (`cargo test -p xtask -- --ignored --test-threads=1
+    /// comch_pairs_stage`): C and Rust servers with C clients, natively and under memcheck.
+    #[test]
+    #[ignore = "builds the soft SDK, the kit with feature doca and the programs: run by `cargo xtask test`"]
+    fn comch_pairs_stage() {
+        let prefix = crate::soft_sdk::run(&crate::soft_sdk::default_prefix()).unwrap();
+        crate::sdk_checks::doca_feature(&prefix, crate::test::cargo).unwrap();
+        super::comch_pairs(&prefix, crate::test::cargo).unwrap();
+    }
+
     #[test]
     fn every_pair_names_sources_and_examples_that_exist() {
         let root = workspace_root();

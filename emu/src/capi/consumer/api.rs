@@ -329,13 +329,13 @@ pub unsafe extern "C" fn doca_comch_consumer_create(
         crate::capi::non_null(consumer, "consumer")?;
         // Endpoints may be created on other threads than the connection's: read only what is
         // shared with them.
-        if !conn.shared.endpoints.hold() {
+        if !conn.shared().endpoints.hold() {
             bail!(
                 NotConnected,
                 "the connection is closed or being disconnected"
             );
         }
-        let shared = conn.shared.clone();
+        let shared = conn.shared().clone();
         let id = shared.consumer_id();
         let link = Link {
             shared: shared.clone(),

@@ -304,13 +304,13 @@ pub unsafe extern "C" fn doca_comch_producer_create(
         crate::capi::non_null(producer, "producer")?;
         // Endpoints may be created on other threads than the connection's: read only what is
         // shared with them.
-        if !conn.shared.endpoints.hold() {
+        if !conn.shared().endpoints.hold() {
             bail!(
                 NotConnected,
                 "the connection is closed or being disconnected"
             );
         }
-        let shared = conn.shared.clone();
+        let shared = conn.shared().clone();
         let id = shared.producer_id();
         let handle = ProducerObj::register(std::ptr::null_mut(), Some(shared.clone()), id)
             .inspect_err(|_| shared.endpoints.release())?;

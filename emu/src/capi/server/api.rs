@@ -31,32 +31,17 @@ pub unsafe extern "C" fn doca_comch_server_create(
         }
         check_name(name)?;
         let function = r.rep.as_devinfo().get_pci_addr_str();
-        let path = wire::server_path(&function, name)?;
-        let listener = Listener::bind(&path).map_err(|e| match e.code() {
-            ErrorCode::AlreadyExist => err(
-                ErrorCode::AlreadyExist,
-                format!(
-                    "a Comch server named `{name}` already runs on the representor of {function}: \
-                     names are unique per device and representor"
-                ),
-            ),
-            _ => e,
-        })?;
-        let poller = Poller::new()?;
-        poller.add(listener.fd(), LISTENER)?;
+        let model = Server::new(name, function)?;
         crate::capi::context::register_view::<ServerObj>(registry::Kind::ComchServer);
         let handle = registry::register(Box::new(ServerObj {
-            ep: Endpoint::new("server", dev.cast(), name.to_owned()),
+            c: CtrlCore::new("server", dev.cast()),
+            model,
             rep: repr.cast(),
-            function,
-            listener,
-            poller,
             conn_cbs: Cell::new(ConnCbs::default()),
-            conns: RefCell::new(Vec::new()),
-            handshakes: RefCell::new(VecDeque::new()),
-            closing: RefCell::new(Vec::new()),
         }))?;
-        server(handle.cast(), "server")?.ep.core.handle.set(handle);
+        let s = server(handle.cast(), "server")?;
+        s.c.core.handle.set(handle);
+        s.model.ep.token.set(handle);
         d.users.hold();
         r.users.hold();
         // SAFETY: checked non-null; writable by the C contract.
@@ -71,17 +56,17 @@ pub unsafe extern "C" fn doca_comch_server_destroy(
 ) -> doca_error_t {
     call("doca_comch_server_destroy", || {
         let s = server(comch_server, "comch_server")?;
-        s.ep.core.require_idle("destroy the server")?;
-        if let Some(pe) = s.pe() {
-            pe.disconnect(s.ep.core.handle.get());
+        s.c.core.require_idle("destroy the server")?;
+        if let Ok(pe) = crate::capi::pe::pe(s.c.core.pe.get().cast(), "pe") {
+            pe.disconnect(s.c.core.handle.get());
         }
-        if let Ok(d) = crate::capi::dev::dev(s.ep.dev.cast(), "dev") {
+        if let Ok(d) = crate::capi::dev::dev(s.c.dev.cast(), "dev") {
             d.users.release();
         }
         if let Ok(r) = registry::get::<DevRepObj>(s.rep, "repr") {
             r.users.release();
         }
-        s.ep.tasks.release();
+        s.c.tasks.release();
         registry::retire::<ServerObj>(comch_server.cast());
         Ok(())
     })
@@ -122,7 +107,7 @@ pub unsafe extern "C" fn doca_comch_server_event_connection_status_changed_regis
         "doca_comch_server_event_connection_status_changed_register",
         || {
             let s = server(comch_server, "comch_server")?;
-            s.ep.core.require_idle("register connection callbacks")?;
+            s.c.core.require_idle("register connection callbacks")?;
             if connect_event_cb.is_none() || disconnect_event_cb.is_none() {
                 bail!(
                     InvalidValue,
@@ -147,14 +132,15 @@ pub unsafe extern "C" fn doca_comch_server_disconnect(
 ) -> doca_error_t {
     call("doca_comch_server_disconnect", || {
         let s = server(comch_server, "comch_server")?;
-        if s.ep.core.state() != CtxState::Running {
+        if s.c.core.state() != CtxState::Running {
             bail!(
                 BadState,
                 "the server is {}: it disconnects while running",
-                s.ep.core.state()
+                s.c.core.state()
             );
         }
-        s.disconnect(connection.cast())
+        s.model
+            .disconnect(self::connection(connection, "connection")?)
     })
 }
 

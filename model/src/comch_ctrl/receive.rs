@@ -3,19 +3,18 @@
 //! control rings and consumers, and the peer's departure. Every pass is bounded: at most the
 //! receive queue size of messages per connection, so one peer cannot hold a progress call.
 
-use super::comch::{Endpoint, Flow};
-use super::connection::{ConnObj, ConnState};
-use crate::error::{ErrorCode, err};
+use super::connection::{ConnState, Connection, report_violation};
+use super::{Endpoint, Face, Flow};
+use crate::error::{ErrorCode, err, note, report};
 use crate::limits::COMCH_CTRL_RING_MAX_DEPTH;
 use dpakit_wire::Recv;
 use dpakit_wire::fast_path::RemoteConsumer;
 use dpakit_wire::proto::{self, Message};
-use std::ffi::c_void;
 use std::os::fd::OwnedFd;
 
 impl Endpoint {
     fn violation(&self, why: &str) {
-        super::connection::report_violation(self.role, why);
+        report_violation(self.role, why);
     }
 
     /// The receive buffer, for a message to be delivered from it. No `RefCell` borrow is held
@@ -30,36 +29,25 @@ impl Endpoint {
         unsafe { std::slice::from_raw_parts_mut(buf, cap) }
     }
 
-    /// Hands one control message to the receive callback (valid during the call, as DOCA
+    /// Hands one control message to the layer above (valid during the call, as DOCA
     /// documents).
-    fn deliver(&self, handle: *mut c_void, conn: &ConnObj, payload: &[u8]) {
+    fn deliver(&self, face: &impl Face, conn: &Connection, payload: &[u8]) {
         conn.count_recv(payload.len());
-        if let Some(cb) = self.recv_cb.get() {
-            debug_assert!(crate::capi::registry::in_callback_frame());
-            // SAFETY: the program's callback; the payload lies in our buffer.
-            unsafe {
-                cb(
-                    self.core.handle.get().cast(),
-                    payload.as_ptr() as *mut u8,
-                    payload.len() as u32,
-                    handle.cast(),
-                )
-            };
-        }
+        face.received(conn, payload);
     }
 
-    /// Delivers what waits in connection `handle`'s control ring: at most `budget` messages.
+    /// Delivers what waits in `conn`'s control ring: at most `budget` messages.
     pub(crate) fn receive_ring(
         &self,
-        handle: *mut c_void,
-        conn: &ConnObj,
+        face: &impl Face,
+        conn: &Connection,
         budget: u32,
     ) -> (usize, Flow) {
         let mut n = 0;
-        while n < budget as usize && conn.state.get() == ConnState::Connected {
+        while n < budget as usize && conn.state() == ConnState::Connected {
             let slice = self.recv_slice();
             match conn.pop(slice) {
-                Ok(Some(len)) => self.deliver(handle, conn, &slice[..len]),
+                Ok(Some(len)) => self.deliver(face, conn, &slice[..len]),
                 Ok(None) => break,
                 Err(e) => {
                     self.violation(e.message());
@@ -74,15 +62,15 @@ impl Endpoint {
         (n, Flow::Open)
     }
 
-    /// Delivers what arrived on connection `handle`'s socket, at most the receive queue size
+    /// Delivers what arrived on `conn`'s socket, at most the receive queue size
     /// of messages per progress (its ring is read by [`receive_ring`](Self::receive_ring)). A
     /// socket message other than a wake-up is handled only after the ring is emptied, so each
     /// side's messages keep their order.
-    pub(crate) fn receive(&self, handle: *mut c_void, conn: &ConnObj) -> (usize, Flow) {
+    pub(crate) fn receive(&self, face: &impl Face, conn: &Connection) -> (usize, Flow) {
         let budget = self.recv_queue_size.get();
         let mut n = 0;
         for _ in 0..budget {
-            if conn.state.get() != ConnState::Connected {
+            if conn.state() != ConnState::Connected {
                 return (n, Flow::Open);
             }
             let slice = self.recv_slice();
@@ -97,11 +85,11 @@ impl Endpoint {
                 Ok(Recv::Closed) => {
                     // What the peer put in the ring before it closed is delivered, as a
                     // socket's bytes are read to its end.
-                    let (m, _) = self.receive_ring(handle, conn, COMCH_CTRL_RING_MAX_DEPTH as u32);
+                    let (m, _) = self.receive_ring(face, conn, COMCH_CTRL_RING_MAX_DEPTH as u32);
                     return (n + m, Flow::Closed);
                 }
                 Err(e) => {
-                    super::note(&format!("comch {}", self.role), &e);
+                    note(&format!("comch {}", self.role), &e);
                     return (n, Flow::Closed);
                 }
             };
@@ -123,7 +111,7 @@ impl Endpoint {
             }
             // Ring first: what the peer put there was sent before this.
             if !matches!(message, Ok(Message::Wake)) {
-                let (m, flow) = self.receive_ring(handle, conn, COMCH_CTRL_RING_MAX_DEPTH as u32);
+                let (m, flow) = self.receive_ring(face, conn, COMCH_CTRL_RING_MAX_DEPTH as u32);
                 n += m;
                 if flow == Flow::Closed {
                     return (n, flow);
@@ -144,9 +132,9 @@ impl Endpoint {
                     );
                     return (n, Flow::Closed);
                 }
-                Ok(Message::Data(payload)) => self.deliver(handle, conn, payload),
+                Ok(Message::Data(payload)) => self.deliver(face, conn, payload),
                 Ok(Message::Wake) => {
-                    let (m, flow) = self.receive_ring(handle, conn, budget);
+                    let (m, flow) = self.receive_ring(face, conn, budget);
                     n += m;
                     if flow == Flow::Closed {
                         return (n, flow);
@@ -192,7 +180,7 @@ impl Endpoint {
                             let _ = conn
                                 .sock
                                 .send(&[&proto::refuse(e.code().raw(), e.message())], &[]);
-                            super::report(&format!("comch {}", self.role), &e);
+                            report(&format!("comch {}", self.role), &e);
                             return (n, Flow::Closed);
                         }
                         Err(e) => {
@@ -200,14 +188,14 @@ impl Endpoint {
                             return (n, Flow::Closed);
                         }
                     }
-                    self.consumer_event(handle, id, true);
+                    face.consumer(conn, id, true);
                 }
                 Ok(Message::ConsumerGone { id }) => {
                     if let Err(e) = conn.shared.remove_remote(id) {
                         self.violation(e.message());
                         return (n, Flow::Closed);
                     }
-                    self.consumer_event(handle, id, false);
+                    face.consumer(conn, id, false);
                 }
                 Ok(Message::Bye) => return (n + 1, Flow::Closed),
                 Ok(Message::Refuse { code, reason }) => {
@@ -216,7 +204,7 @@ impl Endpoint {
                         code,
                         format!("the peer refused this side and ended the connection: {reason}"),
                     );
-                    super::report(&format!("comch {}", self.role), &e);
+                    report(&format!("comch {}", self.role), &e);
                     return (n, Flow::Closed);
                 }
                 Ok(other) => {
@@ -224,26 +212,16 @@ impl Endpoint {
                         ErrorCode::InvalidValue,
                         format!("the peer sent {other:?} on an established connection"),
                     );
-                    super::note(&format!("comch {}", self.role), &e);
+                    note(&format!("comch {}", self.role), &e);
                     return (n, Flow::Closed);
                 }
                 Err(e) => {
-                    super::note(&format!("comch {}", self.role), &e);
+                    note(&format!("comch {}", self.role), &e);
                     return (n, Flow::Closed);
                 }
             }
             n += 1;
         }
         (n, Flow::Open)
-    }
-
-    fn consumer_event(&self, conn: *mut c_void, id: u32, created: bool) {
-        let cbs = self.consumer_cbs.get();
-        let cb = if created { cbs.created } else { cbs.expired };
-        if let Some(cb) = cb {
-            debug_assert!(crate::capi::registry::in_callback_frame());
-            // SAFETY: the program's callback; the connection handle is live.
-            unsafe { cb(self.core.handle.get().cast(), conn.cast(), id) };
-        }
     }
 }
