@@ -16,8 +16,8 @@ pub mod fuzzing;
 
 // The model's modules under the names the C API has always used for them.
 use dpakit_model::{
-    buf, checked_read, comch, comch_ctrl, comm_channel, ctx, dev, dma, dpa, error, limits, mmap, msgq, pe,
-    ring, set_log_level, sync_event,
+    buf, checked_read, comch, comch_ctrl, comm_channel, ctx, dev, dma, dpa, error, limits, mmap,
+    msgq, pe, retry_timer, ring, set_log_level, sync_event,
 };
 // The concurrency facade (loom under cfg(loom)): dpakit-sync.
 use dpakit_sync as sync;

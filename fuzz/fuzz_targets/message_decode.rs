@@ -16,7 +16,7 @@ use dpakit_abi::args::ServeState;
 use dpakit_abi::{
     DmaOffloadDesc, Echo, ImmMessage, OffloadResult, PingPong, checksum64, from_imm_bytes,
 };
-use dpakit_emu::fuzzing::{SharedFiles, consumer_announcement, wire_message};
+use dpakit_wire::fuzzing::{SharedFiles, consumer_announcement, wire_message};
 use libfuzzer_sys::fuzz_target;
 
 mod support;

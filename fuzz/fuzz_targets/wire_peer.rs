@@ -83,7 +83,7 @@ fuzz_target!(
 fn init() {
     // A private runtime directory for this process's server socket, removed at exit.
     support::private_runtime_dir("dpakit-fuzz-wire");
-    let layout = dpakit_emu::fuzzing::ring_bytes(2);
+    let layout = dpakit_wire::fuzzing::ring_bytes(2);
     assert_eq!(
         layout,
         Some(HEADER + 2 * (POST + COMP)),

@@ -40,6 +40,7 @@ pub mod limits;
 model_mod!(mmap);
 model_mod!(msgq);
 model_mod!(pe);
+model_mod!(retry_timer);
 model_mod!(ring);
 // The concurrency facade (loom under cfg(loom)) and the wake-up handshake: dpakit-sync.
 use dpakit_sync as sync;

@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorCode};
 use crate::limits::MMAP_MAX_LEN;
 use crate::sync::Ordering;
 use crate::sync::plain::AtomicU64;
+use dpakit_wire::fast_path::{SharedMemory, share_mmap};
 use std::alloc::Layout;
 use std::fmt;
 use std::ptr::NonNull;
@@ -93,6 +94,8 @@ struct MmapState {
 struct MmapInner {
     id: u64,
     state: Mutex<MmapState>,
+    /// Its memory as a shared file, once a Comch consumer received into it.
+    shared: Mutex<Option<Arc<SharedMemory>>>,
 }
 
 static NEXT_MMAP_ID: AtomicU64 = AtomicU64::new(1);
@@ -162,6 +165,7 @@ impl Mmap {
         Ok(Mmap {
             inner: Arc::new(MmapInner {
                 id: NEXT_MMAP_ID.fetch_add(1, Ordering::Relaxed),
+                shared: Mutex::new(None),
                 state: Mutex::new(MmapState {
                     memrange: None,
                     owned: None,
@@ -442,6 +446,32 @@ impl Mmap {
     /// Whether the mmap is started.
     pub fn is_started(&self) -> bool {
         self.lock().started
+    }
+
+    /// The mmap's memory, shared with a Comch peer (made so the first time): the receive
+    /// buffers of consumers on a connection. The mmap must be started with PCI read-write
+    /// access, as DOCA requires of consumer memory.
+    pub fn share(&self) -> Result<Arc<SharedMemory>, Error> {
+        if !self.is_started() {
+            return Err(bad_state(
+                "start the consumer's mmap first (doca_mmap_start)",
+            ));
+        }
+        if !self.allows_pci_write() {
+            return Err(Error::new(
+                ErrorCode::InvalidValue,
+                "a consumer's mmap needs DOCA_ACCESS_FLAG_PCI_READ_WRITE \
+                 (doca_mmap_set_permissions): the peer's producers write into it",
+            ));
+        }
+        let mut shared = self.inner.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(s) = shared.as_ref() {
+            return Ok(s.clone());
+        }
+        let (addr, len) = self.get_memrange()?;
+        let s = Arc::new(share_mmap(addr, len)?);
+        *shared = Some(s.clone());
+        Ok(s)
     }
 
     /// The registered range as `(start, length)`; `(null, 0)` before `set_memrange`.

@@ -15,11 +15,14 @@
 
 pub mod ctrl_ring;
 pub mod fast_path;
+/// Doors for the fuzz targets into the transport's decoders (feature `fuzzing`).
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod proto;
 pub mod runtime;
 pub mod socket;
 
-pub use runtime::{any_uid, drain_timer, periodic_timer, runtime_dir, server_path, service_path};
+pub use runtime::{any_uid, runtime_dir, server_path, service_path};
 pub use socket::{Connect, Listener, Poller, Recv, SeqPacket, remove_stale};
 
 use dpakit_abi::Error;

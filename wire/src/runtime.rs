@@ -1,4 +1,4 @@
-//! Where Comch servers listen, and the timers connections' owners poll.
+//! Where Comch servers listen.
 //!
 //! The runtime directory is `$DPAKIT_SOFT_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR/dpakit-soft`,
 //! else `/tmp/dpakit-soft-<uid>`; it must be a directory of this user, closed to everyone else
@@ -89,53 +89,6 @@ fn socket_path(kind: &str, function: &str, name: &str) -> Result<PathBuf> {
         );
     }
     Ok(path)
-}
-
-/// A non-blocking timer descriptor that turns readable every `period`: what wakes a sleeping
-/// PE for work that has no other signal (a client retrying, a producer waiting for a receive).
-pub fn periodic_timer(period: std::time::Duration) -> Result<std::os::fd::OwnedFd> {
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    // SAFETY: no pointers; the result is checked.
-    let fd = unsafe {
-        libc::timerfd_create(
-            libc::CLOCK_MONOTONIC,
-            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        bail!(
-            OperatingSystem,
-            "timerfd_create: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    // SAFETY: a fresh descriptor nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let period = libc::timespec {
-        tv_sec: period.as_secs() as libc::time_t,
-        tv_nsec: period.subsec_nanos() as libc::c_long,
-    };
-    let spec = libc::itimerspec {
-        it_interval: period,
-        it_value: period,
-    };
-    // SAFETY: a valid itimerspec; NULL for the old value is allowed.
-    if unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) } < 0 {
-        bail!(
-            OperatingSystem,
-            "timerfd_settime: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(fd)
-}
-
-/// Consumes a timer's expirations (it stays readable until read); whether it had any.
-pub fn drain_timer(fd: std::os::fd::RawFd) -> bool {
-    let mut ticks = 0u64;
-    // SAFETY: reads 8 bytes into a live u64; EAGAIN means no tick.
-    let n = unsafe { libc::read(fd, (&mut ticks as *mut u64).cast(), 8) };
-    n == 8
 }
 
 /// Whether peers of another user may connect (`DPAKIT_SOFT_COMCH_ANY_UID=1`); by default a

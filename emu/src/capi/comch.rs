@@ -81,8 +81,10 @@ impl ComchSendTask {
         // SAFETY: a task lives in its owner's pool, destroyed with the owner.
         let (owner, ep) = unsafe { (&*self.owner, &*self.ep) };
         owner.tasks.submit(owner.core.state(), self, || {
-            let conn = connection(self.conn.get().cast(), "the task's connection")
-                .map_err(|_| crate::error::err(ErrorCode::NotConnected, "the task's connection is closed"))?;
+            let conn =
+                connection(self.conn.get().cast(), "the task's connection").map_err(|_| {
+                    crate::error::err(ErrorCode::NotConnected, "the task's connection is closed")
+                })?;
             let msg = if self.len.get() == 0 {
                 &[][..]
             } else {

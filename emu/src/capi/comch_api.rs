@@ -205,7 +205,12 @@ macro_rules! endpoint_functions {
         ) -> doca_error_t {
             call(stringify!($set_conf), || {
                 let o = $get($param, stringify!($param))?;
-                o.c.set_send_conf(&o.model.ep, task_completion_cb, task_error_cb, num_send_tasks)
+                o.c.set_send_conf(
+                    &o.model.ep,
+                    task_completion_cb,
+                    task_error_cb,
+                    num_send_tasks,
+                )
             })
         }
 

@@ -111,8 +111,8 @@ pub unsafe extern "C" fn doca_comch_connection_get_counter(
     counter_value: *mut u64,
 ) -> doca_error_t {
     call("doca_comch_connection_get_counter", || {
-        let value = self::connection(comch_connection, "comch_connection")?
-            .counter(counter_type as u32)?;
+        let value =
+            self::connection(comch_connection, "comch_connection")?.counter(counter_type)?;
         // SAFETY: writable by the C contract (checked non-null).
         unsafe { out(counter_value, "counter_value", value) }
     })

@@ -9,10 +9,8 @@ use crate::dpa::memory::{register_mmap, unregister_mmap};
 use crate::error::{Result, bail};
 use crate::mmap::{AccessFlags, Mmap};
 use dpakit_abi::handles::MmapHandle;
-use dpakit_wire::fast_path::{SharedMemory, share_mmap};
 use std::cell::RefCell;
 use std::ffi::c_void;
-use std::sync::Arc;
 
 /// A `struct doca_mmap`: the model's mmap, the devices added to it and the DPA handles taken.
 pub(crate) struct MmapObj {
@@ -21,37 +19,6 @@ pub(crate) struct MmapObj {
     /// `doca_mmap_set_max_num_devices`.
     max_devs: std::cell::Cell<Option<u32>>,
     handles: RefCell<Vec<(*mut c_void, MmapHandle)>>,
-    /// Its memory as a shared file, once a Comch consumer received into it.
-    shared: std::sync::Mutex<Option<Arc<SharedMemory>>>,
-}
-
-impl MmapObj {
-    /// The mmap's memory, shared with a Comch peer (made so the first time): the receive
-    /// buffers of consumers on a connection. The mmap must be started with PCI read-write
-    /// access, as DOCA requires of consumer memory.
-    pub(crate) fn share(&self) -> Result<Arc<SharedMemory>> {
-        if !self.mmap.is_started() {
-            bail!(
-                BadState,
-                "start the consumer's mmap first (doca_mmap_start)"
-            );
-        }
-        if !self.mmap.allows_pci_write() {
-            bail!(
-                InvalidValue,
-                "a consumer's mmap needs DOCA_ACCESS_FLAG_PCI_READ_WRITE \
-                 (doca_mmap_set_permissions): the peer's producers write into it"
-            );
-        }
-        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = shared.as_ref() {
-            return Ok(s.clone());
-        }
-        let (addr, len) = self.mmap.get_memrange()?;
-        let s = Arc::new(share_mmap(addr, len)?);
-        *shared = Some(s.clone());
-        Ok(s)
-    }
 }
 
 impl Object for MmapObj {
@@ -72,7 +39,6 @@ pub unsafe extern "C" fn doca_mmap_create(mmap: *mut *mut doca_mmap) -> doca_err
             devs: RefCell::new(Vec::new()),
             max_devs: std::cell::Cell::new(None),
             handles: RefCell::new(Vec::new()),
-            shared: std::sync::Mutex::new(None),
         }))?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(mmap, "mmap", handle.cast()) }

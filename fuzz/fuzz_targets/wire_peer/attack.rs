@@ -190,7 +190,7 @@ impl Rig {
             2 => u32::from(b.u8() % 40),
             _ => b.u32(),
         };
-        let good_ring = dpakit_emu::fuzzing::ring_bytes(depth).map(|n| n as u64);
+        let good_ring = dpakit_wire::fuzzing::ring_bytes(depth).map(|n| n as u64);
         let ring_len = match b.u8() % 8 {
             7 => b.u64(),
             6 => good_ring.map_or(0, |n| n.wrapping_add(u64::from(b.u8())).wrapping_sub(128)),

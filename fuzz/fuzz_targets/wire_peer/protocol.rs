@@ -9,7 +9,7 @@ use crate::{HOST, NAME};
 const MAX_MSG: usize = 4080;
 const OVERHEAD: usize = 512;
 
-/// Ring layout (see `dpakit_emu::fuzzing::ring_bytes`): header lines, posts, completions.
+/// Ring layout (see `dpakit_wire::fuzzing::ring_bytes`): header lines, posts, completions.
 pub const POST_HEAD: usize = 0;
 pub const POST_TAIL: usize = 64;
 pub const COMP_TAIL: usize = 128;

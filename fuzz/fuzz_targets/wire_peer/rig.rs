@@ -177,7 +177,7 @@ impl Rig {
             let mut inv = null_mut();
             ok(doca_buf_inventory_create(64, &mut inv), "inventory");
             ok(doca_buf_inventory_start(inv), "inventory start");
-            let path = dpakit_emu::fuzzing::comch_server_path(HOST, "wire-peer")
+            let path = dpakit_wire::fuzzing::comch_server_path(HOST, "wire-peer")
                 .expect("the server's socket path");
             let dir = runtime_dir();
             let file = std::fs::OpenOptions::new()

@@ -6,10 +6,10 @@ use super::connection::{ConnState, Connection};
 use super::{Endpoint, Face, Flow};
 use crate::ctx::CtxState;
 use crate::error::{ErrorCode, Result, err, note, report};
+use crate::retry_timer::RetryTimer;
 use dpakit_wire::proto::{self, Message};
 use dpakit_wire::{self as wire, Connect, Recv, SeqPacket};
 use std::cell::RefCell;
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -48,7 +48,7 @@ pub struct Client {
     path: PathBuf,
     phase: RefCell<Phase>,
     /// Periodic timer that wakes a sleeping PE while connecting.
-    timer: RefCell<Option<OwnedFd>>,
+    timer: RetryTimer,
     /// The connection after it closed, until the stop completes.
     closed: RefCell<Option<Rc<Connection>>>,
 }
@@ -74,7 +74,7 @@ impl Client {
             function,
             path,
             phase: RefCell::new(Phase::Idle),
-            timer: RefCell::new(None),
+            timer: RetryTimer::new(RETRY),
             closed: RefCell::new(None),
         })
     }
@@ -104,18 +104,7 @@ impl Client {
     }
 
     fn stop_timer(&self, face: &impl Face) {
-        if let Some(t) = self.timer.borrow_mut().take() {
-            face.unwatch(t.as_raw_fd());
-        }
-    }
-
-    /// Consumes the timer's expirations (it stays readable until read).
-    fn drain_timer(&self) -> bool {
-        let timer = self.timer.borrow();
-        let Some(t) = timer.as_ref() else {
-            return false;
-        };
-        wire::drain_timer(t.as_raw_fd())
+        self.timer.off(|fd| face.unwatch(fd));
     }
 
     /// One attempt to reach the server.
@@ -242,14 +231,14 @@ impl Client {
         match now {
             Now::Idle => {}
             Now::Connecting => {
-                self.drain_timer();
+                self.timer.drain();
                 if let Err(e) = self.try_connect(face) {
                     note("comch client connect", &e);
                 }
                 n += self.answer(face);
             }
             Now::Handshaking => {
-                self.drain_timer();
+                self.timer.drain();
                 n += self.answer(face);
             }
             Now::Connected(conn) => n += self.serve(face, conn),
@@ -313,9 +302,7 @@ impl Client {
     /// pool). The client is STARTING until progress has reached the server.
     pub fn start(&self, face: &impl Face) -> Result<()> {
         self.ep.prepare_start()?;
-        let timer = wire::periodic_timer(RETRY)?;
-        face.watch(timer.as_raw_fd())?;
-        *self.timer.borrow_mut() = Some(timer);
+        self.timer.on(|fd| face.watch(fd))?;
         face.polling(true);
         *self.phase.borrow_mut() = Phase::Connecting;
         face.transition(CtxState::Starting);

@@ -143,11 +143,6 @@ impl Connection {
         self.state.get()
     }
 
-    /// What producers and consumers of the fast path on this connection share with it.
-    pub fn shared(&self) -> &Arc<ConnShared> {
-        &self.shared
-    }
-
     /// `doca_comch_connection_update_info`: takes a snapshot of the counters;
     /// `CONNECTION_ABORTED` once the connection is closed.
     pub fn update_info(&self) -> Result<()> {

@@ -7,14 +7,23 @@
 //! messages, the stall and protocol checks. The layer above (DOCA's C API) keeps only what is
 //! its own — handles, the task pool, the program's callbacks — and hears of everything that
 //! happens through its [`Face`], called directly (no queue, no closure) during progress.
+//!
+//! Producers and consumers on a connection (the fast path) are here too: [`FastSender`] and
+//! [`FastReceiver`], reporting through [`FastFace`] and [`RecvFace`].
 
 mod client;
 mod connection;
+mod fast_consumer;
+mod fast_producer;
+mod link;
 mod receive;
 mod server;
 
 pub use client::{Client, ClientPhase};
 pub use connection::{ConnState, Connection};
+pub use fast_consumer::{Announced, FastReceiver, RecvFace};
+pub use fast_producer::{FastFace, FastSend, FastSender};
+pub use link::Link;
 pub use server::Server;
 
 use crate::ctx::CtxState;

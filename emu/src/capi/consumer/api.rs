@@ -63,9 +63,7 @@ pub unsafe extern "C" fn doca_comch_consumer_destroy(
             }
         }
         match &c.link {
-            Some(link) => {
-                link.shared.endpoints.release();
-            }
+            Some(attached) => attached.link.release(),
             None => c.msgq()?.release_consumer_id(c.id),
         }
         c.tasks.release();
@@ -327,22 +325,14 @@ pub unsafe extern "C" fn doca_comch_consumer_create(
         let conn = crate::capi::connection::connection(comch_connection, "comch_connection")?;
         crate::capi::mmap::mmap(buf_mmap, "buf_mmap")?;
         crate::capi::non_null(consumer, "consumer")?;
-        // Endpoints may be created on other threads than the connection's: read only what is
-        // shared with them.
-        if !conn.shared().endpoints.hold() {
-            bail!(
-                NotConnected,
-                "the connection is closed or being disconnected"
-            );
-        }
-        let shared = conn.shared().clone();
-        let id = shared.consumer_id();
-        let link = Link {
-            shared: shared.clone(),
+        let link = Link::hold(conn)?;
+        let id = link.consumer_id();
+        let attached = Attached {
+            link,
             mmap: buf_mmap.cast(),
         };
-        let handle = ConsumerObj::register(std::ptr::null_mut(), Some(link), id)
-            .inspect_err(|_| shared.endpoints.release())?;
+        // A refused registration drops (and so releases) the link.
+        let handle = ConsumerObj::register(std::ptr::null_mut(), Some(attached), id)?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(consumer, "consumer", handle.cast()) }
     })

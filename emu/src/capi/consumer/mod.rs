@@ -1,5 +1,5 @@
 //! `doca_comch_consumer.h`: consumers of a MsgQ, on the CPU (post-receive tasks) or the DPA,
-//! and consumers on a Comch connection (the fast path, see [`dpakit_wire::fast_path`]).
+//! and consumers on a Comch connection (the fast path: the model's `FastReceiver`).
 
 use super::consumer_completion::ConsumerCompletionObj;
 use super::context::{Context, CtxCore};
@@ -8,14 +8,14 @@ use super::registry::{self, Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
 use super::types::*;
 use crate::comch::{CpuConsumer, DpaConsumer, RecvCompletion};
+use crate::comch_ctrl::{Announced, FastReceiver, Link, RecvFace};
 use crate::ctx::CtxState;
 use crate::error::{ErrorCode, Result, bail};
 use crate::limits::MAX_IMM_DATA_LEN;
 use crate::msgq::Direction;
-use dpakit_wire::fast_path::{ConnShared, FastConsumer};
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::rc::Rc;
 
 /// Post-receive configuration (`doca_comch_consumer_task_post_recv_set_conf`).
 #[derive(Clone, Copy)]
@@ -29,12 +29,13 @@ struct RecvConf {
 enum Running {
     Cpu(CpuConsumer),
     Dpa(DpaConsumer),
-    Fast(FastConsumer),
+    /// Shared with a progress pass that runs callbacks (one may stop the consumer).
+    Fast(Rc<FastReceiver>),
 }
 
 /// What a consumer on a connection is attached to.
-struct Link {
-    shared: Arc<ConnShared>,
+struct Attached {
+    link: Link,
     /// The `struct doca_mmap *` its buffers come from.
     mmap: *mut c_void,
 }
@@ -44,7 +45,7 @@ pub(crate) struct ConsumerObj {
     pub core: CtxCore,
     /// The MsgQ (null for a consumer on a connection).
     msgq: *mut c_void,
-    link: Option<Link>,
+    link: Option<Attached>,
     id: u32,
     imm_data_len: Cell<u32>,
     conf: Cell<Option<RecvConf>>,
@@ -53,9 +54,6 @@ pub(crate) struct ConsumerObj {
     completion: Cell<Option<(*mut c_void, u32)>>,
     running: RefCell<Option<Running>>,
     tasks: Tasks<RecvTask>,
-    /// When a consumer on a connection started: it is STARTING until its announcement to the
-    /// peer is written, which must happen within `COMCH_ANNOUNCE_TIMEOUT_MS`.
-    starting_since: Cell<Option<std::time::Instant>>,
 }
 
 impl Object for ConsumerObj {
@@ -114,7 +112,7 @@ impl ConsumerObj {
         Self::register(msgq, None, id)
     }
 
-    fn register(msgq: *mut c_void, link: Option<Link>, id: u32) -> Result<*mut c_void> {
+    fn register(msgq: *mut c_void, link: Option<Attached>, id: u32) -> Result<*mut c_void> {
         crate::capi::context::register_view::<ConsumerObj>(registry::Kind::Consumer);
         let handle = registry::register(Box::new(ConsumerObj {
             core: CtxCore::new(),
@@ -130,7 +128,6 @@ impl ConsumerObj {
                 ctx: "consumer",
                 tasks: "post-receive",
             }),
-            starting_since: Cell::new(None),
         }))?;
         registry::get::<ConsumerObj>(handle, "consumer")?
             .core
@@ -190,7 +187,7 @@ impl ConsumerObj {
     }
 
     /// Starts a consumer on a connection: shares its mmap's memory and announces it.
-    fn start_fast(&self, link: &Link) -> Result<Running> {
+    fn start_fast(&self, attached: &Attached) -> Result<Running> {
         if !self.core.dpa.get().is_null() {
             bail!(
                 NotSupported,
@@ -204,95 +201,45 @@ impl ConsumerObj {
             );
         };
         let pe = crate::capi::pe::connected(&self.core, "consumer")?;
-        let memory = super::mmap::mmap(link.mmap.cast(), "the consumer's mmap")?.share()?;
+        let mmap = &super::mmap::mmap(attached.mmap.cast(), "the consumer's mmap")?.mmap;
         self.make_tasks(conf.num_tasks)?;
-        let fast = FastConsumer::start(
-            link.shared.clone(),
+        let fast = FastReceiver::start(
+            &attached.link,
+            mmap,
             self.id,
             conf.num_tasks,
             self.imm_data_len.get(),
-            memory,
         )?;
         pe.pe.watch_fd(fast.wake_fd())?;
         pe.polling(true);
-        Ok(Running::Fast(fast))
+        Ok(Running::Fast(Rc::new(fast)))
+    }
+
+    /// The fast-path receiver, while it runs (a clone: the caller may run callbacks).
+    fn fast(&self) -> Option<Rc<FastReceiver>> {
+        match self.running.borrow().as_ref() {
+            Some(Running::Fast(fast)) => Some(fast.clone()),
+            _ => None,
+        }
     }
 
     /// A STARTING consumer on a connection announces itself; once the peer is told it is
-    /// RUNNING (its state callback says so). A connection whose queue stays full past the
-    /// announcement timeout, or that closed, fails the start: back to IDLE.
+    /// RUNNING (its state callback says so). A start that fails goes back to IDLE.
     fn finish_start(&self) -> usize {
-        let announced = match self.running.borrow().as_ref() {
-            Some(Running::Fast(fast)) => fast.announce(),
-            _ => return 0,
+        let Some(fast) = self.fast() else {
+            return 0;
         };
-        let timeout = std::time::Duration::from_millis(crate::limits::COMCH_ANNOUNCE_TIMEOUT_MS);
-        let failed = match announced {
-            Ok(true) => {
-                self.starting_since.set(None);
+        match fast.announce() {
+            Announced::Yes => {
                 self.core.transition(CtxState::Running);
-                return 1;
+                1
             }
-            Ok(false)
-                if self
-                    .starting_since
-                    .get()
-                    .is_some_and(|t| t.elapsed() < timeout) =>
-            {
-                return 0;
+            Announced::NotYet => 0,
+            Announced::Failed(e) => {
+                super::report("comch consumer start", &e);
+                self.finish_stop();
+                1
             }
-            Ok(false) => crate::error::err(
-                ErrorCode::TimeOut,
-                "the consumer could not announce itself: the connection's queue stayed full (the peer does not progress)",
-            ),
-            Err(e) => e,
-        };
-        super::report("comch consumer start", &failed);
-        self.starting_since.set(None);
-        self.finish_stop();
-        1
-    }
-
-    /// Delivers what producers wrote; returns how many receives completed. At most one ring's
-    /// worth per progress: the ring is the peer's to write, and a peer that keeps publishing
-    /// (bogus) completions must not hold the progress call from everything else on the PE.
-    fn poll_fast(&self) -> usize {
-        let mut n = 0;
-        loop {
-            // No borrow of `running` across the callback, which may stop the consumer.
-            let next = match self.running.borrow().as_ref() {
-                Some(Running::Fast(fast)) if n < fast.depth() => {
-                    if n == 0 {
-                        fast.wake_up();
-                    }
-                    fast.next()
-                }
-                _ => None,
-            };
-            let Some(r) = next else {
-                return n;
-            };
-            let imm = r.imm;
-            let imm = &imm[..(r.imm_len as usize).min(MAX_IMM_DATA_LEN)];
-            let grown = self.tasks.with(r.task, |t| t.buf.get()).and_then(|b| {
-                let buf = super::buf::buf(b.cast()).ok()?;
-                let view = buf.buf.view().ok()?;
-                let tail = view.data as usize + view.data_len;
-                // The producer checked the posted room; a peer that lied does not get further.
-                if tail.checked_add(r.len)? > view.head as usize + view.len {
-                    return None;
-                }
-                if let Some(Running::Fast(fast)) = self.running.borrow().as_ref() {
-                    fast.settle(tail, r.len);
-                }
-                buf.buf.set_data_len(view.data_len + r.len).ok()
-            });
-            let status = match (grown, r.len) {
-                (Some(()), _) | (None, 0) => 0,
-                _ => ErrorCode::Unexpected.raw() as doca_error_t,
-            };
-            self.completed(r.task, status, imm, r.producer);
-            n += 1;
         }
     }
 
@@ -374,36 +321,21 @@ impl ConsumerObj {
             match running.as_ref() {
                 Some(Running::Cpu(model)) => model.post_recv(u64::from(task.core.index)),
                 Some(Running::Fast(fast)) => {
-                    let (tail, room) = self.receive_room(task)?;
-                    fast.post(task.core.index, tail, room);
-                    Ok(())
+                    let Some(attached) = &self.link else {
+                        bail!(Unexpected, "not a consumer on a connection");
+                    };
+                    let mmap = &super::mmap::mmap(attached.mmap.cast(), "mmap")?.mmap;
+                    let buf = task.buf.get();
+                    let buf = if buf.is_null() {
+                        None
+                    } else {
+                        Some(&super::buf::buf(buf.cast())?.buf)
+                    };
+                    fast.post(mmap, task.core.index, buf)
                 }
                 _ => bail!(BadState, "the consumer is not running on the CPU"),
             }
         })
-    }
-
-    /// Where task `task`'s data goes (its buffer's tail) and how much fits; a task without a
-    /// buffer takes immediate data only.
-    fn receive_room(&self, task: &RecvTask) -> Result<(usize, usize)> {
-        let Some(link) = &self.link else {
-            bail!(Unexpected, "not a consumer on a connection");
-        };
-        if task.buf.get().is_null() {
-            let m = super::mmap::mmap(link.mmap.cast(), "mmap")?.share()?;
-            return Ok((m.base, 0));
-        }
-        let view = super::buf::buf(task.buf.get().cast())?.buf.view()?;
-        let m = super::mmap::mmap(link.mmap.cast(), "mmap")?;
-        if view.mmap.id() != m.mmap.id() {
-            bail!(
-                InvalidValue,
-                "the task's buffer is not from the consumer's mmap (doca_comch_consumer_create)"
-            );
-        }
-        let tail = view.data as usize + view.data_len;
-        let end = view.head as usize + view.len;
-        Ok((tail, end - tail))
     }
 }
 
@@ -413,12 +345,11 @@ impl Context for ConsumerObj {
     }
 
     fn start(&self) -> Result<bool> {
-        if let Some(link) = &self.link {
+        if let Some(attached) = &self.link {
             // As on DOCA: the consumer registers with the peer through progress, so the start
             // answers IN_PROGRESS and RUNNING comes through the state callback.
-            let running = self.start_fast(link)?;
+            let running = self.start_fast(attached)?;
             *self.running.borrow_mut() = Some(running);
-            self.starting_since.set(Some(std::time::Instant::now()));
             self.core.transition(CtxState::Starting);
             return Ok(false);
         }
@@ -454,7 +385,7 @@ impl Context for ConsumerObj {
         if self.core.state() == CtxState::Starting {
             return self.finish_start();
         }
-        self.poll_fast()
+        self.fast().map_or(0, |fast| fast.poll(self))
     }
 
     /// Asked when the PE arms its notification: a fast-path consumer also asks its producers
@@ -474,6 +405,18 @@ impl Context for ConsumerObj {
             |index, status| self.completed(index, status, &[], 0),
             || self.finish_stop(),
         )
+    }
+}
+
+/// What the model's fast-path receiver needs of the C consumer.
+impl RecvFace for ConsumerObj {
+    fn recv_buf(&self, index: u32) -> Option<&crate::buf::Buf> {
+        let handle = self.tasks.with(index, |t| t.buf.get())?;
+        super::buf::buf(handle.cast()).ok().map(|b| &b.buf)
+    }
+
+    fn received(&self, index: u32, status: ErrorCode, imm: &[u8], producer: u32) {
+        self.completed(index, status.raw() as doca_error_t, imm, producer);
     }
 }
 

@@ -62,9 +62,7 @@ pub unsafe extern "C" fn doca_comch_producer_destroy(
             comp.users.release();
         }
         match &p.link {
-            Some(shared) => {
-                shared.endpoints.release();
-            }
+            Some(link) => link.release(),
             None => p.msgq()?.release_producer(),
         }
         p.tasks.release();
@@ -302,18 +300,10 @@ pub unsafe extern "C" fn doca_comch_producer_create(
     call("doca_comch_producer_create", || {
         let conn = crate::capi::connection::connection(comch_connection, "comch_connection")?;
         crate::capi::non_null(producer, "producer")?;
-        // Endpoints may be created on other threads than the connection's: read only what is
-        // shared with them.
-        if !conn.shared().endpoints.hold() {
-            bail!(
-                NotConnected,
-                "the connection is closed or being disconnected"
-            );
-        }
-        let shared = conn.shared().clone();
-        let id = shared.producer_id();
-        let handle = ProducerObj::register(std::ptr::null_mut(), Some(shared.clone()), id)
-            .inspect_err(|_| shared.endpoints.release())?;
+        let link = Link::hold(conn)?;
+        let id = link.producer_id();
+        // A refused registration drops (and so releases) the link.
+        let handle = ProducerObj::register(std::ptr::null_mut(), Some(link), id)?;
         // SAFETY: checked non-null; writable by the C contract.
         unsafe { out(producer, "producer", handle.cast()) }
     })

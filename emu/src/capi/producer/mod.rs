@@ -1,5 +1,5 @@
 //! `doca_comch_producer.h`: producers of a MsgQ, on the CPU (send tasks) or the DPA, and
-//! producers on a Comch connection (the fast path, see [`dpakit_wire::fast_path`]).
+//! producers on a Comch connection (the fast path: the model's `FastSender`).
 
 use super::context::{Context, CtxCore};
 use super::dpa_completion::DpaCompletionObj;
@@ -8,20 +8,15 @@ use super::registry::{self, Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
 use super::types::*;
 use crate::comch::{CpuProducer, DpaProducer, SendCompletion};
+use crate::comch_ctrl::{FastFace, FastSend, FastSender, Link};
 use crate::ctx::CtxState;
 use crate::error::{ErrorCode, Result, bail};
-use crate::limits::{COMCH_PEER_STALL_TIMEOUT_MS, MAX_IMM_DATA_LEN};
+use crate::limits::MAX_IMM_DATA_LEN;
 use crate::msgq::Direction;
-use dpakit_wire::fast_path::{Attempt, ConnShared, FastProducer};
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
-use std::os::fd::AsRawFd;
-use std::time::{Duration, Instant};
-
-/// How often a send waiting for a posted receive tries again while its PE sleeps.
-const RETRY: Duration = Duration::from_micros(200);
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::os::fd::RawFd;
+use std::rc::Rc;
 
 /// Send-task configuration (`doca_comch_producer_task_send_set_conf`).
 #[derive(Clone, Copy)]
@@ -35,7 +30,8 @@ struct SendConf {
 enum Running {
     Cpu(CpuProducer),
     Dpa(DpaProducer),
-    Fast(FastProducer),
+    /// Shared with a progress pass that runs callbacks (one may stop the producer).
+    Fast(Rc<FastSender>),
 }
 
 /// A `struct doca_comch_producer` of a MsgQ.
@@ -44,17 +40,7 @@ pub(crate) struct ProducerObj {
     /// The MsgQ (null for a producer on a connection).
     msgq: *mut c_void,
     /// The connection a fast-path producer sends on.
-    link: Option<Arc<ConnShared>>,
-    /// Fast path: sends waiting for a posted receive, in order; finished sends whose callbacks
-    /// run at the next progress.
-    waiting: RefCell<VecDeque<u32>>,
-    done: RefCell<VecDeque<(u32, doca_error_t)>>,
-    /// While sends wait for a posted receive: a timer that wakes the PE to try again (the
-    /// consumer's side has no signal for producers), so a waiting producer sleeps, not spins.
-    retry: RefCell<Option<std::os::fd::OwnedFd>>,
-    /// Since when the first waiting send has found no receive posted: past
-    /// [`COMCH_PEER_STALL_TIMEOUT_MS`] the peer is taking nothing, and the connection goes.
-    waiting_since: Cell<Option<Instant>>,
+    link: Option<Link>,
     id: u32,
     conf: Cell<Option<SendConf>>,
     dev_max_num_send: Cell<u32>,
@@ -112,16 +98,12 @@ impl ProducerObj {
         Self::register(msgq, None, id)
     }
 
-    fn register(msgq: *mut c_void, link: Option<Arc<ConnShared>>, id: u32) -> Result<*mut c_void> {
+    fn register(msgq: *mut c_void, link: Option<Link>, id: u32) -> Result<*mut c_void> {
         crate::capi::context::register_view::<ProducerObj>(registry::Kind::Producer);
         let handle = registry::register(Box::new(ProducerObj {
             core: CtxCore::new(),
             msgq,
             link,
-            waiting: RefCell::new(VecDeque::new()),
-            done: RefCell::new(VecDeque::new()),
-            retry: RefCell::new(None),
-            waiting_since: Cell::new(None),
             id,
             conf: Cell::new(None),
             dev_max_num_send: Cell::new(0),
@@ -189,7 +171,7 @@ impl ProducerObj {
     }
 
     /// Starts a producer on a connection.
-    fn start_fast(&self, shared: &Arc<ConnShared>) -> Result<Running> {
+    fn start_fast(&self, link: &Link) -> Result<Running> {
         if !self.core.dpa.get().is_null() {
             bail!(
                 NotSupported,
@@ -204,126 +186,24 @@ impl ProducerObj {
         };
         let pe = crate::capi::pe::connected(&self.core, "producer")?;
         self.make_tasks(conf.num_tasks)?;
-        let n = conf.num_tasks as usize;
-        let mut waiting = self.waiting.borrow_mut();
-        waiting.clear();
-        waiting.reserve(n);
-        let mut done = self.done.borrow_mut();
-        done.clear();
-        done.reserve(n);
         pe.polling(true);
-        Ok(Running::Fast(FastProducer::new(shared.clone(), self.id)))
+        Ok(Running::Fast(Rc::new(FastSender::new(
+            link,
+            self.id,
+            conf.num_tasks,
+        ))))
     }
 
-    /// Sends what waits, in order, while consumers have receives posted.
-    fn drive(&self) {
-        let running = self.running.borrow();
-        let Some(Running::Fast(fast)) = running.as_ref() else {
-            return;
-        };
-        let mut waiting = self.waiting.borrow_mut();
-        while let Some(&index) = waiting.front() {
-            let attempt = self
-                .tasks
-                .with(index, |t| {
-                    let imm = t.imm.get();
-                    let imm = &imm[..t.imm_len.get() as usize];
-                    let data = api::send_data(t.buf.get())?;
-                    fast.try_send(t.consumer_id.get(), data, imm)
-                })
-                .unwrap_or_else(|| Err(crate::error::err(ErrorCode::Unexpected, "task index")));
-            let status = match attempt {
-                Ok(Attempt::Wait) => {
-                    let now = Instant::now();
-                    let since = self.waiting_since.get().unwrap_or(now);
-                    self.waiting_since.set(Some(since));
-                    let limit = Duration::from_millis(COMCH_PEER_STALL_TIMEOUT_MS);
-                    if now.saturating_duration_since(since) < limit {
-                        self.sleep_until_retry(true);
-                        return;
-                    }
-                    drop(waiting);
-                    self.abandon(fast);
-                    return;
-                }
-                Ok(Attempt::Sent) => {
-                    self.waiting_since.set(None);
-                    0
-                }
-                Err(e) => {
-                    if e.code() == ErrorCode::ConnectionAborted {
-                        super::report("comch fast path: dropping the connection", &e);
-                    }
-                    e.code().raw() as doca_error_t
-                }
-            };
-            waiting.pop_front();
-            self.done.borrow_mut().push_back((index, status));
-        }
-        self.sleep_until_retry(false);
-    }
-
-    /// The peer posted no receive for the stall time while sends waited: the connection is
-    /// dropped (its owner sees it closed at its next progress) and every waiting send fails
-    /// with `CONNECTION_ABORTED`.
-    fn abandon(&self, fast: &FastProducer) {
-        let e = crate::error::err(
-            ErrorCode::ConnectionAborted,
-            format!(
-                "the peer's consumer posted no receive for {COMCH_PEER_STALL_TIMEOUT_MS} ms \
-                 (COMCH_PEER_STALL_TIMEOUT_MS) while producer {} had sends waiting: the \
-                 connection is dropped and the sends fail",
-                fast.id
-            ),
-        );
-        super::report("comch fast path", &e);
-        fast.abort();
-        self.waiting_since.set(None);
-        let status = e.code().raw() as doca_error_t;
-        let mut done = self.done.borrow_mut();
-        done.extend(self.waiting.borrow_mut().drain(..).map(|i| (i, status)));
-        drop(done);
-        self.sleep_until_retry(false);
-    }
-
-    /// Starts (`true`) or ends the retry timer of sends waiting for a receive.
-    fn sleep_until_retry(&self, waiting: bool) {
-        let Ok(pe) = super::pe::pe(self.core.pe.get().cast(), "pe") else {
-            return;
-        };
-        let mut retry = self.retry.borrow_mut();
-        match (waiting, retry.as_ref()) {
-            (true, None) => {
-                if let Ok(t) = dpakit_wire::periodic_timer(RETRY) {
-                    if pe.pe.watch_fd(t.as_raw_fd()).is_ok() {
-                        *retry = Some(t);
-                    }
-                }
-            }
-            (true, Some(t)) => {
-                dpakit_wire::drain_timer(t.as_raw_fd());
-            }
-            (false, Some(t)) => {
-                pe.pe.unwatch_fd(t.as_raw_fd());
-                *retry = None;
-            }
-            (false, None) => {}
+    /// The fast-path sender, while it runs (a clone: the caller may run callbacks).
+    fn fast(&self) -> Option<Rc<FastSender>> {
+        match self.running.borrow().as_ref() {
+            Some(Running::Fast(fast)) => Some(fast.clone()),
+            _ => None,
         }
     }
 
-    /// Runs the callbacks of finished fast-path sends; returns how many. Only those finished
-    /// before the pass: what a callback submits and finishes at once waits for the next one, so
-    /// a program that resubmits in its callback cannot hold the progress call.
-    fn poll_fast(&self) -> usize {
-        self.drive();
-        let ready = self.done.borrow().len();
-        for n in 0..ready {
-            let Some((index, status)) = self.done.borrow_mut().pop_front() else {
-                return n;
-            };
-            self.completed(index, status);
-        }
-        ready
+    fn pe(&self) -> Option<&super::pe::PeObj> {
+        super::pe::pe(self.core.pe.get().cast(), "pe").ok()
     }
 
     fn start_dpa(&self, q: &MsgqObj, direction: Direction, dpa: *mut c_void) -> Result<Running> {
@@ -387,7 +267,7 @@ impl ProducerObj {
     fn finish_stop(&self) {
         let running = self.running.borrow_mut().take();
         if matches!(running, Some(Running::Fast(_))) {
-            if let Ok(pe) = super::pe::pe(self.core.pe.get().cast(), "pe") {
+            if let Some(pe) = self.pe() {
                 pe.polling(false);
             }
         }
@@ -397,11 +277,14 @@ impl ProducerObj {
 
     fn submit(&self, task: &SendTask) -> Result<()> {
         if self.link.is_some() {
+            let Some(fast) = self.fast() else {
+                bail!(BadState, "the producer is not running");
+            };
             self.tasks.submit(self.core.state(), task, || {
-                self.waiting.borrow_mut().push_back(task.core.index);
+                fast.queue(task.core.index);
                 Ok(())
             })?;
-            self.drive();
+            fast.drive(self);
             return Ok(());
         }
         self.tasks.submit(self.core.state(), task, || {
@@ -425,8 +308,8 @@ impl Context for ProducerObj {
     }
 
     fn start(&self) -> Result<bool> {
-        if let Some(shared) = &self.link {
-            let running = self.start_fast(shared)?;
+        if let Some(link) = &self.link {
+            let running = self.start_fast(link)?;
             *self.running.borrow_mut() = Some(running);
             self.core.transition(CtxState::Running);
             return Ok(true);
@@ -450,25 +333,18 @@ impl Context for ProducerObj {
             Some(Running::Cpu(model)) => {
                 model.flush();
             }
-            Some(Running::Fast(_)) => {
-                self.sleep_until_retry(false);
-                self.waiting_since.set(None);
-                let flushed = crate::comch::FLUSHED.raw() as doca_error_t;
-                let mut done = self.done.borrow_mut();
-                done.extend(self.waiting.borrow_mut().drain(..).map(|i| (i, flushed)));
-            }
+            Some(Running::Fast(fast)) => fast.flush(self),
             _ => {}
         }
         Ok(self.tasks.stop(&self.core, || self.finish_stop()))
     }
 
     fn poll(&self) -> usize {
-        self.poll_fast()
+        self.fast().map_or(0, |fast| fast.poll(self))
     }
 
     fn has_pending(&self) -> bool {
-        !self.done.borrow().is_empty()
-            || (!self.waiting.borrow().is_empty() && self.retry.borrow().is_none())
+        self.fast().is_some_and(|fast| fast.has_pending())
     }
 
     fn inflight(&self) -> usize {
@@ -481,6 +357,39 @@ impl Context for ProducerObj {
             |index, status| self.completed(index, status),
             || self.finish_stop(),
         )
+    }
+}
+
+/// What the model's fast-path sender needs of the C producer.
+impl FastFace for ProducerObj {
+    fn watch(&self, fd: RawFd) -> Result<()> {
+        match self.pe() {
+            Some(pe) => pe.pe.watch_fd(fd),
+            None => Ok(()),
+        }
+    }
+
+    fn unwatch(&self, fd: RawFd) {
+        if let Some(pe) = self.pe() {
+            pe.pe.unwatch_fd(fd);
+        }
+    }
+
+    fn send_of(&self, index: u32) -> Result<FastSend<'_>> {
+        self.tasks
+            .with(index, |t| {
+                Ok(FastSend {
+                    consumer: t.consumer_id.get(),
+                    imm: t.imm.get(),
+                    imm_len: t.imm_len.get() as usize,
+                    data: api::send_data(t.buf.get())?,
+                })
+            })
+            .unwrap_or_else(|| Err(crate::error::err(ErrorCode::Unexpected, "task index")))
+    }
+
+    fn send_done(&self, index: u32, status: ErrorCode) {
+        self.completed(index, status.raw() as doca_error_t);
     }
 }
 

@@ -14,12 +14,12 @@ use super::{SyncEventObj, event};
 use crate::ctx::CtxState;
 use crate::error::{Result, bail};
 use crate::limits::{SYNC_EVENT_MAX_TASKS, SYNC_EVENT_WAIT_RECHECK_US};
+use crate::retry_timer::RetryTimer;
 use crate::sync_event::SyncEventValue;
 use crate::sync_event::tasks::{Submitted, TaskKind};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -110,7 +110,7 @@ pub(crate) struct TaskCtx {
     /// The counter, while the context runs (the model's; read without the event's lock).
     counter: RefCell<Option<Arc<SyncEventValue>>>,
     /// While wait tasks are submitted: a timer that wakes a sleeping PE to look again.
-    timer: RefCell<Option<OwnedFd>>,
+    timer: RetryTimer,
 }
 
 impl TaskCtx {
@@ -128,7 +128,7 @@ impl TaskCtx {
             done: RefCell::new(VecDeque::new()),
             flushed: RefCell::new(VecDeque::new()),
             counter: RefCell::new(None),
-            timer: RefCell::new(None),
+            timer: RetryTimer::new(Duration::from_micros(SYNC_EVENT_WAIT_RECHECK_US)),
         }
     }
 
@@ -169,7 +169,7 @@ impl TaskCtx {
         submitted.push(id, op);
         let waits = submitted.waits() > 0;
         drop(submitted);
-        if waits && self.timer.borrow().is_none() {
+        if waits && !self.timer.is_on() {
             // A program may sleep on its PE right after submitting: the timer is there already.
             self.recheck_timer(true);
         }
@@ -182,24 +182,11 @@ impl TaskCtx {
     /// Starts (`true`) or ends the timer that wakes a sleeping PE while waits are submitted.
     fn recheck_timer(&self, on: bool) {
         let Some(pe) = self.pe() else { return };
-        let mut timer = self.timer.borrow_mut();
-        match (on, timer.as_ref()) {
-            (true, None) => {
-                let period = Duration::from_micros(SYNC_EVENT_WAIT_RECHECK_US);
-                if let Ok(t) = dpakit_wire::periodic_timer(period) {
-                    if pe.pe.watch_fd(t.as_raw_fd()).is_ok() {
-                        *timer = Some(t);
-                    }
-                }
-            }
-            (true, Some(t)) => {
-                dpakit_wire::drain_timer(t.as_raw_fd());
-            }
-            (false, Some(t)) => {
-                pe.pe.unwatch_fd(t.as_raw_fd());
-                *timer = None;
-            }
-            (false, None) => {}
+        if on {
+            // Without a timer the waits are looked at when the PE progresses anyway.
+            let _ = self.timer.on(|fd| pe.pe.watch_fd(fd));
+        } else {
+            self.timer.off(|fd| pe.pe.unwatch_fd(fd));
         }
     }
 }
