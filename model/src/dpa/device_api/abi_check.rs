@@ -7,7 +7,8 @@
 //! implementation, a changed argument type, return type or ABI on either side, or an `unsafe`
 //! implementation (the soft device validates every argument, so none needs a precondition) fails
 //! the build. The variadic `doca_dpa_dev_log` is defined in C (`csrc/dev_log.c`, compiled against
-//! `include/doca_dpa_dev.h`); `tests/device_api_header.rs` checks that header against the list.
+//! dpakit-doca-headers' `doca_dpa_dev.h`); that crate's `tests/device_api_header.rs` checks the
+//! header against the list.
 
 macro_rules! check_implementations {
     ($( $(#[$doc:meta])* [$class:ident $abi:literal]
