@@ -16,6 +16,8 @@ fn main() {
     };
     // The published copy is refreshed whenever a header changes; its path never does.
     println!("cargo::rerun-if-changed={}", include.display());
+    // For the tests that read a header at compile time (`include_str!`).
+    println!("cargo::rustc-env=DPAKIT_DOCA_INCLUDE={}", include.display());
     cc::Build::new()
         .file("csrc/rpc.c")
         .file("csrc/launch.c")

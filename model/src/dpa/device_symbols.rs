@@ -54,6 +54,8 @@ macro_rules! wrap {
     };
     (@one variadic $name:ident($($arg:ident: $ty:ty),*) {$($ret:tt)*}) => {};
     (@one $class:ident $name:ident($($arg:ident: $ty:ty),*) {$($ret:tt)*}) => {
+        #[allow(dead_code, reason = "ISA mode serves some itself (the instructions retired)")]
+        #[allow(clippy::too_many_arguments, reason = "the device function's C signature")]
         pub(crate) fn $name($($arg: $ty),*) $($ret)* {
             // SAFETY: the device ABI defines this symbol as a safe function of exactly this
             // signature (`device_abi::abi_check` proves it at compile time), which validates
