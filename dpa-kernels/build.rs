@@ -9,18 +9,17 @@
 //!
 //! Either way it sets the crate's build id (`dpakit_build::build_id`): the app descriptor and the
 //! DPA image record it, and ISA mode refuses an image built from other sources than the app.
+//!
+//! DOCA's device headers come from `dpakit-doca-headers` (`DEP_DPAKIT_DOCA_HEADERS_INCLUDE`), a
+//! dependency, so the build id covers them with every other file of the dependency tree.
 use std::path::PathBuf;
 
-/// The C kernels and the headers they include (ours and the kit's DOCA device headers).
+/// The C kernels and the headers they include besides DOCA's (ours and `dpakit_abi.h`).
 const SOURCES: &[&str] = &["c/echo.c", "c/dma_offload.c"];
 const HEADERS: &[&str] = &[
     "c/dpakit_kernel.h",
     "c/serve.h",
     "../shared-abi/include/dpakit_abi.h",
-    "../emu/include/doca_dpa_dev.h",
-    "../emu/include/doca_dpa_dev_buf.h",
-    "../emu/include/doca_dpa_dev_comch_msgq.h",
-    "../emu/include/doca_types.h",
 ];
 
 fn main() {
@@ -29,14 +28,16 @@ fn main() {
     }
     // Another checkout sharing the target directory has sources of its own (.cargo/config.toml).
     println!("cargo::rerun-if-env-changed=DPAKIT_CHECKOUT");
-    // The C kernels include the kit's device headers, which no dependency of this crate holds.
-    HEADERS
-        .iter()
-        .fold(dpakit_build::build_id::BuildId::new(), |id, h| id.file(h))
-        .emit();
+    dpakit_build::build_id::emit();
     if std::env::var_os("CARGO_FEATURE_DOCA").is_some() {
         return;
     }
+    let Some(doca_include) = std::env::var_os("DEP_DPAKIT_DOCA_HEADERS_INCLUDE").map(PathBuf::from)
+    else {
+        println!("cargo::error=dpakit-doca-headers did not publish its include directory");
+        return;
+    };
+    println!("cargo::rerun-if-changed={}", doca_include.display());
     // At run time: the value compiled into this script names the checkout it was built in.
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let device = std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("riscv64")
@@ -46,7 +47,7 @@ fn main() {
     build
         .files(SOURCES.iter().map(|s| manifest.join(s)))
         .include(manifest.join("c"))
-        .include(manifest.join("../emu/include"))
+        .include(&doca_include)
         .include(manifest.join("../shared-abi/include"))
         .flag("-ffunction-sections")
         .flag("-fdata-sections")

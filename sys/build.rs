@@ -1,8 +1,8 @@
 //! Generates the bindings to DOCA's C API and says what to link.
 //!
 //! * Default (feature `soft`): bindgen over the soft device's own DOCA headers (published by
-//!   `dpakit-emu` as `DEP_DPAKIT_SOFT_INCLUDE`, a copy in its `OUT_DIR`); the soft device is a
-//!   Rust dependency, linked in.
+//!   `dpakit-doca-headers` as `DEP_DPAKIT_DOCA_HEADERS_INCLUDE`, a copy in its `OUT_DIR`); the
+//!   soft device (`dpakit-emu`) is a Rust dependency, linked in.
 //!   Without libclang on the machine, the checked-in `bindings/soft.rs` (the same generation,
 //!   kept current by `cargo xtask test`) stands in, so a plain `cargo run` needs nothing
 //!   installed. Also writes `sig_check.rs`: for every function bound, a compile-time check that
@@ -77,9 +77,10 @@ fn main() {
 
 /// The default configuration: the soft device's headers, linked as a Rust dependency.
 fn soft_device(out: &Path) -> Result<(), String> {
-    let include = PathBuf::from(env::var("DEP_DPAKIT_SOFT_INCLUDE").map_err(|_| {
-        "dpakit-emu did not publish its include directory (DEP_DPAKIT_SOFT_INCLUDE): build with \
-         the default feature `soft`, or enable `doca` to bind an installed DOCA SDK"
+    let include = PathBuf::from(env::var("DEP_DPAKIT_DOCA_HEADERS_INCLUDE").map_err(|_| {
+        "dpakit-doca-headers did not publish its include directory \
+         (DEP_DPAKIT_DOCA_HEADERS_INCLUDE): build with the default feature `soft`, or enable \
+         `doca` to bind an installed DOCA SDK"
             .to_string()
     })?);
     // Every header by the path read, so a published directory that is gone or replaced runs
@@ -130,7 +131,7 @@ fn soft_device(out: &Path) -> Result<(), String> {
 fn headers_in(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let unreadable = |e: std::io::Error| {
         format!(
-            "cannot read the soft device's headers in {} (published by dpakit-emu): {e}",
+            "cannot read the soft device's headers in {} (published by dpakit-doca-headers): {e}",
             dir.display()
         )
     };

@@ -1,8 +1,8 @@
 //! The dpakit soft device as a library: DOCA's own C API ([`capi`]) over the model of DOCA
-//! (`dpakit-model`), with the project's DOCA headers (`include/`) and the C half of the API
-//! (`csrc/`: what stable Rust cannot define, variadic functions, and DOCA's logging and argument
-//! parser). `dpakit-sys` links it (`links = "dpakit_soft"` publishes the headers); `cargo xtask
-//! soft-sdk` lays it out as a DOCA installation.
+//! (`dpakit-model`), with the C half of the API (`csrc/`: what stable Rust cannot define,
+//! variadic functions, and DOCA's logging and argument parser), compiled against the headers of
+//! `dpakit-doca-headers`. `dpakit-sys` links it; `cargo xtask soft-sdk` lays it out as a DOCA
+//! installation.
 //!
 //! Everything DOCA offers for CPU↔DPA messaging runs here on any Linux machine, and every call is
 //! checked: misuse that real hardware answers with a hang, a silent drop or a fatal context error

@@ -1,7 +1,8 @@
 //! The soft device's model of DOCA (dpakit-model): Core (devices and representors, the progress
 //! engine, the context state machine, memory maps and buffers), MsgQs with their CPU and DPA
 //! endpoints, and the DPA itself (threads running kernels compiled for the host or from the DPA
-//! image, completions, RPC, device memory, the scheduler and the device functions kernels call).
+//! image, completions, RPC, device memory, the scheduler), with the device functions kernels
+//! call above it all (`device_abi`).
 //!
 //! It is a validation layer: misuse that real hardware answers with a hang, a silent drop or a
 //! fatal context error is an error with DOCA's code and a message naming the rule.
@@ -33,6 +34,8 @@ model_mod!(comch_ctrl);
 model_mod!(comm_channel);
 model_mod!(ctx);
 model_mod!(dev);
+/// The device C ABI kernels call (`doca_dpa_dev_*`): the layer above the DPA runtime and Comch.
+mod device_abi;
 model_mod!(dma);
 model_mod!(dpa);
 pub mod error;

@@ -77,7 +77,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         "device calls and kernel",
         &[
             "doca_dpa_dev_",
-            "dpakit_model::dpa::device_api",
+            "dpakit_model::device_abi",
+            "dpakit_model::dpa::device_symbols",
             "dpakit_dev::",
             "dpakit_kernels::",
             "dpakit_abi::",
@@ -262,7 +263,7 @@ mod tests {
         );
         assert_eq!(layer("echo"), "device calls and kernel");
         assert_eq!(
-            layer("dpakit_model::dpa::device_api::post_send_imm"),
+            layer("dpakit_model::device_abi::post_send_imm"),
             "device calls and kernel"
         );
         assert_eq!(layer("core::ptr::drop_in_place"), "std and everything else");

@@ -65,7 +65,7 @@ pub enum Side {
     Arm,
 }
 
-/// The BlueField Arm's `doca_build_config.h` (the host's is emu/include's).
+/// The BlueField Arm's `doca_build_config.h` (the host's is dpakit-doca-headers').
 const ARM_BUILD_CONFIG: &str = "\
 /*
  * dpakit soft device: the machine a program is built for: this prefix's programs are the
@@ -122,9 +122,9 @@ pub fn run_for(prefix: &Path, side: Side) -> Result<PathBuf> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let headers = workspace_root().join("emu").join("include");
-    for entry in std::fs::read_dir(&headers)
-        .map_err(|e| format!("cannot read {}: {e}", headers.display()))?
+    let headers = Path::new(dpakit_doca_headers::INCLUDE_DIR);
+    for entry in
+        std::fs::read_dir(headers).map_err(|e| format!("cannot read {}: {e}", headers.display()))?
     {
         let path = entry.map_err(|e| e.to_string())?.path();
         if path.extension().is_some_and(|e| e == "h") {

@@ -61,7 +61,7 @@ fn set_modified(path: &Path, when: std::time::SystemTime) {
 /// one's `OUT_DIR`.
 #[derive(Debug)]
 struct Built {
-    emu_out: PathBuf,
+    headers_out: PathBuf,
     sys_out: PathBuf,
 }
 
@@ -98,16 +98,16 @@ fn check_sys(checkout: &Path, target: &Path) -> Built {
             .unwrap_or_else(|| panic!("no build-script-executed message of {package}"))
     };
     Built {
-        emu_out: out_dir("dpakit-emu"),
+        headers_out: out_dir("dpakit-doca-headers"),
         sys_out: out_dir("dpakit-sys"),
     }
 }
 
-/// Whether the headers dpakit-emu published, and the bindings dpakit-sys generated from them
+/// Whether the headers dpakit-doca-headers published, and the bindings dpakit-sys generated from them
 /// (when bindgen ran: without libclang it uses the checked-in bindings), carry [`MARK`].
 fn marked(built: &Built) -> (bool, Option<bool>) {
-    let header =
-        std::fs::read_to_string(built.emu_out.join("include/dpakit_soft.h")).unwrap_or_default();
+    let header = std::fs::read_to_string(built.headers_out.join("include/dpakit_soft.h"))
+        .unwrap_or_default();
     let output = std::fs::read_to_string(built.sys_out.with_file_name("output")).unwrap();
     let bindings = (!output.contains("libclang not found")).then(|| {
         std::fs::read_to_string(built.sys_out.join("bindings.rs"))
@@ -132,7 +132,7 @@ fn each_checkout_binds_its_own_headers() {
     // A second checkout, its files as old as the first's (a worktree made before the first
     // built, or a copy keeping times): its own header differs without being newer.
     copy_checkout(&a, &b);
-    let header = b.join("emu/include/dpakit_soft.h");
+    let header = b.join("doca-headers/include/dpakit_soft.h");
     let modified = std::fs::metadata(&header).unwrap().modified().unwrap();
     let text = std::fs::read_to_string(&header).unwrap();
     std::fs::write(&header, format!("{text}\n{MARK}\n")).unwrap();

@@ -163,6 +163,7 @@ fn the_kit_kernels_cover_the_device_api_crates() {
         "dpa-kernels/c/echo.c",
         "dpa-dev/src/kernel.rs",
         "shared-abi/src/kernel.rs",
+        "doca-headers/include/doca_dpa_dev.h",
     ] {
         assert!(
             computed.inputs.iter().any(|p| p.ends_with(file)),

@@ -1,12 +1,16 @@
 //! The soft dpacc on a device source of its own: what it refuses, and what it makes.
 
 use super::*;
-use crate::tests::{kit_root, scratch_dir};
+use crate::tests::scratch_dir;
 use object::{Object, ObjectSymbol};
 
-/// The kit's headers stand in for an installed soft SDK (`<prefix>/include`).
+/// The kit's headers stand in for an installed soft SDK (`<prefix>/include`): the directory
+/// dpakit-doca-headers publishes is a prefix's `include/`.
 fn prefix() -> PathBuf {
-    kit_root().join("emu")
+    Path::new(dpakit_doca_headers::INCLUDE_DIR)
+        .parent()
+        .expect("the published include directory is in OUT_DIR")
+        .to_path_buf()
 }
 
 fn args(list: &[&str]) -> Vec<String> {

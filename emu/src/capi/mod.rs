@@ -1,5 +1,5 @@
-//! DOCA's C API, exported by the soft device: one module per header of `emu/include` (the DOCA
-//! 2.5 `doca_cc*.h` names are C wrappers in `emu/csrc/cc.c` over the Comch functions).
+//! DOCA's C API, exported by the soft device: one module per header of `dpakit-doca-headers`
+//! (the DOCA 2.5 `doca_cc*.h` names are C wrappers in `emu/csrc/cc.c` over the Comch functions).
 //!
 //! Every function here is an `extern "C"` symbol under DOCA's name and signature (`dpakit-sys`
 //! checks the signatures against the headers at compile time). Each one validates what a C

@@ -16,7 +16,7 @@ pub extern "C" fn doca_version_runtime() -> *const c_char {
 mod tests {
     #[test]
     fn the_runtime_version_is_the_headers_version() {
-        let header = include_str!("../../include/doca_version.h");
+        let header = include_str!(concat!(env!("DPAKIT_DOCA_INCLUDE"), "/doca_version.h"));
         let quoted = format!("\"{}\"", super::VERSION_STRING.trim_end_matches('\0'));
         assert!(
             header.contains(&format!("#define DOCA_VERSION_STRING {quoted}")),

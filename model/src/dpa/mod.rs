@@ -1,5 +1,6 @@
-//! The DPA: context (`doca_dpa`), app (kernel registry), threads, completions, RPC and device
-//! memory, and the device functions kernels call.
+//! The DPA runtime: context (`doca_dpa`), app (kernel registry), threads, activations, the
+//! scheduler, completions, RPC, device memory and ISA mode. The device functions kernels call
+//! are the layer above (`crate::device_abi`), reached from here by symbol only.
 //!
 //! Kernels compiled for the host run on the soft device's workers. Each activation runs on the
 //! thread's own stack; `thread_reschedule` leaves that stack the way a DPA thread
@@ -10,8 +11,8 @@ pub(crate) mod activation;
 mod app;
 pub mod completion;
 pub(crate) mod current;
-pub(crate) mod device_api;
-mod element;
+pub(crate) mod device_symbols;
+pub(crate) mod element;
 mod fatal;
 pub(crate) mod grace;
 pub(crate) mod isa_mode;
@@ -324,7 +325,7 @@ impl DpaBuilder {
             launcher: launch::Launcher::new(weak.clone(), self.kernel_max_run_time),
             fatal: Fatal::new(),
         });
-        device_api::keep_linked();
+        device_symbols::keep_linked();
         activation::install_panic_hook();
         if let Some(cb) = self.on_state_changed {
             shared.state.set_state_changed_cb(cb)?;

@@ -1,4 +1,9 @@
-//! The DOCA device functions, implemented by the soft device for kernels compiled for the host.
+//! The device C ABI: the DOCA device functions (`#[no_mangle] doca_dpa_dev_*`), implemented by
+//! the soft device for kernels compiled for the host and served to the interpreter in ISA mode.
+//!
+//! This layer sits above the DPA runtime (`crate::dpa`: activations, scheduler, threads,
+//! completions, memory) and Comch, and nothing below names it: the runtime reaches these
+//! functions by their C symbols only (`crate::dpa::device_symbols`), as kernels do.
 //!
 //! Each one finds the running activation, resolves its handles through the DPA's tables and
 //! validates what the hardware would not: a bad handle, acking more than was posted or read, a
@@ -8,24 +13,24 @@
 mod abi_check;
 mod dpa;
 mod sync_event;
-pub(crate) use abi_check::keep_linked;
 pub(crate) use dpa::*;
 pub(crate) use sync_event::*;
 
-use super::activation::Ending;
-use super::current::{Current, with_current};
-use super::completion::encode_completion;
-use super::element::{self, ElementKind};
-use super::memory::with_mmaps;
-use super::{DpaShared, Kind};
 use crate::comch::{CpuConsumerShared, DpaConsumerShared, DpaProducerShared, PRODUCER_ID_BITS};
-use crate::dpa::completion::{ConsumerCompletionShared, DpaCompletionShared};
+use crate::dpa::completion::{
+    ConsumerCompletionShared, DpaCompletionShared, Notifier, encode_completion,
+};
+use crate::dpa::current::{Current, with_current};
+use crate::dpa::element::{self, ElementKind};
+use crate::dpa::memory::with_mmaps;
+use crate::dpa::{DpaShared, Kind};
 use crate::error::ErrorCode;
 use crate::limits::MAX_IMM_DATA_LEN;
 use crate::ring::Polled;
 use crate::sync::Ordering;
 use crate::table::Table;
 use dpakit_abi::SubmitFlags;
+use dpakit_abi::soft::Ending;
 use std::ffi::{c_char, c_int};
 
 /// `DOCA_DPA_DEV_COMP_SEND`.
@@ -90,7 +95,7 @@ fn dpa_completion<'a>(cur: &Current<'a>, h: u64) -> &'a DpaCompletionShared {
 
 /// A completion context's ring has one reader: the thread attached to the context, or — for a
 /// context with no thread — whoever polls it first. Anyone else polling would race that reader.
-fn require_owner(cur: &Current<'_>, notifier: &super::completion::Notifier, function: &str) {
+fn require_owner(cur: &Current<'_>, notifier: &Notifier, function: &str) {
     let me = cur.thread.map(|t| t.index);
     if !notifier.claim_reader(me) {
         cur.fault(

@@ -1,5 +1,5 @@
 //! Programs written for DOCA include the SDK's headers and rely on them: `tests/c/headers_all.c`
-//! and `tests/c/headers_all.cpp` include every public header of the soft SDK, take the address of
+//! and `tests/c/headers_all.cpp` (in this crate) include every public header of the soft SDK, take the address of
 //! the functions real programs call, and use `strlen` without including `<string.h>`. This test
 //! compiles them as C (gnu11) and as C++17 (also with the headers inside `extern "C"`), with
 //! `-Wall -Wextra -Werror`.
@@ -7,21 +7,18 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn workspace() -> PathBuf {
+fn manifest() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("emu/ is in the workspace")
-        .to_path_buf()
 }
 
 fn include() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("include")
+    manifest().join("include")
 }
 
 fn compile(compiler: &str, std: &str, source: &str, extra: &[&str]) {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("headers-all");
     std::fs::create_dir_all(&dir).unwrap();
-    let source = workspace().join("tests").join("c").join(source);
+    let source = manifest().join("tests").join("c").join(source);
     let object = dir.join(format!("{compiler}-{}.o", extra.len()));
     let output = Command::new(compiler)
         .arg(format!("-std={std}"))
@@ -66,7 +63,7 @@ fn every_header_compiles_as_cpp_inside_extern_c() {
 /// A header added later is compiled too: headers_all.h includes every one.
 #[test]
 fn the_test_includes_every_header() {
-    let listed = std::fs::read_to_string(workspace().join("tests/c/headers_all.h")).unwrap();
+    let listed = std::fs::read_to_string(manifest().join("tests/c/headers_all.h")).unwrap();
     for entry in std::fs::read_dir(include()).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         if name.ends_with(".h") {

@@ -168,7 +168,9 @@ pub(crate) extern "C" fn doca_dpa_dev_thread_get_local_storage() -> u64 {
 
 #[unsafe(no_mangle)]
 pub(crate) extern "C" fn doca_dpa_dev_thread_rank() -> u32 {
-    with_current("doca_dpa_dev_thread_rank", |cur| cur.launch.map_or(0, |l| l.rank))
+    with_current("doca_dpa_dev_thread_rank", |cur| {
+        cur.launch.map_or(0, |l| l.rank)
+    })
 }
 
 #[unsafe(no_mangle)]

@@ -6,39 +6,23 @@
 //! types. A fn item coerces to a fn pointer only when the signatures are identical, so a missing
 //! implementation, a changed argument type, return type or ABI on either side, or an `unsafe`
 //! implementation (the soft device validates every argument, so none needs a precondition) fails
-//! the build. The variadic `doca_dpa_dev_log` is defined in C (`csrc/dev_log.c`, compiled against
-//! `include/doca_dpa_dev.h`); `tests/device_api_header.rs` checks that header against the list.
+//! the build; the runtime's declarations of these symbols (`crate::dpa::device_symbols`) rely on
+//! it. The variadic `doca_dpa_dev_log` is defined in C (`csrc/dev_log.c`, compiled against
+//! dpakit-doca-headers' `doca_dpa_dev.h`); that crate's `tests/device_api_header.rs` checks the
+//! header against the list.
 
 macro_rules! check_implementations {
     ($( $(#[$doc:meta])* [$class:ident $abi:literal]
         fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?; )*) => {
         $( check_implementations!(@one $class $abi $name($($ty),*) {$(-> $ret)?}); )*
-
-        /// Takes the address of every device function. [`Dpa`](crate::dpa::Dpa) start calls it,
-        /// so any program that runs kernels links all of them whatever order the linker sees the
-        /// crates in.
-        pub(crate) fn keep_linked() {
-            let table = [
-                $( check_implementations!(@address $class $name), )*
-                super::dpakit_emu_dev_log as *const (),
-            ];
-            std::hint::black_box(&table);
-        }
     };
     (@one variadic $abi:literal $name:ident($($ty:ty),*) {$($ret:tt)*}) => {};
     (@one $class:ident $abi:literal $name:ident($($ty:ty),*) {$($ret:tt)*}) => {
         const _: extern $abi fn($($ty),*) $($ret)* = super::$name;
     };
-    // Defined in C (csrc/dev_log.c).
-    (@address variadic $name:ident) => { c_defined::$name as *const () };
-    (@address $class:ident $name:ident) => { super::$name as *const () };
-}
-
-/// The variadic device functions, defined in C; declared here to take their addresses.
-mod c_defined {
-    unsafe extern "C" {
-        pub fn doca_dpa_dev_log(log_level: u32, format: *const core::ffi::c_char, ...);
-    }
 }
 
 dpakit_abi::for_each_device_function!(check_implementations);
+
+// What `doca_dpa_dev_log` (C) hands its text to, declared so in `crate::dpa::device_symbols`.
+const _: extern "C" fn(u32, *const core::ffi::c_char, usize) = super::dpakit_emu_dev_log;
