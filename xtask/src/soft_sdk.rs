@@ -110,7 +110,9 @@ pub fn run_for(prefix: &Path, side: Side) -> Result<PathBuf> {
         target: None,
         release: true,
         features: &[],
-        target_dir: &workspace_root().join("target").join("soft-sdk-cargo"),
+        // The workspace's own target directory: the release builds of the model and its
+        // dependencies that `cargo xtask test` made already are reused, not built again.
+        target_dir: &workspace_root().join("target"),
         profile: &[],
         env: &[],
     }
@@ -167,7 +169,7 @@ const TOOLS: &[&str] = &["dpacc", "dpa-app-attributes2blob"];
 /// Builds the soft SDK's tools ([`TOOLS`]) into `<prefix>/bin/`, each with `<prefix>/tools/NAME`
 /// pointing at it (DOCA keeps them in `tools/`).
 fn install_tools(prefix: &Path) -> Result {
-    let target_dir = workspace_root().join("target").join("soft-sdk-cargo");
+    let target_dir = workspace_root().join("target");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(&cargo);
     cmd.args(["build", "--release", "--package", "dpakit-build"]);

@@ -295,13 +295,14 @@ fn leftovers(dir: &Path) -> Result<Vec<String>> {
     }
 }
 
-/// The target directory of the kit's builds with feature `doca`.
+/// The target directory of the kit's builds with feature `doca`: the workspace's own, so what
+/// does not depend on the feature (the ABI, device and build crates, dev-dependencies) is
+/// built once; what does is built again under its own fingerprint.
 fn doca_target_dir() -> PathBuf {
-    workspace_root().join("target").join("doca")
+    workspace_root().join("target")
 }
 
-/// The environment of the kit's builds with feature `doca`: pkg-config finds the prefix, and
-/// the build has a target directory of its own.
+/// The environment of the kit's builds with feature `doca`: pkg-config finds the prefix.
 fn doca_env(prefix: &Path) -> Result<[(&'static str, String); 2]> {
     let utf8 = |p: PathBuf| {
         p.to_str()
