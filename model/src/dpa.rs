@@ -1,10 +1,10 @@
 //! The DPA as the model offers it: the runtime (`dpakit-dpa-runtime`: contexts, apps, threads,
 //! completions, the scheduler, ISA mode), re-exported, and the model's part of each DPA context.
 //!
-//! That part ([`Objects`]) holds what the runtime does not know: the device the context runs
+//! That part (`Objects`) holds what the runtime does not know: the device the context runs
 //! on, and the handle tables of the model's device objects that kernels name (DPA consumers and
 //! producers, sync events). The device functions (`crate::device_abi`) find it from the running
-//! activation with [`objects`].
+//! activation with `objects`.
 
 mod sync_event;
 
