@@ -9,9 +9,9 @@
 //!
 //! Its Rust API is public only with feature `api`, for the layer above it — DOCA's C API,
 //! `dpakit-emu` — and for the model's own tests; it is the soft device's own and unstable.
-//! Programs use the C API, in Rust through the `dpakit` crate. Below it: the transport between
-//! processes (`dpakit-wire`), the RV64IMAC interpreter (`dpakit-rv`) and the concurrency facade
-//! (`dpakit-sync`).
+//! Programs use the C API, in Rust through the `dpakit` crate. Below it: the DPA runtime
+//! (`dpakit-dpa-runtime`, with ISA mode), the transport between processes (`dpakit-wire`) and
+//! the concurrency facade (`dpakit-sync`).
 #![warn(missing_docs)]
 // Without feature `api` the model's API is the crate's own: what only its clients call is unused
 // here, not dead.
@@ -27,12 +27,23 @@ macro_rules! model_mod {
     };
 }
 
+/// A module of the DPA runtime the model uses under its old name: public only with feature
+/// `api`, as the model's own.
+macro_rules! runtime_mod {
+    ($name:ident) => {
+        #[cfg(feature = "api")]
+        pub use dpakit_dpa_runtime::$name;
+        #[cfg(not(feature = "api"))]
+        pub(crate) use dpakit_dpa_runtime::$name;
+    };
+}
+
 model_mod!(buf);
-model_mod!(checked_read);
+runtime_mod!(checked_read);
 model_mod!(comch);
 model_mod!(comch_ctrl);
 model_mod!(comm_channel);
-model_mod!(ctx);
+runtime_mod!(ctx);
 model_mod!(dev);
 /// The device C ABI kernels call (`doca_dpa_dev_*`): the layer above the DPA runtime and Comch.
 mod device_abi;
@@ -44,12 +55,12 @@ model_mod!(mmap);
 model_mod!(msgq);
 model_mod!(pe);
 model_mod!(retry_timer);
-model_mod!(ring);
+runtime_mod!(ring);
 // The concurrency facade (loom under cfg(loom)) and the wake-up handshake: dpakit-sync.
 use dpakit_sync as sync;
 model_mod!(sync_event);
 mod sync_hint;
-mod table;
+use dpakit_dpa_runtime::table;
 use dpakit_sync::wake;
 
 pub use error::{Error, ErrorCode, Result};

@@ -6,7 +6,7 @@
 
 use crate::comch::{CpuConsumerShared, CreditWaiters, DpaConsumerShared};
 use crate::ctx::{CtxState, StateMachine};
-use crate::dpa::Dpa;
+use crate::dpa::{Dpa, DpaDev};
 use crate::error::{Result, bail};
 use crate::limits;
 use crate::sync::{AtomicU32, Ordering};

@@ -16,7 +16,7 @@ use dpakit_dev::{thread, thread_kernel};
 use dpakit_kernels::ECHO;
 use dpakit_model::comch::{CpuConsumer, CpuProducer, DpaConsumer};
 use dpakit_model::ctx::CtxState;
-use dpakit_model::dpa::{self, App, Dpa, DpaThread, SchedMode};
+use dpakit_model::dpa::{self, App, Dpa, DpaDev, DpaThread, SchedMode};
 use dpakit_model::mmap::{AccessFlags, Mmap};
 use dpakit_model::msgq::Msgq;
 use dpakit_model::pe::Pe;

@@ -3,7 +3,7 @@
 //! checked-in regression inputs, then fuzzes each target for a while.
 //!
 //! No AddressSanitizer: the soft device probes caller memory it cannot trust through `write(2)`
-//! (see model/src/checked_read.rs), which ASan's interceptors report as a wild read, and DPA
+//! (see dpa-runtime/src/checked_read.rs), which ASan's interceptors report as a wild read, and DPA
 //! threads switch stacks (corosensei), which ASan cannot follow without fiber annotations.
 //! The soft device is safe Rust over a handle registry; debug assertions, overflow checks and
 //! the targets' own leak checks (live handles, open descriptors) find what ASan would there.

@@ -33,6 +33,7 @@ const CRATES: &[&str] = &[
     "rv",
     "sync",
     "wire",
+    "dpa-runtime",
     "model",
     "emu",
     "sys",

@@ -61,6 +61,9 @@ impl Mode {
     }
 }
 
+/// The model's layer.
+const MODEL: &str = "model: MsgQ, Comch endpoints, rings";
+
 /// Layers, first match wins: (layer, substrings of a function's demangled name).
 const LAYERS: &[(&str, &[&str])] = &[
     ("host API (dpakit-host)", &["dpakit_host::"]),
@@ -71,25 +74,41 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("ISA interpreter (dpakit-rv)", &["dpakit_rv::"]),
     (
         "ISA mode: device bus and ecall service",
-        &["dpakit_model::dpa::isa_mode"],
+        &["dpakit_dpa_runtime::isa_mode"],
     ),
     (
         "device calls and kernel",
         &[
             "doca_dpa_dev_",
             "dpakit_model::device_abi",
-            "dpakit_model::dpa::device_symbols",
+            "dpakit_dpa_runtime::device_symbols",
             "dpakit_dev::",
             "dpakit_kernels::",
             "dpakit_abi::",
         ],
     ),
     ("C API: other entry points", &["dpakit_emu::", "doca_"]),
+    // The leaf pieces the model shares with the runtime below it count as the model's, as they
+    // did before the runtime had a crate of its own.
+    (
+        MODEL,
+        &[
+            "dpakit_dpa_runtime::ring",
+            "dpakit_dpa_runtime::table",
+            "dpakit_dpa_runtime::ctx",
+            "dpakit_dpa_runtime::checked_read",
+        ],
+    ),
     (
         "DPA activations and the deterministic scheduler",
-        &["dpakit_model::dpa::", "corosensei", "stack_init_trampoline"],
+        &[
+            "dpakit_dpa_runtime::",
+            "dpakit_model::dpa::",
+            "corosensei",
+            "stack_init_trampoline",
+        ],
     ),
-    ("model: MsgQ, Comch endpoints, rings", &["dpakit_model::"]),
+    (MODEL, &["dpakit_model::"]),
     ("the example's loop", &["round_trip_profile::"]),
     (
         "system calls and libc",
@@ -265,6 +284,18 @@ mod tests {
         assert_eq!(
             layer("dpakit_model::device_abi::post_send_imm"),
             "device calls and kernel"
+        );
+        assert_eq!(
+            layer("dpakit_dpa_runtime::sched::Scheduler::step"),
+            "DPA activations and the deterministic scheduler"
+        );
+        assert_eq!(
+            layer("dpakit_dpa_runtime::isa_mode::bus::DeviceBus::load"),
+            "ISA mode: device bus and ecall service"
+        );
+        assert_eq!(
+            layer("dpakit_dpa_runtime::ring::CompletionRing::try_push"),
+            MODEL
         );
         assert_eq!(layer("core::ptr::drop_in_place"), "std and everything else");
     }

@@ -147,6 +147,8 @@ fn loom() -> Result {
         &[
             "test",
             "-p",
+            "dpakit-dpa-runtime",
+            "-p",
             "dpakit-model",
             "-p",
             "dpakit-sync",
@@ -182,6 +184,8 @@ fn miri() {
             "dpakit-abi",
             "-p",
             "dpakit-dev",
+            "-p",
+            "dpakit-dpa-runtime",
             "-p",
             "dpakit-model",
             "-p",

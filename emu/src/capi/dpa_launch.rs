@@ -6,10 +6,11 @@ use super::dpa::dpa;
 use super::sync_event::event;
 use super::types::*;
 use super::{call, out};
-use crate::dpa::{KernelKind, launch::CompletionUpdate};
+use crate::dpa::{KernelKind, LaunchEvent, launch::CompletionUpdate};
 use crate::error::{ErrorCode, Result, bail, err};
 use dpakit_abi::kernel::KERNEL_MAX_ARGS;
 use std::ffi::{c_uint, c_ulonglong};
+use std::sync::Arc;
 
 /// The C name of the launch call `add` stands for.
 fn name(add: bool) -> &'static str {
@@ -73,13 +74,15 @@ pub unsafe extern "C" fn dpakit_soft_internal_launch(
         let wait = if wait_event.is_null() {
             None
         } else {
-            let value = event(wait_event)?.launch_value(dpa.cast(), "wait_event", false)?;
+            let value: Arc<dyn LaunchEvent> =
+                event(wait_event)?.launch_value(dpa.cast(), "wait_event", false)?;
             Some((value, wait_threshold))
         };
         let completion = if comp_event.is_null() {
             None
         } else {
-            let value = event(comp_event)?.launch_value(dpa.cast(), "comp_event", true)?;
+            let value: Arc<dyn LaunchEvent> =
+                event(comp_event)?.launch_value(dpa.cast(), "comp_event", true)?;
             let how = if add {
                 CompletionUpdate::Add
             } else {

@@ -2,13 +2,14 @@
 //! runs in kernels through the device functions; here they are created, configured and named.
 
 use super::{DpaConsumerShared, DpaProducerShared};
-use crate::dpa::Kind;
-use crate::dpa::completion::{ConsumerCompletion, DpaCompletion};
+use crate::dpa::objects;
 use crate::error::{Result, bail};
 use crate::limits;
 use crate::msgq::{Direction, Msgq, MsgqShared};
 use crate::sync::AtomicU32;
 use dpakit_abi::handles::{ComchConsumerHandle, ComchProducerHandle};
+use dpakit_dpa_runtime::Kind;
+use dpakit_dpa_runtime::completion::{ConsumerCompletion, DpaCompletion};
 use std::sync::Arc;
 
 /// Configuration of a [`DpaConsumer`].
@@ -114,7 +115,7 @@ impl<'a> DpaConsumerBuilder<'a> {
         };
         // The DPA's table keeps the consumer alive as long as the DPA, which is what lets the
         // completion context (and the workers polling it) hold a plain pointer to it.
-        let Some(handle_index) = dpa.handles.dpa_consumers.insert(shared.clone()) else {
+        let Some(handle_index) = objects(dpa).dpa_consumers.insert(shared.clone()) else {
             msgq.dpa_consumers.remove(msgq_index);
             cc.release_consumer(tag);
             bail!(NoMemory, "too many DPA consumers on this DPA");
@@ -172,7 +173,7 @@ impl Drop for DpaConsumer {
         self.msgq.dpa_consumers.remove(self.msgq_index);
         self.shared.completion.release_consumer(self.shared.tag);
         let dpa = &self.msgq.dpa.shared;
-        dpa.handles
+        objects(dpa)
             .dpa_consumers
             .retire(self.handle_index, &dpa.sched.grace);
     }
@@ -245,7 +246,7 @@ impl<'a> DpaProducerBuilder<'a> {
             user_data: self.user_data,
             cpu_consumers: msgq.cpu_consumers.clone(),
         });
-        let Some(handle_index) = dpa.handles.dpa_producers.insert(shared.clone()) else {
+        let Some(handle_index) = objects(dpa).dpa_producers.insert(shared.clone()) else {
             msgq.remove_producer();
             bail!(NoMemory, "too many DPA producers on this DPA");
         };
@@ -284,7 +285,7 @@ impl DpaProducer {
 impl Drop for DpaProducer {
     fn drop(&mut self) {
         let dpa = &self.msgq.dpa.shared;
-        dpa.handles
+        objects(dpa)
             .dpa_producers
             .retire(self.handle_index, &dpa.sched.grace);
         self.msgq.remove_producer();

@@ -18,7 +18,7 @@ pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};
 pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCompletion};
 pub use dpa_endpoints::{DpaConsumer, DpaConsumerBuilder, DpaProducer, DpaProducerBuilder};
 
-use crate::dpa::completion::{ConsumerCompletionShared, DpaCompletionShared, PolledCount};
+use dpakit_dpa_runtime::completion::{ConsumerCompletionShared, DpaCompletionShared, PolledCount};
 use crate::pe::PeWaker;
 use crate::ring::CompletionRing;
 use crate::sync::CachePadded;

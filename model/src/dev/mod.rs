@@ -139,6 +139,11 @@ impl Devinfo {
         self.data().caps
     }
 
+    /// Which device this is: its machine's number and its index there.
+    pub(crate) fn identity(&self) -> (u64, u64) {
+        (self.topo.id, self.index as u64)
+    }
+
     /// The machine this device belongs to.
     pub fn topology(&self) -> Topology {
         Topology {

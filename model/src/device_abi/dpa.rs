@@ -238,7 +238,7 @@ pub(crate) extern "C-unwind" fn dpakit_soft_kernel_panic(
         };
         let (message, file) = (text(message, message_len), text(file, file_len));
         let at = (!file.is_empty()).then_some((&file[..], line, column));
-        let report = crate::dpa::current::panicked(&message, at);
+        let report = dpakit_dpa_runtime::current::panicked(&message, at);
         // The activation ends without unwinding: nothing owned may be left on this frame.
         drop((message, file));
         cur.fault(ErrorCode::Unexpected, report)

@@ -17,13 +17,7 @@ pub(crate) use dpa::*;
 pub(crate) use sync_event::*;
 
 use crate::comch::{CpuConsumerShared, DpaConsumerShared, DpaProducerShared, PRODUCER_ID_BITS};
-use crate::dpa::completion::{
-    ConsumerCompletionShared, DpaCompletionShared, Notifier, encode_completion,
-};
-use crate::dpa::current::{Current, with_current};
-use crate::dpa::element::{self, ElementKind};
-use crate::dpa::memory::with_mmaps;
-use crate::dpa::{DpaShared, Kind};
+use crate::dpa::objects;
 use crate::error::ErrorCode;
 use crate::limits::MAX_IMM_DATA_LEN;
 use crate::ring::Polled;
@@ -31,6 +25,13 @@ use crate::sync::Ordering;
 use crate::table::Table;
 use dpakit_abi::SubmitFlags;
 use dpakit_abi::soft::Ending;
+use dpakit_dpa_runtime::completion::{
+    ConsumerCompletionShared, DpaCompletionShared, Notifier, encode_completion,
+};
+use dpakit_dpa_runtime::current::{Current, with_current};
+use dpakit_dpa_runtime::element::{self, ElementKind};
+use dpakit_dpa_runtime::memory::with_mmaps;
+use dpakit_dpa_runtime::{DpaShared, Kind};
 use std::ffi::{c_char, c_int};
 
 /// `DOCA_DPA_DEV_COMP_SEND`.
@@ -66,7 +67,7 @@ fn consumer_completion<'a>(cur: &Current<'a>, h: u64) -> &'a ConsumerCompletionS
 fn dpa_consumer<'a>(cur: &Current<'a>, h: u64) -> &'a DpaConsumerShared {
     lookup(
         cur,
-        |d| &d.handles.dpa_consumers,
+        |d| &objects(d).dpa_consumers,
         Kind::DpaConsumer,
         h,
         "DPA consumer",
@@ -76,7 +77,7 @@ fn dpa_consumer<'a>(cur: &Current<'a>, h: u64) -> &'a DpaConsumerShared {
 fn dpa_producer<'a>(cur: &Current<'a>, h: u64) -> &'a DpaProducerShared {
     lookup(
         cur,
-        |d| &d.handles.dpa_producers,
+        |d| &objects(d).dpa_producers,
         Kind::DpaProducer,
         h,
         "DPA producer",

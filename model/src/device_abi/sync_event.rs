@@ -2,14 +2,15 @@
 //! exported to this DPA (`doca_sync_event_get_dpa_handle`).
 
 use super::lookup;
-use crate::dpa::Kind;
-use crate::dpa::current::{Current, with_current};
+use crate::dpa::objects;
 use crate::sync_event::{SyncEventValue, WaitFor};
+use dpakit_dpa_runtime::Kind;
+use dpakit_dpa_runtime::current::{Current, with_current};
 
 fn sync_event<'a>(cur: &Current<'a>, handle: u64) -> &'a SyncEventValue {
     lookup(
         cur,
-        |d| &d.handles.sync_events,
+        |d| &objects(d).sync_events,
         Kind::SyncEvent,
         handle,
         "sync event",

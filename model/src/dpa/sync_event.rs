@@ -1,7 +1,8 @@
 //! Sync events exported to a DPA context (`doca_sync_event_get_dpa_handle`): a slot in the
-//! context's handle table that kernels name by handle.
+//! context's handle table that kernels name by handle; and the counter as kernel launches wait
+//! for it and report to it.
 
-use super::{Dpa, Kind};
+use super::{Dpa, Kind, LaunchEvent, objects};
 use crate::error::{Result, bail};
 use crate::sync_event::SyncEventValue;
 use std::sync::Arc;
@@ -14,11 +15,11 @@ pub struct SyncEventExport {
     index: usize,
 }
 
-impl Dpa {
-    /// Makes `value` reachable from this context's kernels.
-    pub fn export_sync_event(&self, value: Arc<SyncEventValue>) -> Result<SyncEventExport> {
-        self.shared.require_running("export a sync event")?;
-        let Some(index) = self.shared.handles.sync_events.insert(value) else {
+impl SyncEventExport {
+    /// Makes `value` reachable from the kernels of `dpa`.
+    pub fn new(dpa: &Dpa, value: Arc<SyncEventValue>) -> Result<SyncEventExport> {
+        dpa.shared.require_running("export a sync event")?;
+        let Some(index) = objects(&dpa.shared).sync_events.insert(value) else {
             bail!(
                 NoMemory,
                 "this DPA context holds handles of {} sync events, its maximum: destroy some \
@@ -27,13 +28,11 @@ impl Dpa {
             );
         };
         Ok(SyncEventExport {
-            dpa: self.clone(),
+            dpa: dpa.clone(),
             index,
         })
     }
-}
 
-impl SyncEventExport {
     /// The `doca_dpa_dev_sync_event_t` kernels use.
     pub fn dpa_handle(&self) -> u64 {
         self.dpa.shared.handle(Kind::SyncEvent, self.index)
@@ -48,6 +47,22 @@ impl SyncEventExport {
 impl Drop for SyncEventExport {
     fn drop(&mut self) {
         let dpa = &self.dpa.shared;
-        dpa.handles.sync_events.retire(self.index, &dpa.sched.grace);
+        objects(dpa)
+            .sync_events
+            .retire(self.index, &dpa.sched.grace);
+    }
+}
+
+impl LaunchEvent for SyncEventValue {
+    fn get(&self) -> u64 {
+        SyncEventValue::get(self)
+    }
+
+    fn set(&self, value: u64) {
+        SyncEventValue::set(self, value);
+    }
+
+    fn add(&self, value: u64) -> u64 {
+        SyncEventValue::add(self, value)
     }
 }

@@ -10,7 +10,7 @@ use dpakit_kernels::ECHO;
 use dpakit_model::comch::{CpuConsumer, CpuProducer, DpaConsumer, DpaProducer, RecvCompletion};
 use dpakit_model::dev::{Dev, Side, Topology};
 use dpakit_model::dpa::{
-    App, ConsumerCompletion, DevPtr, Dpa, DpaCompletion, DpaThread, SchedMode,
+    App, ConsumerCompletion, DevPtr, Dpa, DpaCompletion, DpaDev, DpaThread, SchedMode,
 };
 use dpakit_model::msgq::Msgq;
 use dpakit_model::pe::Pe;

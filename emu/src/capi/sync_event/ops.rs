@@ -5,6 +5,7 @@ use super::super::dpa::{self, DpaObj};
 use super::super::types::*;
 use super::super::{call, dev, out};
 use super::{Location, event};
+use crate::dpa::SyncEventExport;
 use crate::error::{Result, bail};
 use crate::sync_event::WaitFor;
 
@@ -112,7 +113,7 @@ pub unsafe extern "C" fn doca_sync_event_get_dpa_handle(
         let handle = match inner.exports.iter().find(|(p, _)| *p == dpa.cast()) {
             Some((_, export)) => export.dpa_handle(),
             None => {
-                let export = d.model()?.export_sync_event(value)?;
+                let export = SyncEventExport::new(&*d.model()?, value)?;
                 let h = export.dpa_handle();
                 inner.exports.push((dpa.cast(), export));
                 h

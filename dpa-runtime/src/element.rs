@@ -21,7 +21,7 @@ const DPA_BITS: u32 = 12;
 
 /// Which kind of context gave an element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ElementKind {
+pub enum ElementKind {
     /// `doca_dpa_dev_comch_consumer_get_completion`.
     Consumer = 0xC,
     /// `doca_dpa_dev_get_completion`.
@@ -39,7 +39,7 @@ impl ElementKind {
 
 /// The element for the message at `pos` of context `slot` of DPA `dpa_id`.
 #[inline]
-pub(crate) fn encode(kind: ElementKind, dpa_id: u16, slot: usize, pos: u64) -> u64 {
+pub fn encode(kind: ElementKind, dpa_id: u16, slot: usize, pos: u64) -> u64 {
     debug_assert!(
         slot < 1 << SLOT_BITS,
         "context tables are smaller than 4096"
@@ -52,7 +52,7 @@ pub(crate) fn encode(kind: ElementKind, dpa_id: u16, slot: usize, pos: u64) -> u
 
 /// The context slot an element of `kind` names on the calling DPA; a fatal error otherwise.
 #[inline]
-pub(crate) fn slot_of(cur: &Current<'_>, element: u64, kind: ElementKind, function: &str) -> usize {
+pub fn slot_of(cur: &Current<'_>, element: u64, kind: ElementKind, function: &str) -> usize {
     let found = (element >> (POS_BITS + SLOT_BITS + DPA_BITS)) as u8;
     if found != kind as u8 {
         cur.fault(
@@ -77,7 +77,7 @@ pub(crate) fn slot_of(cur: &Current<'_>, element: u64, kind: ElementKind, functi
 /// The message an element names in `ring`, which the caller has checked it may read: a fatal
 /// error unless the message is still held.
 #[inline]
-pub(crate) fn held<'a>(
+pub fn held<'a>(
     cur: &Current<'_>,
     ring: &'a CompletionRing,
     element: u64,

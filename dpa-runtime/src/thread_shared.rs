@@ -42,21 +42,21 @@ struct Source {
 /// On cache lines of its own: a worker writes `state` and `activations` on every activation,
 /// and a neighbouring allocation the CPU side writes per message would bounce with them.
 #[repr(align(128))]
-pub(crate) struct ThreadShared {
+pub struct ThreadShared {
     pub index: usize,
     pub name: &'static str,
-    pub entry: ThreadEntry,
+    pub(crate) entry: ThreadEntry,
     /// ISA mode: the kernel's address in the DPA image (0 in native mode).
-    pub isa_entry: u64,
+    pub(crate) isa_entry: u64,
     /// ISA mode: what the interpreter counted for this thread.
-    pub isa_counters: Counters,
-    pub arg: u64,
+    pub(crate) isa_counters: Counters,
+    pub(crate) arg: u64,
     pub local_storage: AtomicU64,
-    pub state: ThreadState,
-    pub activations: AtomicU64,
+    pub(crate) state: ThreadState,
+    pub(crate) activations: AtomicU64,
     /// When the running (or last) activation began ([`coarse_now`]): one store per activation,
     /// read only to say how long a kernel has been running.
-    pub started_at: AtomicU64,
+    pub(crate) started_at: AtomicU64,
     /// A stop timed out: the worker is left inside this thread's activation, which nothing
     /// waits for again.
     abandoned: AtomicBool,

@@ -19,13 +19,13 @@ mod image;
 mod printf;
 
 use super::current::{Current, with_current};
-pub use counters::Profile;
-use counters::Counters;
 use crate::error::{ErrorCode, Result, bail};
 use crate::sync::Ordering;
 use crate::sync::plain::AtomicU64;
 use bus::DeviceBus;
 use calls::DeviceFn;
+use counters::Counters;
+pub use counters::Profile;
 use dpakit_abi::soft::Ending;
 use dpakit_rv::{Access, DecodeCache, FaultReason, Hart, MemFault, Stop};
 use std::cell::Cell;
@@ -294,9 +294,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                 // A slice ran out: a stopped thread's activation ends here, between two
                 // instructions (nothing is held), instead of running on to its budget.
                 Stop::Budget if idle < program.budget => {
-                    let launch_stopped = cur
-                        .launch
-                        .is_some_and(|l| l.stop.load(Ordering::Acquire));
+                    let launch_stopped = cur.launch.is_some_and(|l| l.stop.load(Ordering::Acquire));
                     if launch_stopped || cur.thread.is_some_and(|t| t.stop_requested()) {
                         cur.end(Ending::Finish);
                     }
@@ -316,7 +314,9 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                 ),
                 Stop::Ebreak => fault(cur, image, hart.pc, "a breakpoint (`ebreak`)".into()),
                 Stop::Illegal { pc, .. }
-                    if program.panic_trap.is_some_and(|(start, end)| (start..end).contains(&pc)) =>
+                    if program
+                        .panic_trap
+                        .is_some_and(|(start, end)| (start..end).contains(&pc)) =>
                 {
                     panicked(cur, &hart, &mut bus)
                 }

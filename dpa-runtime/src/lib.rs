@@ -1,32 +1,53 @@
-//! The DPA runtime: context (`doca_dpa`), app (kernel registry), threads, activations, the
-//! scheduler, completions, RPC, device memory and ISA mode. The device functions kernels call
-//! are the layer above (`crate::device_abi`), reached from here by symbol only.
+//! The soft device's DPA runtime (dpakit-dpa-runtime): the DPA context (`doca_dpa`), the app
+//! (kernel registry), threads, activations, the scheduler, completions, RPC, kernel launches,
+//! device memory and ISA mode. The device functions kernels call are the layer above
+//! (`dpakit-model`'s device C ABI), reached from here by symbol only (`device_symbols`).
 //!
 //! Kernels compiled for the host run on the soft device's workers. Each activation runs on the
 //! thread's own stack; `thread_reschedule` leaves that stack the way a DPA thread
 //! leaves its EU. Handles given to kernels index fixed tables, so a stale or forged
 //! handle is reported as a fatal error, never dereferenced.
+//!
+//! The runtime knows no Comch, MsgQ or sync-event type. A context is created on a [`Device`]
+//! of the layer above, which hangs its own part on it ([`ContextPart`]: the model's device and
+//! the handle tables of its Comch endpoints and sync events); the device functions find that
+//! part from the running activation. Also here, as the lowest crate that needs them: DOCA
+//! Core's context state machine (`ctx`), the completion ring (`ring`), the handle tables
+//! (`table`) and checked reads of memory a program hands over (`checked_read`).
+//!
+//! Its API is the soft device's own and unstable, for the model above it.
 
-pub(crate) mod activation;
+mod activation;
 mod app;
+pub mod checked_read;
 pub mod completion;
-pub(crate) mod current;
-pub(crate) mod device_symbols;
-pub(crate) mod element;
+pub mod ctx;
+pub mod current;
+mod device;
+mod device_symbols;
+pub mod element;
+pub mod error;
 mod fatal;
-pub(crate) mod grace;
-pub(crate) mod isa_mode;
+pub mod grace;
+mod isa_mode;
 pub mod launch;
 pub mod memory;
-pub(crate) mod parking;
-pub(crate) mod sched;
+mod parking;
+pub mod ring;
+mod sched;
 mod symbol;
-mod sync_event;
+pub mod table;
 pub mod thread;
-mod thread_shared;
-pub(crate) mod thread_state;
+pub mod thread_shared;
+mod thread_state;
 mod trap;
 mod trigger;
+
+// The concurrency facade (loom under cfg(loom)) and the wake-up handshake: dpakit-sync.
+use dpakit_sync as sync;
+use dpakit_sync::wake;
+// The soft device's documented limits.
+use dpakit_abi::soft::limits;
 
 use crate::ctx::{CtxState, StateMachine};
 use crate::error::{Error, Result, bail};
@@ -48,18 +69,21 @@ pub use app::{App, AppKernel, KernelKind};
 pub use completion::{
     ConsumerCompletion, ConsumerCompletionBuilder, DpaCompletion, NotificationCompletion,
 };
+pub use device::{ContextPart, Device, DeviceId};
 pub use isa_mode::{DEFAULT_BUDGET as ISA_DEFAULT_BUDGET, ExecMode, IsaConfig, Profile};
+pub use launch::LaunchEvent;
 pub use memory::DevPtr;
-pub use sched::{SchedMode, SchedStats, STOP_WAIT, TRACE_CAPACITY, TraceEvent, pin_current_thread};
-pub use sync_event::SyncEventExport;
+pub use sched::{STOP_WAIT, SchedMode, SchedStats, TRACE_CAPACITY, TraceEvent, pin_current_thread};
 pub use thread::{DpaThread, DpaThreadBuilder};
 #[doc(hidden)]
 pub use trap::live_alt_stacks;
 
-/// Kinds of objects a kernel names by handle; the kind is part of the handle.
+/// Kinds of objects a kernel names by handle; the kind is part of the handle. The runtime's own
+/// tables hold completion contexts; the layer above's hold the rest.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
+#[allow(missing_docs, reason = "the DOCA objects of the same names")]
+pub enum Kind {
     ConsumerCompletion = 1,
     DpaConsumer = 2,
     DpaProducer = 3,
@@ -68,31 +92,31 @@ pub(crate) enum Kind {
     SyncEvent = 6,
 }
 
-/// The per-DPA handle tables.
+/// The runtime's handle tables of a DPA context: its completion contexts.
 #[derive(Debug)]
-pub(crate) struct Handles {
+pub struct Handles {
     pub consumer_completions: Table<ConsumerCompletionShared>,
-    pub dpa_consumers: Table<crate::comch::DpaConsumerShared>,
-    pub dpa_producers: Table<crate::comch::DpaProducerShared>,
     pub completions: Table<DpaCompletionShared>,
     pub notifications: Table<NotificationShared>,
-    pub sync_events: Table<crate::sync_event::SyncEventValue>,
 }
 
 /// State shared by a DPA context, its threads and workers.
-pub(crate) struct DpaShared {
+pub struct DpaShared {
     pub id: u16,
-    pub dev: crate::dev::Dev,
+    /// The device the context runs on: mmap handles of other devices are refused.
+    pub device: DeviceId,
     pub app: App,
     pub state: StateMachine,
     pub handles: Handles,
-    pub threads: Table<ThreadShared>,
+    /// The layer above's part of the context (see [`ContextPart`]).
+    pub part: Box<dyn ContextPart>,
+    pub(crate) threads: Table<ThreadShared>,
     pub sched: Scheduler,
-    pub memory: DeviceMemory,
+    pub(crate) memory: DeviceMemory,
     /// The loaded DPA image in ISA mode; `None` in native mode.
-    pub isa: Option<isa_mode::Program>,
+    pub(crate) isa: Option<isa_mode::Program>,
     /// Kernel launches, queued and running.
-    pub launcher: launch::Launcher,
+    pub(crate) launcher: launch::Launcher,
     fatal: Fatal<Error>,
 }
 
@@ -111,8 +135,7 @@ static NEXT_DPA_ID: AtomicU16 = AtomicU16::new(1);
 /// Every DPA context of the process, for diagnostics that name running kernels wherever they
 /// are (a wait that timed out). Control path only: a context is added when it starts, and the
 /// ones gone are pruned then.
-static LIVE: std::sync::Mutex<Vec<std::sync::Weak<DpaShared>>> =
-    std::sync::Mutex::new(Vec::new());
+static LIVE: std::sync::Mutex<Vec<std::sync::Weak<DpaShared>>> = std::sync::Mutex::new(Vec::new());
 
 /// The kernels of every DPA context of the process whose current activation has run for `min`
 /// or longer, described ([`DpaThread::describe`]).
@@ -140,19 +163,19 @@ pub const RUN_UNTIL_IDLE_LIMIT: usize = 1 << 20;
 
 impl DpaShared {
     /// The 64-bit device handle for slot `index` of `kind`.
-    pub(crate) fn handle(&self, kind: Kind, index: usize) -> u64 {
+    pub fn handle(&self, kind: Kind, index: usize) -> u64 {
         (u64::from(self.id) << 48) | ((kind as u64) << 40) | index as u64
     }
 
     /// The slot index of `handle` if it is a handle of `kind` on this DPA.
     #[inline]
-    pub(crate) fn index_of(&self, handle: u64, kind: Kind) -> Option<usize> {
+    pub fn index_of(&self, handle: u64, kind: Kind) -> Option<usize> {
         let ok = handle >> 48 == u64::from(self.id) && (handle >> 40) & 0xff == kind as u64;
         ok.then_some((handle & 0xff_ffff_ffff) as usize)
     }
 
     /// Records a fatal error: the context moves to STOPPING and every later check reports it.
-    pub(crate) fn set_fatal(&self, error: Error) {
+    pub fn set_fatal(&self, error: Error) {
         self.fatal.set(error, |error| {
             eprintln!(
                 "dpakit soft device: fatal error on DPA context {}: {error}",
@@ -165,15 +188,15 @@ impl DpaShared {
     }
 
     /// The fatal error, if one happened.
-    pub(crate) fn fatal(&self) -> Option<Error> {
+    pub fn fatal(&self) -> Option<Error> {
         self.fatal.get()
     }
 
-    pub(crate) fn check(&self) -> Result<()> {
+    pub fn check(&self) -> Result<()> {
         self.fatal().map_or(Ok(()), Err)
     }
 
-    pub(crate) fn require_running(&self, what: &str) -> Result<()> {
+    pub fn require_running(&self, what: &str) -> Result<()> {
         self.check()?;
         self.state.require_running(what)
     }
@@ -181,7 +204,10 @@ impl DpaShared {
 
 /// Configuration of a [`Dpa`] (`doca_dpa_create` … `doca_dpa_start`).
 pub struct DpaBuilder {
-    dev: crate::dev::Dev,
+    device: DeviceId,
+    part: Box<dyn ContextPart>,
+    /// Whether the device has a DPA (checked at start).
+    has_dpa: Result<()>,
     app: Option<App>,
     sched: SchedulerConfig,
     exec: ExecMode,
@@ -193,7 +219,7 @@ pub struct DpaBuilder {
 impl fmt::Debug for DpaBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DpaBuilder")
-            .field("dev", &self.dev)
+            .field("device", &self.device)
             .field("app", &self.app)
             .field("sched", &self.sched)
             .field("exec", &self.exec)
@@ -205,7 +231,7 @@ impl fmt::Debug for DpaBuilder {
 /// `doca_dpa`: a DPA context running one app.
 #[derive(Clone)]
 pub struct Dpa {
-    pub(crate) shared: Arc<DpaShared>,
+    pub shared: Arc<DpaShared>,
     /// Shared by every handle: the last one to go stops the workers, which hold `shared`.
     _life: Arc<Life>,
 }
@@ -298,7 +324,7 @@ impl DpaBuilder {
                 "a DPA needs an app before start (doca_dpa_set_app): call DpaBuilder::app"
             );
         };
-        self.dev.as_devinfo().dpa_cap_is_supported()?;
+        self.has_dpa?;
         let isa = match self.exec {
             ExecMode::Native => None,
             ExecMode::Isa => Some(isa_mode::Program::load(&self.isa, &app)?),
@@ -307,19 +333,17 @@ impl DpaBuilder {
         let id = NEXT_DPA_ID.fetch_add(1, Ordering::Relaxed);
         let shared = Arc::new_cyclic(|weak| DpaShared {
             id,
-            dev: self.dev,
+            device: self.device,
             app,
             state: StateMachine::new("the DPA context"),
             handles: Handles {
                 consumer_completions: Table::new(DPA_MAX_THREADS),
-                dpa_consumers: Table::new(crate::limits::MSGQ_MAX_NUM_CONSUMERS * 16),
-                dpa_producers: Table::new(crate::limits::MSGQ_MAX_NUM_PRODUCERS * 16),
                 completions: Table::new(DPA_MAX_THREADS * 2),
                 notifications: Table::new(DPA_MAX_THREADS),
-                sync_events: Table::new(crate::limits::DPA_MAX_SYNC_EVENTS),
             },
             threads: Table::new(DPA_MAX_THREADS),
             sched: Scheduler::new(self.sched, weak.clone()),
+            part: self.part,
             memory: DeviceMemory::new(crate::limits::DPA_MAX_MEMORY),
             isa,
             launcher: launch::Launcher::new(weak.clone(), self.kernel_max_run_time),
@@ -348,9 +372,11 @@ impl DpaBuilder {
 
 impl Dpa {
     /// `doca_dpa_create`: a DPA context on `dev` (which must have a DPA).
-    pub fn builder(dev: &crate::dev::Dev) -> DpaBuilder {
+    pub fn builder(dev: &impl Device) -> DpaBuilder {
         DpaBuilder {
-            dev: dev.clone(),
+            device: dev.id(),
+            part: dev.context_part(),
+            has_dpa: dev.require_dpa(),
             app: None,
             sched: SchedulerConfig::default(),
             exec: ExecMode::Native,
@@ -363,8 +389,8 @@ impl Dpa {
     }
 
     /// The device the context runs on.
-    pub fn dev(&self) -> &crate::dev::Dev {
-        &self.shared.dev
+    pub fn device(&self) -> DeviceId {
+        self.shared.device
     }
 
     /// The context state; STOPPING after a fatal error.
@@ -536,12 +562,6 @@ impl Dpa {
         Ok(ptr)
     }
 
-    /// `doca_mmap_dev_get_dpa_handle` for this DPA's device: the handle kernels use to name
-    /// `mmap` in DMA copies.
-    pub fn mmap_handle(&self, mmap: &crate::mmap::Mmap) -> Result<dpakit_abi::handles::MmapHandle> {
-        memory::register_mmap(&self.shared.dev, mmap)
-    }
-
     /// Objects removed from this DPA's handle tables whose memory waits for a grace period (for
     /// tests of the soft device's memory use: it stays bounded however many objects come and
     /// go).
@@ -549,11 +569,9 @@ impl Dpa {
     pub fn pending_frees(&self) -> usize {
         let (h, g) = (&self.shared.handles, &self.shared.sched.grace);
         h.consumer_completions.retained(g)
-            + h.dpa_consumers.retained(g)
-            + h.dpa_producers.retained(g)
             + h.completions.retained(g)
             + h.notifications.retained(g)
-            + h.sync_events.retained(g)
+            + self.shared.part.pending_frees(g)
             + self.shared.threads.retained(g)
     }
 

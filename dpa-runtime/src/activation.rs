@@ -74,13 +74,8 @@ pub(super) fn run_on_stack<R: 'static>(
     let result_ptr: *mut Option<R> = &mut result;
     let mut coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<(), Ending>, ()| {
         // SAFETY: see above; the referents live on the caller's frame or in Arcs it holds.
-        let (dpa, thread, launch) = unsafe {
-            (
-                &*dpa_ptr,
-                thread_ptr.map(|t| &*t),
-                launch_ptr.map(|r| &*r),
-            )
-        };
+        let (dpa, thread, launch) =
+            unsafe { (&*dpa_ptr, thread_ptr.map(|t| &*t), launch_ptr.map(|r| &*r)) };
         let current = Current::new(dpa, thread, launch, kernel, yielder);
         let _guard = current::Guard::set(&current);
         let value = body();
@@ -108,7 +103,9 @@ pub(super) fn run_on_stack<R: 'static>(
         }
         Err(payload) => {
             let at = PANIC_AT.with(|p| p.borrow_mut().take());
-            let at = at.as_ref().map(|(file, line, column)| (&file[..], *line, *column));
+            let at = at
+                .as_ref()
+                .map(|(file, line, column)| (&file[..], *line, *column));
             dpa.set_fatal(Error::new(
                 ErrorCode::Unexpected,
                 format!(
@@ -152,7 +149,9 @@ pub(crate) fn run_thread(dpa: &Arc<DpaShared>, thread: &ThreadShared) -> Ending 
     } else {
         let entry = thread.entry;
         let (ending, _, stack) =
-            run_on_stack(dpa, Some(thread), None, thread.name, stack, move || entry(arg));
+            run_on_stack(dpa, Some(thread), None, thread.name, stack, move || {
+                entry(arg)
+            });
         (ending, stack)
     };
     // SAFETY: still ACTIVE.
@@ -181,4 +180,3 @@ pub(crate) fn run_rpc(
         })),
     }
 }
-

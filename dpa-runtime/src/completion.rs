@@ -27,7 +27,7 @@ use std::sync::{Arc, Weak};
 /// the CPU side reads the fields beside it on every send (`scanned` here, `imm_data_len` and
 /// the ring's geometry next to the notifier), which would otherwise miss in the sender's cache
 /// each time.
-pub(crate) struct Notifier {
+pub struct Notifier {
     trigger: CachePadded<Trigger>,
     thread: Option<Arc<ThreadShared>>,
     dpa: Weak<DpaShared>,
@@ -91,13 +91,13 @@ impl Notifier {
 
     /// Whether the caller (`None`: an RPC) may read the context: the attached thread, or the
     /// first reader of an unattached context. RPCs never read: they run beside the threads.
-    pub(crate) fn claim_reader(&self, thread: Option<usize>) -> bool {
+    pub fn claim_reader(&self, thread: Option<usize>) -> bool {
         thread.is_some_and(|index| self.reader.claim(index))
     }
 
     /// Call after publishing a completion.
     #[inline]
-    pub(crate) fn published(&self) {
+    pub fn published(&self) {
         if self.scanned {
             return;
         }
@@ -109,20 +109,24 @@ impl Notifier {
 
     /// `request_notification`: re-arm; trigger now if `waiting` (checked after arming).
     #[inline]
-    pub(crate) fn request(&self, waiting: impl FnOnce() -> bool) {
+    pub fn request(&self, waiting: impl FnOnce() -> bool) {
         if self.scanned {
             // Only the attached thread's worker reads and writes the flag in this mode.
             self.trigger.armed.set_local(true);
             return;
         }
-        if self.trigger.armed.request(|| fence(Ordering::SeqCst), waiting) {
+        if self
+            .trigger
+            .armed
+            .request(|| fence(Ordering::SeqCst), waiting)
+        {
             self.fire();
         }
     }
 
     /// Triggers the attached thread regardless of arming (thread_notify).
     #[inline]
-    pub(crate) fn fire(&self) {
+    pub fn fire(&self) {
         if let (Some(thread), Some(dpa)) = (&self.thread, self.dpa.upgrade()) {
             dpa.sched.notify(thread);
         }
@@ -133,7 +137,7 @@ impl Notifier {
 /// read an unattached context. Two threads racing to be first: exactly one wins, for good
 /// (the loom model below).
 #[derive(Debug)]
-pub(crate) struct Reader(AtomicU32);
+pub struct Reader(AtomicU32);
 
 impl Reader {
     /// Owned by thread `index` from the start, or by nobody yet.
@@ -143,7 +147,7 @@ impl Reader {
 
     /// Whether thread `index` reads the context, taking it if nobody does yet.
     #[inline]
-    pub(crate) fn claim(&self, index: usize) -> bool {
+    pub fn claim(&self, index: usize) -> bool {
         let me = index as u32 + 1;
         // The common case — the owner reading again — needs no locked instruction.
         match self.0.load(Ordering::Acquire) {
@@ -183,11 +187,11 @@ mod loom {
 }
 
 /// A DPA consumer's count of messages taken from its completion context, shared by both.
-pub(crate) type PolledCount = crate::sync::CachePadded<crate::sync::AtomicU64>;
+pub type PolledCount = crate::sync::CachePadded<crate::sync::AtomicU64>;
 
 /// The shared state of a consumer completion context.
 #[derive(Debug)]
-pub(crate) struct ConsumerCompletionShared {
+pub struct ConsumerCompletionShared {
     pub ring: CompletionRing,
     pub imm_data_len: u32,
     pub max_num_consumers: u32,
@@ -200,7 +204,7 @@ pub(crate) struct ConsumerCompletionShared {
 
 impl ConsumerCompletionShared {
     /// Reserves a tag for a new consumer.
-    pub(crate) fn reserve_consumer(&self) -> Option<u32> {
+    pub fn reserve_consumer(&self) -> Option<u32> {
         let reserved = NonNull::<PolledCount>::dangling().as_ptr();
         self.consumers
             .iter()
@@ -217,18 +221,18 @@ impl ConsumerCompletionShared {
     }
 
     /// Points a reserved tag at its consumer's count of messages taken.
-    pub(crate) fn attach_consumer(&self, tag: u32, polled: &Arc<PolledCount>) {
+    pub fn attach_consumer(&self, tag: u32, polled: &Arc<PolledCount>) {
         self.consumers[tag as usize].store(Arc::as_ptr(polled).cast_mut(), Ordering::Release);
     }
 
     /// Frees a tag.
-    pub(crate) fn release_consumer(&self, tag: u32) {
+    pub fn release_consumer(&self, tag: u32) {
         self.consumers[tag as usize].store(std::ptr::null_mut(), Ordering::Release);
     }
 
     /// Counts one message of the consumer with `tag` as taken from this context.
     #[inline]
-    pub(crate) fn count_polled(&self, tag: u32) {
+    pub fn count_polled(&self, tag: u32) {
         let Some(slot) = self.consumers.get(tag as usize) else {
             return;
         };
@@ -247,19 +251,19 @@ impl ConsumerCompletionShared {
 
 /// The shared state of a DPA completion context.
 #[derive(Debug)]
-pub(crate) struct DpaCompletionShared {
+pub struct DpaCompletionShared {
     pub ring: CompletionRing,
     pub notifier: Notifier,
 }
 
 /// The shared state of a notification completion.
 #[derive(Debug)]
-pub(crate) struct NotificationShared {
+pub struct NotificationShared {
     pub notifier: Notifier,
 }
 
 /// Bytes of a DPA completion element in its ring: type, then user data.
-pub(crate) fn encode_completion(kind: u32, user_data: u32) -> [u8; 8] {
+pub fn encode_completion(kind: u32, user_data: u32) -> [u8; 8] {
     let mut e = [0u8; 8];
     e[..4].copy_from_slice(&kind.to_ne_bytes());
     e[4..].copy_from_slice(&user_data.to_ne_bytes());
@@ -269,8 +273,8 @@ pub(crate) fn encode_completion(kind: u32, user_data: u32) -> [u8; 8] {
 /// `doca_comch_consumer_completion`: where a DPA consumer's received messages appear.
 #[derive(Debug)]
 pub struct ConsumerCompletion {
-    pub(crate) dpa: Dpa,
-    pub(crate) shared: Arc<ConsumerCompletionShared>,
+    pub dpa: Dpa,
+    pub shared: Arc<ConsumerCompletionShared>,
     index: usize,
 }
 
@@ -410,8 +414,8 @@ impl Drop for ConsumerCompletion {
 /// `doca_dpa_completion`: where DPA producers report finished sends and copies.
 #[derive(Debug)]
 pub struct DpaCompletion {
-    pub(crate) dpa: Dpa,
-    pub(crate) shared: Arc<DpaCompletionShared>,
+    pub dpa: Dpa,
+    pub shared: Arc<DpaCompletionShared>,
     index: usize,
 }
 

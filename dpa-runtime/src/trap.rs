@@ -14,11 +14,11 @@
 //! addresses before they touch them and hold no lock while a kernel's pointer is dereferenced.
 
 use super::DpaShared;
-use dpakit_abi::soft::Ending;
 use crate::error::{ErrorCode, err};
 use crate::sync::Ordering;
 use crate::sync::plain::AtomicUsize;
 use corosensei::trap::CoroutineTrapHandler;
+use dpakit_abi::soft::Ending;
 use std::cell::Cell;
 use std::sync::OnceLock;
 

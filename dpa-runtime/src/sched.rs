@@ -87,7 +87,7 @@ struct DeterministicState {
     trace: std::collections::VecDeque<TraceEvent>,
 }
 
-pub(crate) struct Scheduler {
+pub struct Scheduler {
     mode: SchedMode,
     pin: Vec<usize>,
     dpa: Weak<DpaShared>,
@@ -99,7 +99,7 @@ pub(crate) struct Scheduler {
     joins: Mutex<Vec<JoinHandle<()>>>,
     /// When objects removed from the DPA's tables may be freed: the workers report their
     /// quiescent points here.
-    pub(crate) grace: Grace,
+    pub grace: Grace,
     /// Serialises changes to the workers' scan lists (control path).
     registering: Mutex<()>,
 }
@@ -356,7 +356,7 @@ impl Scheduler {
         true
     }
 
-    pub(crate) fn is_deterministic(&self) -> bool {
+    pub fn is_deterministic(&self) -> bool {
         self.det.is_some()
     }
 

@@ -8,7 +8,7 @@
 
 use super::bus::{DeviceBus, arg};
 use super::printf;
-use crate::dpa::device_symbols as native;
+use crate::device_symbols as native;
 use dpakit_rv::{Hart, MemFault};
 
 use dpakit_rv::reg::A0;

@@ -6,8 +6,8 @@
 //! context's memory, a write to its own code — is refused, and the interpreter turns the refusal
 //! into a fatal error naming the kernel, the instruction and the address.
 
-use crate::dpa::DpaShared;
-use crate::dpa::memory::with_mmaps;
+use crate::DpaShared;
+use crate::memory::with_mmaps;
 use crate::sync::emulated;
 use dpakit_rv::Access;
 use dpakit_rv::Image;
@@ -24,7 +24,10 @@ struct Window {
 impl Window {
     #[inline]
     fn contains(&self, addr: u64, size: u8) -> bool {
-        addr >= self.start && addr.checked_add(u64::from(size)).is_some_and(|e| e <= self.end)
+        addr >= self.start
+            && addr
+                .checked_add(u64::from(size))
+                .is_some_and(|e| e <= self.end)
     }
 }
 

@@ -31,7 +31,11 @@ pub(crate) fn host_function(addr: usize) -> Option<String> {
         None
     } else {
         // SAFETY: as above, a NUL-terminated path.
-        Some(unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned())
+        Some(
+            unsafe { CStr::from_ptr(info.dli_fname) }
+                .to_string_lossy()
+                .into_owned(),
+        )
     };
     // The main program may be named as it was started (a relative path, or argv[0]).
     let bytes = file
@@ -85,7 +89,11 @@ mod tests {
         let name = host_function(at).unwrap();
         assert!(name.ends_with("a_function_of_this_test"), "{name}");
         assert!(!name.contains("17h"), "the hash is left out: {name}");
-        assert!(host_function(at + 1).unwrap().ends_with("a_function_of_this_test+0x1"));
+        assert!(
+            host_function(at + 1)
+                .unwrap()
+                .ends_with("a_function_of_this_test+0x1")
+        );
         assert_eq!(demangle("echo"), "echo");
     }
 }

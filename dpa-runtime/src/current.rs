@@ -9,7 +9,7 @@ use dpakit_abi::soft::Ending;
 use std::cell::Cell;
 
 /// What device functions need to know about the code calling them.
-pub(crate) struct Current<'a> {
+pub struct Current<'a> {
     pub dpa: &'a DpaShared,
     /// `None` in an RPC and a launched kernel.
     pub thread: Option<&'a ThreadShared>,
@@ -20,10 +20,19 @@ pub(crate) struct Current<'a> {
     yielder: &'a Yielder<(), Ending>,
 }
 
+impl std::fmt::Debug for Current<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Current")
+            .field("dpa", &self.dpa.id)
+            .field("kernel", &self.kernel)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What a launched thread's device functions see: its rank among the launch's threads, and the
 /// launcher's stop request (ISA mode ends the activation on it).
 #[derive(Debug)]
-pub(crate) struct Rank {
+pub struct Rank {
     pub rank: u32,
     pub num_threads: u32,
     pub stop: std::sync::Arc<crate::sync::plain::AtomicBool>,
@@ -35,7 +44,7 @@ thread_local! {
 
 /// A kernel's panic as its DPA context's error reports it, the same in every mode: `panicked at
 /// FILE:LINE:COLUMN: MESSAGE`.
-pub(crate) fn panicked(message: &str, at: Option<(&str, u32, u32)>) -> String {
+pub fn panicked(message: &str, at: Option<(&str, u32, u32)>) -> String {
     match at {
         Some((file, line, column)) => format!("panicked at {file}:{line}:{column}: {message}"),
         None => format!("panicked: {message}"),
@@ -43,14 +52,14 @@ pub(crate) fn panicked(message: &str, at: Option<(&str, u32, u32)>) -> String {
 }
 
 /// Whether kernel code of an activation is running on this thread.
-pub(crate) fn in_activation() -> bool {
+pub fn in_activation() -> bool {
     !CURRENT.with(Cell::get).is_null()
 }
 
 /// Calls `f` with the running activation. Outside one — a device function called from plain
 /// host code — there is nothing sensible to do: report it and abort, as the device would fault.
 #[inline]
-pub(crate) fn with_current<R>(function: &str, f: impl FnOnce(&Current<'_>) -> R) -> R {
+pub fn with_current<R>(function: &str, f: impl FnOnce(&Current<'_>) -> R) -> R {
     let ptr = CURRENT.with(Cell::get);
     if ptr.is_null() {
         eprintln!(
@@ -82,7 +91,7 @@ impl<'a> Current<'a> {
     }
 
     /// Ends the activation with `ending`; never returns.
-    pub(crate) fn end(&self, ending: Ending) -> ! {
+    pub fn end(&self, ending: Ending) -> ! {
         self.yielder.suspend(ending);
         // The coroutine is reset, never resumed, after an ending suspension.
         unreachable!("an ended activation was resumed")
@@ -90,7 +99,7 @@ impl<'a> Current<'a> {
 
     /// Records a fatal error naming the kernel and ends the activation. The activation's stack is
     /// left without unwinding: a caller drops what it owns (strings, vectors) before calling.
-    pub(crate) fn fault(&self, code: ErrorCode, message: String) -> ! {
+    pub fn fault(&self, code: ErrorCode, message: String) -> ! {
         let error = err(code, format!("kernel `{}`: {message}", self.kernel));
         // The activation ends by switching stacks, not by unwinding: what this frame owns must
         // be dropped before, or it leaks.

@@ -11,7 +11,7 @@ use std::ffi::c_void;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Longest C string [`read_c_string`] accepts, in bytes without the NUL.
-pub(crate) const MAX_STRING: usize = 255;
+pub const MAX_STRING: usize = 255;
 
 struct Pipe {
     read: OwnedFd,
@@ -76,7 +76,7 @@ impl Pipe {
 ///
 /// # Safety
 /// Every bit pattern of the right size must be a valid `T` (plain integers and raw pointers).
-pub(crate) unsafe fn read_value<T: Copy>(addr: *const T, what: &str) -> Result<T> {
+pub unsafe fn read_value<T: Copy>(addr: *const T, what: &str) -> Result<T> {
     let mut value = std::mem::MaybeUninit::<T>::uninit();
     // SAFETY: the slice covers exactly the MaybeUninit's bytes, which `copy` overwrites in full
     // before they are read.
@@ -94,7 +94,7 @@ pub(crate) unsafe fn read_value<T: Copy>(addr: *const T, what: &str) -> Result<T
 ///
 /// # Safety
 /// As for [`read_value`].
-pub(crate) unsafe fn read_array<T: Copy + Default>(
+pub unsafe fn read_array<T: Copy + Default>(
     addr: *const T,
     len: usize,
     what: &str,
@@ -111,7 +111,7 @@ pub(crate) unsafe fn read_array<T: Copy + Default>(
 }
 
 /// Reads the NUL-terminated string at `addr` (at most [`MAX_STRING`] bytes, valid UTF-8).
-pub(crate) fn read_c_string(addr: *const std::ffi::c_char, what: &str) -> Result<String> {
+pub fn read_c_string(addr: *const std::ffi::c_char, what: &str) -> Result<String> {
     read_c_string_limited(addr, MAX_STRING, what)
 }
 
@@ -162,7 +162,7 @@ fn unreadable(what: &str, addr: *const c_void) -> crate::error::Error {
 
 /// Keeps one copy of each distinct string for the life of the process (kernel and app names,
 /// which diagnostics print long after the descriptor they came from was read).
-pub(crate) fn intern(s: &str) -> &'static str {
+pub fn intern(s: &str) -> &'static str {
     // A B-tree: its nodes are found from the static by their start, so a leak checker sees the
     // names as reachable (a hash table's buckets are reached through an interior pointer).
     use std::collections::BTreeSet;

@@ -24,7 +24,7 @@ use crate::sync::{AtomicU64, AtomicUsize, CachePadded, Ordering};
 
 /// Where every reader of one DPA's tables stands.
 #[derive(Debug)]
-pub(crate) struct Grace {
+pub struct Grace {
     /// Per worker: `passes << 1 | online`.
     workers: Box<[CachePadded<AtomicU64>]>,
     /// Host threads inside a read-side section.
@@ -33,14 +33,14 @@ pub(crate) struct Grace {
 
 /// What a removal saw: the workers' words right after the slot was cleared.
 #[derive(Debug)]
-pub(crate) struct Snapshot {
+pub struct Snapshot {
     words: Box<[u64]>,
     /// The host counter was seen at zero since the removal.
     host_clear: bool,
 }
 
 impl Grace {
-    pub(crate) fn new(workers: usize) -> Self {
+    pub fn new(workers: usize) -> Self {
         Self {
             workers: (0..workers)
                 .map(|_| CachePadded(AtomicU64::new(0)))
@@ -50,32 +50,32 @@ impl Grace {
     }
 
     /// Worker `w` (offline) may hold references from now on. Call before it reads any table.
-    pub(crate) fn online(&self, w: usize) {
+    pub fn online(&self, w: usize) {
         // Acquire: a removal this RMW comes after is seen, slot cleared.
         self.workers[w].fetch_add(1, Ordering::AcqRel);
     }
 
     /// Worker `w` (online) holds no reference from before this point.
     #[inline]
-    pub(crate) fn quiescent(&self, w: usize) {
+    pub fn quiescent(&self, w: usize) {
         // Release: every read before it happens before a remover that sees the new count.
         self.workers[w].fetch_add(2, Ordering::AcqRel);
     }
 
     /// Worker `w` (online) holds no reference and reads nothing until [`online`](Self::online).
-    pub(crate) fn offline(&self, w: usize) {
+    pub fn offline(&self, w: usize) {
         // +1 carries the online bit into the count: one pass more, offline.
         self.workers[w].fetch_add(1, Ordering::AcqRel);
     }
 
     /// Counts a host thread in for the guard's lifetime.
-    pub(crate) fn host(&self) -> HostGuard<'_> {
+    pub fn host(&self) -> HostGuard<'_> {
         self.host.fetch_add(1, Ordering::AcqRel);
         HostGuard(self)
     }
 
     /// Call right after clearing the slot of an entry that is to be freed.
-    pub(crate) fn snapshot(&self) -> Snapshot {
+    pub fn snapshot(&self) -> Snapshot {
         let mut snapshot = Snapshot {
             words: self
                 .workers
@@ -95,7 +95,7 @@ impl Grace {
     }
 
     /// Whether no reader can still hold the entry `snapshot` was taken for.
-    pub(crate) fn elapsed(&self, snapshot: &mut Snapshot) -> bool {
+    pub fn elapsed(&self, snapshot: &mut Snapshot) -> bool {
         self.observe_host(snapshot);
         snapshot.host_clear
             && snapshot
@@ -108,7 +108,7 @@ impl Grace {
 
 /// A host thread inside a read-side section (see [`Grace::host`]).
 #[derive(Debug)]
-pub(crate) struct HostGuard<'a>(&'a Grace);
+pub struct HostGuard<'a>(&'a Grace);
 
 impl Drop for HostGuard<'_> {
     fn drop(&mut self) {

@@ -6,9 +6,8 @@
 
 use super::DpaShared;
 use super::grace::{Grace, Snapshot};
-use crate::dev::Dev;
+use crate::DeviceId;
 use crate::error::{Result, bail};
-use crate::mmap::Mmap;
 use crate::table::Table;
 use dpakit_abi::handles::MmapHandle;
 use std::collections::BTreeMap;
@@ -48,7 +47,7 @@ impl std::fmt::Debug for Line {
 }
 
 #[derive(Debug)]
-pub(crate) struct DeviceMemory {
+pub struct DeviceMemory {
     limit: usize,
     allocations: Mutex<Allocations>,
 }
@@ -61,7 +60,7 @@ impl DeviceMemory {
         }
     }
 
-    pub(crate) fn alloc(&self, size: usize) -> Result<DevPtr> {
+    pub fn alloc(&self, size: usize) -> Result<DevPtr> {
         if size == 0 {
             bail!(InvalidValue, "doca_dpa_mem_alloc of 0 bytes");
         }
@@ -89,7 +88,7 @@ impl DeviceMemory {
 
     /// `doca_dpa_mem_free`: the address is invalid at once; the storage goes after a grace
     /// period of `grace` (an ISA-mode activation checks an address, then reads it).
-    pub(crate) fn free(&self, ptr: DevPtr, grace: &Grace) -> Result<()> {
+    pub fn free(&self, ptr: DevPtr, grace: &Grace) -> Result<()> {
         let mut a = self.allocations.lock().unwrap_or_else(|p| p.into_inner());
         a.retired
             .retain_mut(|(_, snapshot)| !grace.elapsed(snapshot));
@@ -109,7 +108,7 @@ impl DeviceMemory {
 
     /// The live allocation `[start, end)` holding `[addr, addr + len)`, if one does. Its
     /// storage stays valid until the caller's next quiescent point, even if it is freed.
-    pub(crate) fn allocation_containing(&self, addr: u64, len: u64) -> Option<(u64, u64)> {
+    pub fn allocation_containing(&self, addr: u64, len: u64) -> Option<(u64, u64)> {
         let a = self.allocations.lock().unwrap_or_else(|p| p.into_inner());
         let (&start, (_, size)) = a.by_addr.range(..=addr).next_back()?;
         let end = start + *size as u64;
@@ -144,11 +143,11 @@ impl DeviceMemory {
     }
 
     /// The host address of `[ptr, ptr + len)` if it lies inside one live allocation.
-    pub(crate) fn range_ptr(&self, ptr: DevPtr, len: usize, what: &str) -> Result<*mut u8> {
+    pub fn range_ptr(&self, ptr: DevPtr, len: usize, what: &str) -> Result<*mut u8> {
         self.with_range(ptr, len, what, |p| p)
     }
 
-    pub(crate) fn h2d(&self, dst: DevPtr, src: &[u8]) -> Result<()> {
+    pub fn h2d(&self, dst: DevPtr, src: &[u8]) -> Result<()> {
         self.with_range(dst, src.len(), "doca_dpa_h2d_memcpy", |p| {
             // SAFETY: the range is inside a live allocation (checked under the lock, held during
             // the copy), and `src` is a separate host slice.
@@ -156,14 +155,14 @@ impl DeviceMemory {
         })
     }
 
-    pub(crate) fn d2h(&self, dst: &mut [u8], src: DevPtr) -> Result<()> {
+    pub fn d2h(&self, dst: &mut [u8], src: DevPtr) -> Result<()> {
         self.with_range(src, dst.len(), "doca_dpa_d2h_memcpy", |p| {
             // SAFETY: as in h2d, in the other direction.
             unsafe { std::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) }
         })
     }
 
-    pub(crate) fn memset(&self, dst: DevPtr, value: u8, size: usize) -> Result<()> {
+    pub fn memset(&self, dst: DevPtr, value: u8, size: usize) -> Result<()> {
         self.with_range(dst, size, "doca_dpa_memset", |p| {
             // SAFETY: the range is inside a live allocation.
             unsafe { std::ptr::write_bytes(p, value, size) }
@@ -173,21 +172,21 @@ impl DeviceMemory {
 
 /// What DMA needs to know about an mmap, captured when its DPA handle is taken.
 #[derive(Debug)]
-pub(crate) struct MmapView {
+pub struct MmapView {
     pub base: u64,
     pub len: u64,
     pub readable: bool,
     pub writable: bool,
     /// The device whose DPAs may use the handle.
-    pub dev: Dev,
-    /// Keeps the memory registered while the handle exists.
-    _mmap: Mmap,
+    pub device: DeviceId,
+    /// Keeps the memory registered while the handle exists (the layer above's mmap).
+    pub keep: Box<dyn std::fmt::Debug + Send + Sync>,
 }
 
 impl MmapView {
     /// Whether `[addr, addr + len)` lies inside the mmap's range (overflow-safe).
     #[inline]
-    pub(crate) fn contains(&self, addr: u64, len: u64) -> bool {
+    pub fn contains(&self, addr: u64, len: u64) -> bool {
         addr >= self.base
             && addr
                 .checked_add(len)
@@ -206,24 +205,10 @@ fn handles() -> &'static Table<MmapView> {
     HANDLES.get_or_init(|| Table::new(MAX_MMAP_HANDLES))
 }
 
-/// Registers a started `mmap` for the DPAs of `dev`; returns the handle kernels use.
-pub fn register_mmap(dev: &Dev, mmap: &Mmap) -> Result<MmapHandle> {
-    if !mmap.is_started() {
-        bail!(
-            NotPermitted,
-            "doca_mmap_dev_get_dpa_handle: the mmap is not started (call doca_mmap_start first)"
-        );
-    }
-    let (ptr, len) = mmap.range();
-    let view = Arc::new(MmapView {
-        base: ptr as u64,
-        len: len as u64,
-        readable: mmap.allows_local_read(),
-        writable: mmap.allows_local_write(),
-        dev: dev.clone(),
-        _mmap: mmap.clone(),
-    });
-    let Some(index) = handles().insert(view) else {
+/// Registers an mmap's view for the DPAs of its device (`doca_mmap_dev_get_dpa_handle`, whose
+/// rules the layer above checked); returns the handle kernels use.
+pub fn register_mmap_view(view: MmapView) -> Result<MmapHandle> {
+    let Some(index) = handles().insert(Arc::new(view)) else {
         bail!(
             NoMemory,
             "{MAX_MMAP_HANDLES} mmap DPA handles are alive: destroy mmaps that are no longer used"
@@ -252,7 +237,7 @@ pub fn unregister_mmap(handle: MmapHandle) {
 /// device). The views, and the memory they describe, stay alive while `f` runs; `f` must
 /// not end the activation (fault after it returned).
 #[inline]
-pub(crate) fn with_mmaps<const N: usize, R>(
+pub fn with_mmaps<const N: usize, R>(
     dpa: &DpaShared,
     mmaps: [u32; N],
     f: impl FnOnce([Option<&MmapView>; N]) -> R,
@@ -260,7 +245,9 @@ pub(crate) fn with_mmaps<const N: usize, R>(
     let _reading = readers().host();
     let views = mmaps.map(|handle| {
         let index = (handle as usize).checked_sub(1)?;
-        handles().get(index).filter(|view| view.dev == dpa.dev)
+        handles()
+            .get(index)
+            .filter(|view| view.device == dpa.device)
     });
     f(views)
 }
@@ -301,13 +288,18 @@ mod tests {
 
     #[test]
     fn unregistered_mmap_handles_are_freed() {
-        use crate::dev::{Side, Topology};
-        let dev = Dev::open(&Topology::global().devinfo_list_for(Side::Host)[0]).unwrap();
-        let mmap = Mmap::alloc(4096).unwrap();
-        mmap.start().unwrap();
+        let memory = vec![0u8; 4096];
         // A few rounds show the same under miri, where each costs seconds.
         for _ in 0..if cfg!(miri) { 5 } else { 100 } {
-            let handle = register_mmap(&dev, &mmap).unwrap();
+            let view = MmapView {
+                base: memory.as_ptr() as u64,
+                len: memory.len() as u64,
+                readable: true,
+                writable: true,
+                device: DeviceId::new(0, 0),
+                keep: Box::new(()),
+            };
+            let handle = register_mmap_view(view).unwrap();
             unregister_mmap(handle);
         }
         // No device function is using a view: none waits to be freed.

@@ -12,14 +12,13 @@
 
 use super::DpaShared;
 use super::activation::{self, Ending};
-use super::current::Rank;
 use super::app::AppKernel;
+use super::current::Rank;
 use crate::error::{ErrorCode, Result, bail, err};
 use crate::sync::Ordering;
 use crate::sync::plain::AtomicBool;
-use crate::sync_event::SyncEventValue;
-use dpakit_abi::kernel::KERNEL_MAX_ARGS;
 use corosensei::stack::DefaultStack;
+use dpakit_abi::kernel::KERNEL_MAX_ARGS;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
@@ -44,6 +43,17 @@ pub enum CompletionUpdate {
     Add,
 }
 
+/// A sync event's counter as a launch uses it: waited for, then set or increased (the layer
+/// above's sync event).
+pub trait LaunchEvent: Send + Sync {
+    /// The current value.
+    fn get(&self) -> u64;
+    /// Sets the value.
+    fn set(&self, value: u64);
+    /// Adds to the value (wrapping); returns the value before.
+    fn add(&self, value: u64) -> u64;
+}
+
 /// One kernel launch, as the host asked for it.
 pub struct Launch {
     pub(crate) kernel: AppKernel,
@@ -51,8 +61,8 @@ pub struct Launch {
     pub(crate) isa_entry: u64,
     pub(crate) args: [u64; KERNEL_MAX_ARGS],
     pub(crate) threads: u32,
-    pub(crate) wait: Option<(Arc<SyncEventValue>, u64)>,
-    pub(crate) completion: Option<(Arc<SyncEventValue>, u64, CompletionUpdate)>,
+    pub(crate) wait: Option<(Arc<dyn LaunchEvent>, u64)>,
+    pub(crate) completion: Option<(Arc<dyn LaunchEvent>, u64, CompletionUpdate)>,
 }
 
 impl std::fmt::Debug for Launch {
@@ -102,7 +112,10 @@ impl Launcher {
         {
             let mut q = self.queue();
             if q.stopping {
-                bail!(BadState, "the DPA context is stopping: no kernel is launched");
+                bail!(
+                    BadState,
+                    "the DPA context is stopping: no kernel is launched"
+                );
             }
             if q.launches.len() >= crate::limits::DPA_MAX_QUEUED_LAUNCHES {
                 bail!(
@@ -182,12 +195,8 @@ impl super::Dpa {
         func: usize,
         args: &[u64],
         threads: u32,
-        wait: Option<(Arc<SyncEventValue>, u64)>,
-        completion: Option<(
-            Arc<SyncEventValue>,
-            u64,
-            CompletionUpdate,
-        )>,
+        wait: Option<(Arc<dyn LaunchEvent>, u64)>,
+        completion: Option<(Arc<dyn LaunchEvent>, u64, CompletionUpdate)>,
     ) -> Result<()> {
         self.shared.require_running("launch a kernel")?;
         let kernel = *self.shared.app.require(func, super::KernelKind::Thread)?;
@@ -376,17 +385,28 @@ pub(crate) fn check(kernel: &AppKernel, threads: u32, wait_threshold: Option<u64
 /// does not take unread (in registers, or on the stack the caller frees), so one type serves
 /// every kernel of up to [`KERNEL_MAX_ARGS`](dpakit_abi::kernel::KERNEL_MAX_ARGS) parameters.
 type LaunchedFn = extern "C-unwind" fn(
-    u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
 );
 const _: () = assert!(dpakit_abi::kernel::KERNEL_MAX_ARGS == 16);
 
 /// Runs one thread of a kernel launch on the calling host thread, to its end: true when the
 /// kernel returned.
-fn run_launched(
-    dpa: &Arc<DpaShared>,
-    launch: Arc<Launch>,
-    rank: Rank,
-) -> Result<bool> {
+fn run_launched(dpa: &Arc<DpaShared>, launch: Arc<Launch>, rank: Rank) -> Result<bool> {
     // The launched thread reads the DPA's tables while its kernel runs.
     let _reading = dpa.sched.grace.host();
     let stack = DefaultStack::new(STACK_SIZE)

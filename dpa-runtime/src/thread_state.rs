@@ -3,8 +3,8 @@
 //! twice nor activated twice at once, and no activation starts after `stop` returns (the loom
 //! models below).
 
-use flags::*;
 use crate::sync::{AtomicU32, Ordering};
+use flags::*;
 
 /// The bits of a thread's state word.
 pub(crate) mod flags {

@@ -6,13 +6,13 @@
 //! grace period has passed ([`Table::retire`], for tables whose readers report quiescent
 //! points, see [`Grace`]).
 
-use crate::dpa::grace::{Grace, Snapshot};
+use crate::grace::{Grace, Snapshot};
 use crate::sync::{AtomicPtr, AtomicU32, Ordering};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
 /// Slots `0..capacity` of `Arc<T>`.
-pub(crate) struct Table<T> {
+pub struct Table<T> {
     slots: Box<[AtomicPtr<T>]>,
     /// Times each slot was emptied: the generation part of the ids it hands out.
     generations: Box<[AtomicU32]>,
@@ -44,7 +44,7 @@ impl<T> fmt::Debug for Table<T> {
 }
 
 impl<T: Send + Sync> Table<T> {
-    pub(crate) fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize) -> Self {
         Self {
             slots: (0..capacity)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
@@ -58,20 +58,17 @@ impl<T: Send + Sync> Table<T> {
         }
     }
 
-    pub(crate) fn capacity(&self) -> usize {
+    pub fn capacity(&self) -> usize {
         self.slots.len()
     }
 
     /// Puts `obj` in the first free slot; `None` when the table is full.
-    pub(crate) fn insert(&self, obj: Arc<T>) -> Option<usize> {
+    pub fn insert(&self, obj: Arc<T>) -> Option<usize> {
         self.insert_with(|_| obj).map(|(index, _)| index)
     }
 
     /// Builds the object from the index of the first free slot and puts it there.
-    pub(crate) fn insert_with(
-        &self,
-        make: impl FnOnce(usize) -> Arc<T>,
-    ) -> Option<(usize, Arc<T>)> {
+    pub fn insert_with(&self, make: impl FnOnce(usize) -> Arc<T>) -> Option<(usize, Arc<T>)> {
         let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
         let index = self
             .slots
@@ -85,11 +82,7 @@ impl<T: Send + Sync> Table<T> {
 
     /// Builds the object for slot `index` and puts it there; `None` when the slot is taken or out
     /// of range.
-    pub(crate) fn insert_at(
-        &self,
-        index: usize,
-        make: impl FnOnce(usize) -> Arc<T>,
-    ) -> Option<Arc<T>> {
+    pub fn insert_at(&self, index: usize, make: impl FnOnce(usize) -> Arc<T>) -> Option<Arc<T>> {
         let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
         let slot = self.slots.get(index)?;
         if !slot.load(Ordering::Relaxed).is_null() {
@@ -102,7 +95,7 @@ impl<T: Send + Sync> Table<T> {
     }
 
     /// Empties slot `index`; the object itself lives on until the table drops.
-    pub(crate) fn remove(&self, index: usize) {
+    pub fn remove(&self, index: usize) {
         let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(obj) = self.clear(&mut owned, index) {
             owned.kept.push(obj);
@@ -111,7 +104,7 @@ impl<T: Send + Sync> Table<T> {
 
     /// Empties slot `index`; the object is freed once every reader `grace` tracks has passed a
     /// quiescent point (checked now and at every later `retire`).
-    pub(crate) fn retire(&self, index: usize, grace: &Grace) {
+    pub fn retire(&self, index: usize, grace: &Grace) {
         let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(obj) = self.clear(&mut owned, index) {
             let snapshot = grace.snapshot();
@@ -121,7 +114,7 @@ impl<T: Send + Sync> Table<T> {
     }
 
     /// Frees what `grace` allows, then counts the objects removed and not freed yet.
-    pub(crate) fn retained(&self, grace: &Grace) -> usize {
+    pub fn retained(&self, grace: &Grace) -> usize {
         let mut owned = self.owned.lock().unwrap_or_else(|p| p.into_inner());
         Self::collect_locked(&mut owned, grace);
         owned.kept.len() + owned.retired.len()
@@ -144,7 +137,7 @@ impl<T: Send + Sync> Table<T> {
     /// The id of whatever occupies slot `index` next: `index + 1` the first time, then a
     /// capacity higher each time the slot is reused, so an id held by a program (a send waiting
     /// for its consumer) never names a later occupant. Ids start over past `u32::MAX`.
-    pub(crate) fn id_for(&self, index: usize) -> u32 {
+    pub fn id_for(&self, index: usize) -> u32 {
         let capacity = self.slots.len() as u64;
         let generation = u64::from(self.generations[index].load(Ordering::Relaxed));
         let span = u64::from(u32::MAX) / capacity.max(1);
@@ -153,7 +146,7 @@ impl<T: Send + Sync> Table<T> {
 
     /// The slot an id from [`id_for`](Self::id_for) names (the occupant may have another id).
     #[inline]
-    pub(crate) fn index_of_id(&self, id: u32) -> usize {
+    pub fn index_of_id(&self, id: u32) -> usize {
         let first = (id as usize).wrapping_sub(1);
         // A slot's first occupant has id index + 1: no division on the common path.
         if first < self.slots.len() {
@@ -164,14 +157,14 @@ impl<T: Send + Sync> Table<T> {
 
     /// The object `id` names: the occupant of its slot if `id_of` says it has that id.
     #[inline]
-    pub(crate) fn get_by_id(&self, id: u32, id_of: impl FnOnce(&T) -> u32) -> Option<&T> {
+    pub fn get_by_id(&self, id: u32, id_of: impl FnOnce(&T) -> u32) -> Option<&T> {
         self.get(self.index_of_id(id))
             .filter(|obj| id_of(obj) == id)
     }
 
     /// The object in slot `index`, if any.
     #[inline]
-    pub(crate) fn get(&self, index: usize) -> Option<&T> {
+    pub fn get(&self, index: usize) -> Option<&T> {
         let ptr = self.slots.get(index)?.load(Ordering::Acquire);
         // SAFETY: non-null pointers in slots come from Arcs held in `owned`; a removed object
         // is dropped only with the table (`remove`, and `&self` keeps the table alive) or after
@@ -181,7 +174,7 @@ impl<T: Send + Sync> Table<T> {
     }
 
     /// Sums `f` over the objects in use.
-    pub(crate) fn sum(&self, f: impl Fn(&T) -> u64) -> u64 {
+    pub fn sum(&self, f: impl Fn(&T) -> u64) -> u64 {
         (0..self.slots.len())
             .filter_map(|i| self.get(i))
             .map(f)
@@ -189,11 +182,16 @@ impl<T: Send + Sync> Table<T> {
     }
 
     /// How many slots are in use.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.slots
             .iter()
             .filter(|s| !s.load(Ordering::Acquire).is_null())
             .count()
+    }
+
+    /// Whether no slot is in use.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
