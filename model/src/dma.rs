@@ -408,7 +408,9 @@ impl Inner {
             };
             if let Some(done) = queue.pop_front() {
                 // Never past `num_tasks`, the capacity: at most that many are in flight.
-                self.completed.borrow_mut().push_back((done.user_data, status));
+                self.completed
+                    .borrow_mut()
+                    .push_back((done.user_data, status));
             }
         }
     }

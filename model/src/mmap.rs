@@ -464,7 +464,11 @@ impl Mmap {
                  (doca_mmap_set_permissions): the peer's producers write into it",
             ));
         }
-        let mut shared = self.inner.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut shared = self
+            .inner
+            .shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(s) = shared.as_ref() {
             return Ok(s.clone());
         }

@@ -135,7 +135,9 @@ mod tests {
     #[cfg_attr(miri, ignore = "timerfd: miri does not run it")]
     fn a_refused_watch_leaves_it_off() {
         let timer = RetryTimer::new(Duration::from_millis(1));
-        let e = timer.on(|_| crate::error::bail!(NoMemory, "full")).unwrap_err();
+        let e = timer
+            .on(|_| crate::error::bail!(NoMemory, "full"))
+            .unwrap_err();
         assert_eq!(e.code(), crate::error::ErrorCode::NoMemory);
         assert!(!timer.is_on());
     }

@@ -90,7 +90,9 @@ impl BufPool {
         if num_elements.checked_mul(element_size).is_none() {
             return Err(Error::new(
                 ErrorCode::InvalidValue,
-                format!("{num_elements} elements of {element_size} bytes overflow the address space"),
+                format!(
+                    "{num_elements} elements of {element_size} bytes overflow the address space"
+                ),
             ));
         }
         if mmap.range().0.is_null() {
@@ -119,7 +121,10 @@ impl BufPool {
 
     fn lock(&self) -> MutexGuard<'_, PoolState> {
         // Every update under the lock is a plain store, so a poisoned lock is consistent.
-        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn not_started(&self, call: &str) -> Result<MutexGuard<'_, PoolState>> {
@@ -268,7 +273,9 @@ fn layout(
             ),
         )
     };
-    let first = base.checked_next_multiple_of(alignment).ok_or_else(too_small)?;
+    let first = base
+        .checked_next_multiple_of(alignment)
+        .ok_or_else(too_small)?;
     let stride = element_size
         .checked_next_multiple_of(alignment)
         .ok_or_else(too_small)?;

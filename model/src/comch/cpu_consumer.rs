@@ -236,9 +236,9 @@ impl CpuConsumer {
         // Messages fill receives in posting order, so the ones taken back are the newest. They
         // and the flushed ones together never exceed num_tasks, the queues' capacity.
         let inner = &*self.inner;
-        inner
-            .posted
-            .drain_newest(taken, |user_data| inner.flushed.push_within_capacity(user_data));
+        inner.posted.drain_newest(taken, |user_data| {
+            inner.flushed.push_within_capacity(user_data)
+        });
         taken
     }
 

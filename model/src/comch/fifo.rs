@@ -64,7 +64,8 @@ impl<T: Copy> Fifo<T> {
         let head = self.head.get();
         let value = self.slots[head].get();
         let next = head + 1;
-        self.head.set(if next == self.slots.len() { 0 } else { next });
+        self.head
+            .set(if next == self.slots.len() { 0 } else { next });
         self.len.set(len - 1);
         Some(value)
     }

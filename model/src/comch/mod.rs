@@ -18,13 +18,13 @@ pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};
 pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCompletion};
 pub use dpa_endpoints::{DpaConsumer, DpaConsumerBuilder, DpaProducer, DpaProducerBuilder};
 
-use dpakit_dpa_runtime::completion::{ConsumerCompletionShared, DpaCompletionShared, PolledCount};
 use crate::pe::PeWaker;
 use crate::ring::CompletionRing;
 use crate::sync::CachePadded;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use crate::table::Table;
 use credits::{Credits, Waiting};
+use dpakit_dpa_runtime::completion::{ConsumerCompletionShared, DpaCompletionShared, PolledCount};
 use std::sync::{Arc, Weak};
 
 /// Producer ids travel in the low 24 bits of a consumer completion entry; the high 8 bits say

@@ -253,9 +253,7 @@ impl Client {
         if woke {
             conn.awake();
         }
-        let (mut got, mut flow) = self
-            .ep
-            .receive_ring(face, &conn, self.ep.recv_queue_size());
+        let (mut got, mut flow) = self.ep.receive_ring(face, &conn, self.ep.recv_queue_size());
         if flow == Flow::Open && self.ep.socket_due(conn.on_rings(), woke) {
             let (more, then) = self.ep.receive(face, &conn);
             (got, flow) = (got + more, then);

@@ -12,8 +12,8 @@ use dpakit_wire::proto::{self, TAG_CTRL_RING_ACK, TAG_DATA, TAG_WAKE};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::rc::Rc;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -537,4 +537,3 @@ pub(crate) fn report_violation(role: &str, why: &str) {
     );
     crate::error::report(&format!("comch {role}"), &e);
 }
-

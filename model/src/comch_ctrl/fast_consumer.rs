@@ -2,11 +2,11 @@
 //! mmap's memory with the peer, announces itself, and takes what the peer's producers write
 //! into the buffers it posted — checking every completion, since the peer writes the ring.
 
+use super::Link;
 use crate::buf::Buf;
 use crate::error::{Error, ErrorCode, Result, err};
 use crate::limits::{COMCH_ANNOUNCE_TIMEOUT_MS, MAX_IMM_DATA_LEN};
 use crate::mmap::Mmap;
-use super::Link;
 use dpakit_wire::fast_path::FastConsumer;
 use std::cell::Cell;
 use std::os::fd::RawFd;
@@ -46,13 +46,7 @@ pub struct FastReceiver {
 impl FastReceiver {
     /// Consumer `id` on `link`'s connection, receiving into `mmap` (started, with PCI
     /// read-write access), for `num_tasks` receives of up to `imm_len` immediate bytes.
-    pub fn start(
-        link: &Link,
-        mmap: &Mmap,
-        id: u32,
-        num_tasks: u32,
-        imm_len: u32,
-    ) -> Result<Self> {
+    pub fn start(link: &Link, mmap: &Mmap, id: u32, num_tasks: u32, imm_len: u32) -> Result<Self> {
         let memory = mmap.share()?;
         Ok(Self {
             fast: FastConsumer::start(link.shared().clone(), id, num_tasks, imm_len, memory)?,

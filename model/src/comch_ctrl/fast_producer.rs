@@ -3,14 +3,14 @@
 //! the stall time loses the connection.
 
 use super::Done;
+use super::Link;
 use crate::comch::FLUSHED;
 use crate::error::{ErrorCode, Result, err, report};
 use crate::limits::{COMCH_PEER_STALL_TIMEOUT_MS, MAX_IMM_DATA_LEN};
-use super::Link;
+use crate::retry_timer::RetryTimer;
 use dpakit_wire::fast_path::{Attempt, FastProducer};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use crate::retry_timer::RetryTimer;
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
@@ -177,7 +177,6 @@ impl FastSender {
     /// Whether a progress pass has something to do now: completions to report, or sends
     /// waiting with no timer to wake the engine for them.
     pub fn has_pending(&self) -> bool {
-        !self.done.borrow().is_empty()
-            || (!self.waiting.borrow().is_empty() && !self.retry.is_on())
+        !self.done.borrow().is_empty() || (!self.waiting.borrow().is_empty() && !self.retry.is_on())
     }
 }

@@ -368,4 +368,3 @@ impl Drop for Endpoint {
         self.done.get_mut().clear();
     }
 }
-

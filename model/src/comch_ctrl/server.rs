@@ -213,7 +213,11 @@ impl Server {
             );
         }
         if name != self.ep.name() {
-            bail!(NotFound, "this server is `{}`, not `{name}`", self.ep.name());
+            bail!(
+                NotFound,
+                "this server is `{}`, not `{name}`",
+                self.ep.name()
+            );
         }
         if function != self.function {
             bail!(
@@ -330,9 +334,7 @@ impl Server {
             if woke {
                 conn.awake();
             }
-            let (got, flow) = self
-                .ep
-                .receive_ring(face, &conn, self.ep.recv_queue_size());
+            let (got, flow) = self.ep.receive_ring(face, &conn, self.ep.recv_queue_size());
             n += got;
             if flow == Flow::Closed {
                 // The peer broke the protocol: dropped now (the list shifts down by one).

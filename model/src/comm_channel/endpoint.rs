@@ -277,7 +277,10 @@ impl Endpoint {
             name,
         );
         if !sock.send(&[&hello], &[])? {
-            bail!(Again, "the service `{name}` does not take connections now: try again");
+            bail!(
+                Again,
+                "the service `{name}` does not take connections now: try again"
+            );
         }
         self.activate()?;
         self.role = Role::Client;
@@ -436,7 +439,10 @@ impl Endpoint {
             // Wake up when the stall time runs out, if that comes first.
             let left = p.stall_deadline(stall).map_or(WAIT_SLICE_MS, |d| {
                 let ms = d.saturating_duration_since(Instant::now()).as_millis();
-                i32::try_from(ms).unwrap_or(i32::MAX).saturating_add(1).min(WAIT_SLICE_MS)
+                i32::try_from(ms)
+                    .unwrap_or(i32::MAX)
+                    .saturating_add(1)
+                    .min(WAIT_SLICE_MS)
             });
             wait_fd(p.sock.fd(), blocked_on, left);
         }

@@ -42,7 +42,10 @@ fn frame(sock: &SeqPacket, service: &mut Endpoint) -> Option<Vec<u8>> {
 /// A raw peer that completed the handshake with `recv_queue` credits for the service.
 fn welcomed(name: &str, service: &mut Endpoint) -> SeqPacket {
     let sock = raw(name);
-    assert!(sock.send(&[&proto::cc_hello(4080, 16, FUNCTION, name)], &[]).unwrap());
+    assert!(
+        sock.send(&[&proto::cc_hello(4080, 16, FUNCTION, name)], &[])
+            .unwrap()
+    );
     let answer = frame(&sock, service).expect("an answer");
     assert!(
         matches!(proto::decode(&answer).unwrap(), Message::CcWelcome { .. }),
@@ -145,10 +148,22 @@ fn wrong_hellos_are_refused_and_silent_connections_dropped() {
     let name = "hostile-hello";
     let (mut service, mut client, good) = service_and_client(name);
     for (hello, code) in [
-        (proto::cc_hello(4080, 16, FUNCTION, "another"), ErrorCode::NotFound),
-        (proto::cc_hello(4080, 16, "0000:b1:00.2", name), ErrorCode::NotFound),
-        (proto::cc_hello(100_000, 16, FUNCTION, name), ErrorCode::NotSupported),
-        (proto::cc_hello(4080, 0, FUNCTION, name), ErrorCode::NotSupported),
+        (
+            proto::cc_hello(4080, 16, FUNCTION, "another"),
+            ErrorCode::NotFound,
+        ),
+        (
+            proto::cc_hello(4080, 16, "0000:b1:00.2", name),
+            ErrorCode::NotFound,
+        ),
+        (
+            proto::cc_hello(100_000, 16, FUNCTION, name),
+            ErrorCode::NotSupported,
+        ),
+        (
+            proto::cc_hello(4080, 0, FUNCTION, name),
+            ErrorCode::NotSupported,
+        ),
     ] {
         let s = raw(name);
         assert!(s.send(&[&hello], &[]).unwrap());

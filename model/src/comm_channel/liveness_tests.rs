@@ -24,14 +24,20 @@ fn welcomed(name: &str, service: &mut Endpoint) -> SeqPacket {
         Connect::Connected(s) => s,
         other => panic!("{other:?}"),
     };
-    assert!(sock.send(&[&proto::cc_hello(4080, 16, FUNCTION, name)], &[]).unwrap());
+    assert!(
+        sock.send(&[&proto::cc_hello(4080, 16, FUNCTION, name)], &[])
+            .unwrap()
+    );
     let mut buf = vec![0u8; 8192];
     let mut fds = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         service.progress();
         if let Recv::Message(n) = sock.recv(&mut buf, &mut fds).unwrap() {
-            assert!(matches!(proto::decode(&buf[..n]).unwrap(), Message::CcWelcome { .. }));
+            assert!(matches!(
+                proto::decode(&buf[..n]).unwrap(),
+                Message::CcWelcome { .. }
+            ));
             return sock;
         }
         assert!(Instant::now() < deadline, "no welcome");
@@ -98,7 +104,10 @@ fn connections_that_fail_together_leave_the_poller() {
     // Reported, not yet disconnected: nothing is ready any more.
     service.arm_recv().unwrap();
     let (_, recv_fd) = service.event_channels().unwrap();
-    assert!(!readable(recv_fd), "failed connections still count as ready");
+    assert!(
+        !readable(recv_fd),
+        "failed connections still count as ready"
+    );
     assert_eq!(
         service.recv(&mut buf, false).unwrap_err().code(),
         ErrorCode::Again,
@@ -161,7 +170,10 @@ fn a_peer_that_takes_nothing_is_aborted_after_the_stall_time() {
     let e = service.send(stuck, b"one more", false).unwrap_err();
     assert_eq!(e.code(), ErrorCode::Again, "{e}");
     for _ in 0..5 {
-        assert!(raw.send(&[&proto::with_id(proto::TAG_CC_ACK, 0)], &[]).unwrap());
+        assert!(
+            raw.send(&[&proto::with_id(proto::TAG_CC_ACK, 0)], &[])
+                .unwrap()
+        );
     }
     let bound = Duration::from_millis(COMM_CHANNEL_PEER_STALL_TIMEOUT_MS) + Duration::from_secs(8);
     let (mut service, sent) = returns_within(service, bound, "a blocking send", move |s| {
@@ -184,7 +196,10 @@ fn a_peer_that_takes_nothing_is_aborted_after_the_stall_time() {
     }
     service.arm_recv().unwrap();
     let (_, recv_fd) = service.event_channels().unwrap();
-    assert!(!readable(recv_fd), "the aborted connection still counts as ready");
+    assert!(
+        !readable(recv_fd),
+        "the aborted connection still counts as ready"
+    );
     // The peer sees the end after the 16 messages.
     let mut fds = Vec::new();
     let mut got = 0;
@@ -228,8 +243,14 @@ fn progress_aborts_a_stalled_peer_and_a_live_one_never() {
             }
         }
         std::thread::sleep(Duration::from_millis(30));
-        assert!(matches!(client.recv(&mut buf, true).unwrap(), Received::Message { len: 4, .. }));
-        assert!(Instant::now() < deadline, "the stalled peer is still connected");
+        assert!(matches!(
+            client.recv(&mut buf, true).unwrap(),
+            Received::Message { len: 4, .. }
+        ));
+        assert!(
+            Instant::now() < deadline,
+            "the stalled peer is still connected"
+        );
     };
     assert_eq!(error.code(), ErrorCode::ConnectionAborted, "{error}");
     assert!(error.message().contains("100 ms"), "{error}");
@@ -238,7 +259,10 @@ fn progress_aborts_a_stalled_peer_and_a_live_one_never() {
         Received::Message { len, peer } => service.send(peer, &buf[..len], false).unwrap(),
         other => panic!("{other:?}"),
     }
-    assert!(matches!(client.recv(&mut buf, true).unwrap(), Received::Message { len: 4, .. }));
+    assert!(matches!(
+        client.recv(&mut buf, true).unwrap(),
+        Received::Message { len: 4, .. }
+    ));
     service.disconnect(stuck).unwrap();
     still_served(&mut service, &mut client, good);
 }

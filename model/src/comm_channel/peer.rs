@@ -16,12 +16,12 @@
 
 use super::props::Props;
 use crate::error::{Error, ErrorCode, Result, err};
+#[cfg(doc)]
+use crate::limits::COMM_CHANNEL_PEER_STALL_TIMEOUT_MS;
 use crate::limits::{
     COMM_CHANNEL_FRAMES_PER_PASS, COMM_CHANNEL_MAX_MSG_SIZE, COMM_CHANNEL_MAX_QUEUE_SIZE,
     COMM_CHANNEL_MIN_MSG_SIZE, COMM_CHANNEL_MIN_QUEUE_SIZE,
 };
-#[cfg(doc)]
-use crate::limits::COMM_CHANNEL_PEER_STALL_TIMEOUT_MS;
 use dpakit_abi::bail;
 use dpakit_wire::proto::{self, Message};
 use dpakit_wire::{Recv, SeqPacket};
@@ -226,7 +226,8 @@ impl Peer {
                 Ok(Recv::Message(n)) => {
                     if !fds.is_empty() {
                         fds.clear();
-                        return self.broke("sent descriptors, which Comm Channel messages never carry");
+                        return self
+                            .broke("sent descriptors, which Comm Channel messages never carry");
                     }
                     if let Err(e) = self.frame(own, &scratch[..n]) {
                         return self.broke(e.message());
@@ -318,10 +319,7 @@ impl Peer {
                 ));
             }
             (Message::Bye, _) => {
-                self.fail(
-                    ErrorCode::ConnectionReset,
-                    "the peer disconnected".into(),
-                );
+                self.fail(ErrorCode::ConnectionReset, "the peer disconnected".into());
             }
             (other, state) => bail!(InvalidValue, "{other:?} while {state:?}"),
         }
@@ -414,7 +412,10 @@ impl Peer {
         if self.owed == 0 || !self.is_connected() {
             return;
         }
-        match self.sock.send(&[&proto::with_id(proto::TAG_CC_ACK, self.owed)], &[]) {
+        match self
+            .sock
+            .send(&[&proto::with_id(proto::TAG_CC_ACK, self.owed)], &[])
+        {
             Ok(true) => self.owed = 0,
             Ok(false) => {}
             Err(e) => self.fail(ErrorCode::ConnectionReset, e.message().to_string()),

@@ -84,10 +84,16 @@ fn queue_size(what: &str, size: u32) -> Result<u32> {
         bail!(
             InvalidValue,
             "{what} {size} is outside 1..={max} messages (doca_comm_channel_get_max_{}_size)",
-            if what.starts_with("send") { "send_queue" } else { "recv_queue" }
+            if what.starts_with("send") {
+                "send_queue"
+            } else {
+                "recv_queue"
+            }
         );
     }
-    Ok(size.max(COMM_CHANNEL_MIN_QUEUE_SIZE as u32).next_power_of_two())
+    Ok(size
+        .max(COMM_CHANNEL_MIN_QUEUE_SIZE as u32)
+        .next_power_of_two())
 }
 
 #[cfg(test)]

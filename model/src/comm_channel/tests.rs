@@ -16,7 +16,10 @@ pub(super) fn runtime_dir() {
 }
 
 /// A service and a connected client endpoint (non-blocking), with the client's peer.
-pub(super) fn pair(name: &str, tweak: impl FnOnce(&mut Props, &mut Props)) -> (Endpoint, Endpoint, PeerId) {
+pub(super) fn pair(
+    name: &str,
+    tweak: impl FnOnce(&mut Props, &mut Props),
+) -> (Endpoint, Endpoint, PeerId) {
     runtime_dir();
     let mut service = Endpoint::new(Mode::NonBlocking);
     let mut client = Endpoint::new(Mode::NonBlocking);
@@ -89,7 +92,10 @@ fn credits_bound_what_is_in_flight_and_come_back() {
     let e = client.send(to_service, &[16], false).unwrap_err();
     assert_eq!(e.code(), ErrorCode::Again, "{e}");
     client.update_info(to_service).unwrap();
-    assert_eq!(client.stats(to_service).unwrap().send_in_flight_messages, 16);
+    assert_eq!(
+        client.stats(to_service).unwrap().send_in_flight_messages,
+        16
+    );
     let mut buf = [0u8; 8];
     for i in 0..16u8 {
         let (len, _) = recv_one(&mut service, &mut buf);
@@ -119,7 +125,11 @@ fn sizes_and_buffers_are_checked() {
     };
     assert_eq!(e.code(), ErrorCode::InvalidValue, "{e}");
     let mut buf = [0u8; 300];
-    assert_eq!(recv_one(&mut service, &mut buf).0, 300, "the message stayed");
+    assert_eq!(
+        recv_one(&mut service, &mut buf).0,
+        300,
+        "the message stayed"
+    );
 }
 
 #[test]

@@ -150,7 +150,6 @@ impl Devinfo {
             inner: self.topo.clone(),
         }
     }
-
 }
 
 /// `doca_dev`: an open device. Opening one devinfo twice yields the same device (DOCA counts

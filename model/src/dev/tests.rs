@@ -377,11 +377,11 @@ fn malformed_topology_is_invalid_value() {
         ),
         ErrorCode::InvalidValue
     );
-    let rep_on_host = Topology::builder()
-        .device(DeviceSpec::host("03:00.0").representor(RepSpec::pf("b1:00.0")));
+    let rep_on_host =
+        Topology::builder().device(DeviceSpec::host("03:00.0").representor(RepSpec::pf("b1:00.0")));
     assert_eq!(code(rep_on_host.build()), ErrorCode::InvalidValue);
-    let bad_rep = Topology::builder()
-        .device(DeviceSpec::arm("03:00.0").representor(RepSpec::pf("b1:00")));
+    let bad_rep =
+        Topology::builder().device(DeviceSpec::arm("03:00.0").representor(RepSpec::pf("b1:00")));
     assert_eq!(code(bad_rep.build()), ErrorCode::InvalidValue);
 }
 
@@ -390,8 +390,7 @@ fn representor_of_absent_host_device_is_not_found() {
     let b = Topology::builder()
         .device(DeviceSpec::host("03:00.0").card(1))
         .device(
-            DeviceSpec::arm("03:00.0")
-                .representor(RepSpec::pf("b1:00.0").represents("03:00.0")),
+            DeviceSpec::arm("03:00.0").representor(RepSpec::pf("b1:00.0").represents("03:00.0")),
         );
     // The host device exists, but on another card.
     assert_eq!(code(b.build()), ErrorCode::NotFound);

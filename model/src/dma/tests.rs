@@ -85,7 +85,10 @@ fn a_memcpy_lands_after_the_destination_data_and_grows_it() {
     let (src, dst) = (s.src_buf(), s.dst_buf());
     dma.memcpy(&src, &dst, 7).unwrap();
     assert_eq!(dma.in_flight(), 1);
-    assert!(s.done.borrow().is_empty(), "copied by progress, not by submit");
+    assert!(
+        s.done.borrow().is_empty(),
+        "copied by progress, not by submit"
+    );
     assert_eq!(s.pe.progress(), 1);
     assert_eq!(
         *s.done.borrow(),
@@ -132,18 +135,29 @@ fn every_rule_is_checked_at_submit() {
     // Overlap: the source's data and the room after the destination's data in one mmap.
     let (addr, _) = s.src.range();
     let a = s.inv.buf_get_by_data(&s.src, addr, 128).unwrap();
-    let b = s.inv.buf_get_by_addr(&s.src, addr.wrapping_add(64), 192).unwrap();
+    let b = s
+        .inv
+        .buf_get_by_addr(&s.src, addr.wrapping_add(64), 192)
+        .unwrap();
     let e = dma.memcpy(&a, &b, 0).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidValue);
     assert!(e.message().contains("overlap"), "{e}");
     // Disjoint halves of one mmap are fine, and a buffer's data may go to its own tail.
-    let c = s.inv.buf_get_by_addr(&s.src, addr.wrapping_add(128), 128).unwrap();
+    let c = s
+        .inv
+        .buf_get_by_addr(&s.src, addr.wrapping_add(128), 128)
+        .unwrap();
     dma.memcpy(&a, &c, 0).unwrap();
     let whole = s.inv.buf_get_by_args(&s.src, addr, 256, addr, 128).unwrap();
     dma.memcpy(&whole, &whole, 0).unwrap();
     s.pe.progress();
     assert_eq!(whole.get_data_len().unwrap(), 256);
-    assert!(s.done.borrow().iter().all(|c| c.status == ErrorCode::Success));
+    assert!(
+        s.done
+            .borrow()
+            .iter()
+            .all(|c| c.status == ErrorCode::Success)
+    );
 
     // A destination its mmap does not let devices write.
     let ro = mmap(&s.dev, 256, 0, Some(AccessFlags::LOCAL_READ_ONLY));
@@ -204,7 +218,10 @@ fn list_length_size_and_pool_limits() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "megabytes of copies take minutes under miri; the other tests copy the same way")]
+#[cfg_attr(
+    miri,
+    ignore = "megabytes of copies take minutes under miri; the other tests copy the same way"
+)]
 fn a_long_copy_spans_progress_calls_and_completions_keep_order() {
     let len = 3 * DMA_PROGRESS_MAX_BYTES + 100;
     let s = setup(len);
@@ -227,7 +244,10 @@ fn a_long_copy_spans_progress_calls_and_completions_keep_order() {
         calls += 1;
         assert!(calls < 100);
     }
-    assert_eq!(calls, 4, "1 MiB per call, then the small one in the same call");
+    assert_eq!(
+        calls, 4,
+        "1 MiB per call, then the small one in the same call"
+    );
     let order: Vec<u64> = s.done.borrow().iter().map(|c| c.user_data).collect();
     assert_eq!(order, [1, 2], "completions in submission order");
     assert!(s.dst_bytes().iter().all(|&b| b == 0x5a));
@@ -242,7 +262,10 @@ fn a_flood_of_small_copies_is_bounded_per_progress_call() {
     let inv = BufInventory::create(1024).unwrap();
     inv.start().unwrap();
     let dsts: Vec<Buf> = (0..1000)
-        .map(|i| inv.buf_get_by_addr(&s.dst, d_addr.wrapping_add(i), 1).unwrap())
+        .map(|i| {
+            inv.buf_get_by_addr(&s.dst, d_addr.wrapping_add(i), 1)
+                .unwrap()
+        })
         .collect();
     for (i, d) in dsts.iter().enumerate() {
         dma.memcpy(&src, d, i as u64).unwrap();
@@ -271,7 +294,10 @@ fn a_buffer_changed_or_returned_in_flight_fails_the_task() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "megabytes of copies take minutes under miri; the other tests copy the same way")]
+#[cfg_attr(
+    miri,
+    ignore = "megabytes of copies take minutes under miri; the other tests copy the same way"
+)]
 fn a_flush_completes_what_is_left_in_order_after_what_finished() {
     let s = setup(DMA_PROGRESS_MAX_BYTES * 2);
     let dma = s.dma(4);
@@ -287,13 +313,22 @@ fn a_flush_completes_what_is_left_in_order_after_what_finished() {
     assert_eq!(s.pe.progress(), 1);
     assert_eq!(dma.flush(), 1);
     assert_eq!(s.pe.progress(), 1);
-    let statuses: Vec<_> = s.done.borrow().iter().map(|c| (c.user_data, c.status)).collect();
+    let statuses: Vec<_> = s
+        .done
+        .borrow()
+        .iter()
+        .map(|c| (c.user_data, c.status))
+        .collect();
     assert_eq!(
         statuses,
         [(1, ErrorCode::Success), (2, FLUSHED)],
         "the flushed task after the finished one"
     );
-    assert_eq!(dst.get_data_len().unwrap(), 0, "a flushed copy adds no data");
+    assert_eq!(
+        dst.get_data_len().unwrap(),
+        0,
+        "a flushed copy adds no data"
+    );
     assert_eq!(dma.in_flight(), 0);
 }
 

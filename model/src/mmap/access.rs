@@ -4,7 +4,6 @@ use super::Result;
 use crate::error::{Error, ErrorCode};
 use std::fmt;
 
-
 /// `enum doca_access_flag`: who may read and write an mmap's memory, a bit set with DOCA's
 /// values. The local device can always read; the other bits grant more.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]

@@ -158,8 +158,14 @@ impl SharedCounter {
         let words = shared.header();
         words[0].store(PAGE_MAGIC, Ordering::Relaxed);
         words[1].store(u64::from(VERSION), Ordering::Relaxed);
-        words[2].store(u64::from_le_bytes(token[..8].try_into().unwrap_or_default()), Ordering::Relaxed);
-        words[3].store(u64::from_le_bytes(token[8..].try_into().unwrap_or_default()), Ordering::Relaxed);
+        words[2].store(
+            u64::from_le_bytes(token[..8].try_into().unwrap_or_default()),
+            Ordering::Relaxed,
+        );
+        words[3].store(
+            u64::from_le_bytes(token[8..].try_into().unwrap_or_default()),
+            Ordering::Relaxed,
+        );
         shared.atomic().store(initial, Ordering::Release);
         Ok(shared)
     }
@@ -278,13 +284,8 @@ fn random(buf: &mut [u8]) -> Result<()> {
     let mut filled = 0;
     while filled < buf.len() {
         // SAFETY: writes at most `len - filled` bytes into `buf` past `filled`.
-        let n = unsafe {
-            libc::getrandom(
-                buf[filled..].as_mut_ptr().cast(),
-                buf.len() - filled,
-                0,
-            )
-        };
+        let n =
+            unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -329,7 +330,8 @@ impl Blob {
     fn parse(data: &[u8]) -> Result<Blob> {
         check_blob_len(data.len())?;
         let u16_at = |i: usize| u16::from_le_bytes([data[i], data[i + 1]]);
-        let u32_at = |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+        let u32_at =
+            |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
         if data[at::MAGIC..at::MAGIC + 8] != BLOB_MAGIC {
             bail!(
                 InvalidValue,

@@ -256,9 +256,21 @@ mod tests {
     fn a_pass_runs_what_was_submitted_and_keeps_waits_that_do_not_hold() {
         let counter = SyncEventValue::new();
         let mut q = Submitted::with_capacity(8);
-        q.push(1, TaskOp::WaitEq { value: 5, mask: u64::MAX });
+        q.push(
+            1,
+            TaskOp::WaitEq {
+                value: 5,
+                mask: u64::MAX,
+            },
+        );
         q.push(2, TaskOp::NotifyAdd(3));
-        q.push(3, TaskOp::WaitNeq { value: 0, mask: 0xff });
+        q.push(
+            3,
+            TaskOp::WaitNeq {
+                value: 0,
+                mask: 0xff,
+            },
+        );
         q.push(4, TaskOp::Get);
         assert_eq!(q.waits(), 2);
         let mut done = VecDeque::new();
@@ -269,11 +281,21 @@ mod tests {
         q.push(5, TaskOp::NotifySet(5));
         assert!(q.any_ready(&counter));
         q.pass(&counter, &mut done);
-        assert_eq!(done.drain(..).collect::<Vec<_>>(), [(5, 5)], "the wait was looked at before the set");
+        assert_eq!(
+            done.drain(..).collect::<Vec<_>>(),
+            [(5, 5)],
+            "the wait was looked at before the set"
+        );
         q.pass(&counter, &mut done);
         assert_eq!(done.drain(..).collect::<Vec<_>>(), [(1, 5)]);
         assert!(q.is_empty() && q.waits() == 0);
-        q.push(6, TaskOp::WaitEq { value: 9, mask: u64::MAX });
+        q.push(
+            6,
+            TaskOp::WaitEq {
+                value: 9,
+                mask: u64::MAX,
+            },
+        );
         assert_eq!(q.drain().collect::<Vec<_>>(), [6]);
         assert_eq!(q.waits(), 0);
     }

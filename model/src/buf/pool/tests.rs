@@ -47,7 +47,10 @@ fn alignment_spaces_the_elements() {
     let pool = BufPool::create(3, 100, &mmap).unwrap();
     assert_eq!(pool.get_element_alignment(), 1);
     assert_eq!(code(pool.set_element_alignment(0)), ErrorCode::InvalidValue);
-    assert_eq!(code(pool.set_element_alignment(48)), ErrorCode::InvalidValue);
+    assert_eq!(
+        code(pool.set_element_alignment(48)),
+        ErrorCode::InvalidValue
+    );
     pool.set_element_alignment(256).unwrap();
     pool.start().unwrap();
     let first = base.next_multiple_of(256);
@@ -99,7 +102,10 @@ fn create_refuses_what_cannot_be_a_pool() {
     let mmap = started_mmap(4096);
     assert_eq!(code(BufPool::create(0, 64, &mmap)), ErrorCode::InvalidValue);
     assert_eq!(code(BufPool::create(4, 0, &mmap)), ErrorCode::InvalidValue);
-    assert_eq!(code(BufPool::create(2, usize::MAX, &mmap)), ErrorCode::InvalidValue);
+    assert_eq!(
+        code(BufPool::create(2, usize::MAX, &mmap)),
+        ErrorCode::InvalidValue
+    );
     assert_eq!(
         code(BufPool::create(BUF_INVENTORY_MAX_ELEMENTS + 1, 1, &mmap)),
         ErrorCode::InvalidValue
@@ -116,8 +122,13 @@ fn layout_never_overflows() {
         ErrorCode::Initialization
     );
     assert_eq!(
-        layout(0x1000, usize::MAX, usize::MAX, 2, 1).unwrap_err().code(),
+        layout(0x1000, usize::MAX, usize::MAX, 2, 1)
+            .unwrap_err()
+            .code(),
         ErrorCode::Initialization
     );
-    assert_eq!(layout(0x1001, 0x100, 2, 0x10, 0x10).unwrap(), (0x1010, 0x10));
+    assert_eq!(
+        layout(0x1001, 0x100, 2, 0x10, 0x10).unwrap(),
+        (0x1010, 0x10)
+    );
 }

@@ -91,7 +91,10 @@ impl Endpoint {
             return;
         };
         self.fds.clear();
-        let n = match service.pending[at].sock.recv(&mut self.scratch, &mut self.fds) {
+        let n = match service.pending[at]
+            .sock
+            .recv(&mut self.scratch, &mut self.fds)
+        {
             Ok(Recv::Message(n)) if self.fds.is_empty() => n,
             Ok(Recv::Empty) => return,
             // Closed, descriptors, an error: the connection goes.
@@ -148,7 +151,8 @@ impl Endpoint {
         };
         match verdict {
             Ok(announced) => {
-                let welcome = proto::cc_welcome(self.props.max_msg_size, self.props.recv_queue_size);
+                let welcome =
+                    proto::cc_welcome(self.props.max_msg_size, self.props.recv_queue_size);
                 if !matches!(pending.sock.send(&[&welcome], &[]), Ok(true)) {
                     return;
                 }

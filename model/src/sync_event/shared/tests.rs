@@ -41,7 +41,10 @@ fn the_importer_shares_the_exporter_s_counter() {
 #[cfg_attr(miri, ignore = "memfd, mmap and /proc: system calls miri does not run")]
 fn an_export_is_imported_on_the_other_side_of_its_card_only() {
     let exported = SharedCounter::create(0).unwrap();
-    let e = code(SharedCounter::import(&exported.blob(&host()).unwrap(), &host()));
+    let e = code(SharedCounter::import(
+        &exported.blob(&host()).unwrap(),
+        &host(),
+    ));
     assert_eq!(e.0, ErrorCode::InvalidValue);
     assert!(e.1.contains("import it on the other side"), "{}", e.1);
     let mut blob = exported.blob(&arm()).unwrap();
@@ -64,7 +67,10 @@ fn malformed_blobs_are_refused_by_their_form() {
         ("version", Box::new(|b| b[at::VERSION] = 2)),
         ("neither the host", Box::new(|b| b[at::SIDE] = 7)),
         ("reserved byte", Box::new(|b| b[at::RESERVED] = 1)),
-        ("not a process", Box::new(|b| b[at::PID..at::PID + 4].fill(0))),
+        (
+            "not a process",
+            Box::new(|b| b[at::PID..at::PID + 4].fill(0)),
+        ),
         ("not a process", Box::new(|b| b[at::FD + 3] = 0x80)),
     ];
     for (rule, damage) in cases {
@@ -113,7 +119,10 @@ fn a_blob_naming_anything_but_the_shared_counter_is_refused() {
     // SAFETY: fresh, ours.
     let unsealed = unsafe { OwnedFd::from_raw_fd(raw) };
     // SAFETY: no pointers.
-    assert_eq!(unsafe { libc::ftruncate(raw, page_size() as libc::off_t) }, 0);
+    assert_eq!(
+        unsafe { libc::ftruncate(raw, page_size() as libc::off_t) },
+        0
+    );
     refuse(unsealed.as_raw_fd(), "not sealed against shrinking");
     let blank = memfd(c"blank", page_size()).unwrap();
     refuse(blank.as_raw_fd(), "token does not match");
@@ -128,7 +137,10 @@ fn a_blob_naming_anything_but_the_shared_counter_is_refused() {
         libc::close(pipe[0]);
         libc::close(pipe[1]);
     }
-    assert!(SharedCounter::import(&good, &arm()).is_ok(), "the real one still");
+    assert!(
+        SharedCounter::import(&good, &arm()).is_ok(),
+        "the real one still"
+    );
 }
 
 #[test]
