@@ -119,10 +119,8 @@ fn a_blob_naming_anything_but_the_shared_counter_is_refused() {
     // SAFETY: fresh, ours.
     let unsealed = unsafe { OwnedFd::from_raw_fd(raw) };
     // SAFETY: no pointers.
-    assert_eq!(
-        unsafe { libc::ftruncate(raw, page_size() as libc::off_t) },
-        0
-    );
+    let sized = unsafe { libc::ftruncate(raw, page_size() as libc::off_t) };
+    assert_eq!(sized, 0);
     refuse(unsealed.as_raw_fd(), "not sealed against shrinking");
     let blank = memfd(c"blank", page_size()).unwrap();
     refuse(blank.as_raw_fd(), "token does not match");
