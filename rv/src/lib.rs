@@ -37,12 +37,14 @@
 //! (dpakit-build's `<lib>.elf`) at a host address, applies its relative relocations and names
 //! its functions and its device-function stubs, so every address the hart uses is a host address.
 #![warn(missing_docs)]
-// One unsafe block: the loaded image's pages seen as bytes (see `image::memory_bytes`).
+// Unsafe code in two places: the loaded image's pages seen as bytes (see `image::memory_bytes`),
+// and the hart's direct accesses to memory the bus granted (`direct`).
 #![deny(unsafe_code)]
 
 mod bus;
 mod decode;
 mod decode_cache;
+mod direct;
 mod hart;
 mod image;
 mod inst;
@@ -53,6 +55,7 @@ mod tests;
 
 pub use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
 pub use decode_cache::DecodeCache;
+pub use direct::Direct;
 pub use hart::{Hart, Stop, reg};
 pub use image::{Image, ImageError, Perm, Segment, Symbol};
 // The decoder, for the tests.

@@ -72,10 +72,11 @@ impl Hart {
                 return Err(stop);
             }
         }
+        // Counted before the last op runs: an `ecall` the bus serves sees the exact count.
+        self.instret = self.instret.wrapping_add(body.len() as u64);
         let pc = start.wrapping_add(u64::from(last.off));
         let end = self.exec_op(bus, pc, &last.op, last.len);
         self.pc = *end.as_ref().unwrap_or(&pc);
-        self.instret = self.instret.wrapping_add(body.len() as u64);
         end.map(|_| self.instret = self.instret.wrapping_add(1))
     }
 
@@ -192,7 +193,7 @@ impl Hart {
             } => self.amo(bus, pc, (op, size), (rd, rs1, rs2))?,
             // Exact: a counter read starts its block (see `run_ops`).
             Op::ReadCounter { rd } => self.w(rd, self.instret),
-            Op::Ecall => return Err(self.ecall()),
+            Op::Ecall => return self.ecall(bus, pc),
             Op::Ebreak => return Err(Stop::Ebreak),
         }
         Ok(next)
