@@ -108,30 +108,31 @@ impl Regions {
     /// `stamp` is still the bus's; `None` leaves the access to the bus.
     #[inline(always)]
     pub(crate) fn load(&self, addr: u64, size: u8, stamp: u64) -> Option<u64> {
-        let host = self
-            .held
-            .iter()
-            .find_map(|d| d.host(addr, size, false, stamp))?;
-        // SAFETY: a range granted for loads, in this run (`clear` ends every grant when a run
-        // starts), at the stamp it was granted at: valid for atomic loads, and aligned as the
-        // guest address is (`Direct::new`), which the hart aligned to `size`.
-        Some(unsafe { emulated::load(host, size) })
+        // A loop that returns from inside (rather than `find_map`): the hit goes straight to
+        // the access, with no `Option` to test again.
+        for d in &self.held {
+            if let Some(host) = d.host(addr, size, false, stamp) {
+                // SAFETY: a range granted for loads, in this run (`clear` ends every grant when
+                // a run starts), at the stamp it was granted at: valid for atomic loads, and
+                // aligned as the guest address is (`Direct::new`), which the hart aligned.
+                return Some(unsafe { emulated::load(host, size) });
+            }
+        }
+        None
     }
 
     /// Stores the low `size` bytes of `value` at the naturally aligned guest `addr` if a range
     /// granted stores there and `stamp` is still the bus's; false leaves the store to the bus.
     #[inline(always)]
     pub(crate) fn store(&self, addr: u64, size: u8, value: u64, stamp: u64) -> bool {
-        let Some(host) = self
-            .held
-            .iter()
-            .find_map(|d| d.host(addr, size, true, stamp))
-        else {
-            return false;
-        };
-        // SAFETY: as in `load`, for a range granted writable.
-        unsafe { emulated::store(host, size, value) };
-        true
+        for d in &self.held {
+            if let Some(host) = d.host(addr, size, true, stamp) {
+                // SAFETY: as in `load`, for a range granted writable.
+                unsafe { emulated::store(host, size, value) };
+                return true;
+            }
+        }
+        false
     }
 
     /// Keeps `d`, dropping the range granted longest ago.

@@ -86,6 +86,8 @@ pub(crate) struct Program {
     /// Where the image's `dpakit_dev_panic_trap` lies, if it has one: an illegal instruction
     /// there is a kernel's panic, reported with its message and location.
     panic_trap: Option<(u64, u64)>,
+    /// The image's runtime stubs by address.
+    stubs: image::Stubs,
 }
 
 impl Program {
@@ -103,6 +105,7 @@ impl Program {
             .map(|s| (s.start, s.start + s.size));
         Ok(Program {
             panic_trap,
+            stubs: image::Stubs::of(&image),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             image,
             path,
@@ -248,7 +251,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
             }
         };
         let mem = DeviceBus::new(image, cur.dpa, (stack_start, stack_end));
-        let mut bus = KernelBus::new(mem, cur, image, counters);
+        let mut bus = KernelBus::new(mem, cur, program, counters);
         let mut hart = Hart::new();
         // Arguments past the eighth go on the stack, the first at the stack pointer (LP64).
         let (in_registers, on_stack) = args.split_at(args.len().min(8));
@@ -332,7 +335,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
 struct KernelBus<'a, 'c> {
     mem: DeviceBus<'a>,
     cur: &'a Current<'c>,
-    image: &'a Image,
+    program: &'a Program,
     counters: &'a Counters,
     /// The hart's retired count when the counters were last brought up to date, and when the
     /// kernel last made progress.
@@ -344,13 +347,13 @@ impl<'a, 'c> KernelBus<'a, 'c> {
     fn new(
         mem: DeviceBus<'a>,
         cur: &'a Current<'c>,
-        image: &'a Image,
+        program: &'a Program,
         counters: &'a Counters,
     ) -> Self {
         Self {
             mem,
             cur,
-            image,
+            program,
             counters,
             counted: 0,
             progress: 0,
@@ -401,7 +404,7 @@ impl Bus for KernelBus<'_, '_> {
 
     /// A runtime stub's `ecall`: the device call, served here. Any other `ecall` stops the run.
     fn ecall(&mut self, pc: u64, x: &mut [u64; 32], instret: u64) -> bool {
-        let Some(f) = self.image.stub_at(pc).map(|i| DeviceFn::ALL[i]) else {
+        let Some(f) = self.program.stubs.at(pc).map(|i| DeviceFn::ALL[i]) else {
             return false;
         };
         // The call may end the activation, which leaves without unwinding: the mmaps held go,
@@ -414,7 +417,7 @@ impl Bus for KernelBus<'_, '_> {
             Ok(false) => {}
             Err(e) => {
                 let what = format!("{}: an argument's {}", f.name(), describe_fault(&e, &self.mem));
-                fault(self.cur, self.image, pc, what);
+                fault(self.cur, &self.program.image, pc, what);
             }
         }
         true
