@@ -8,11 +8,11 @@
 //!
 //! The check finds the window an access falls in; the bus then grants the interpreter that
 //! whole window ([`Bus::direct`]), so later accesses to it in the same run cost two compares.
-//! What was checked is kept only while it holds: a grant ends with its run, when a device call
-//! adds an immediate or an mmap or lets the held mmaps go, and, with the windows the bus keeps,
-//! when memory is freed or an mmap retired anywhere (the
-//! [reach generation](memory::reach_generation), part of the grants' stamp); so a cached window
-//! never lets through an access the check would refuse now.
+//! What was checked is kept only while it holds: a grant ends with its run; when a device call
+//! adds an mmap, lets the held mmaps go, or adds an immediate that lies in a range granted for
+//! stores or evicts the oldest; and, with the windows the bus keeps, when memory is freed or an
+//! mmap retired anywhere (the [reach generation](memory::reach_generation), part of the grants'
+//! stamp). So a cached window never lets through an access the check would refuse now.
 
 use crate::dpa::DpaShared;
 use crate::dpa::memory::{self, MmapView, with_mmaps};
@@ -66,10 +66,18 @@ pub(crate) struct DeviceBus<'a> {
     /// The views of mmaps granted for direct access (by `mmaps` slot): their memory stays
     /// registered until [`release`](Self::release).
     held: [Option<Arc<MmapView>>; MMAPS],
-    /// Counts the changes of this activation's windows (an immediate or an mmap added, held
-    /// mmaps let go): with the reach generation, the stamp of the grants.
+    /// Counts the changes of this activation's windows that may end a grant (an immediate
+    /// added over a range granted for stores, or evicting one; an mmap added; held mmaps let
+    /// go): with the reach generation, the stamp of the grants.
     epoch: u64,
+    /// The ranges granted for stores in this epoch (`None`: more than fit), which a new
+    /// immediate must not lie in.
+    stores: Option<[Window; STORE_GRANTS]>,
+    store_grants: usize,
 }
+
+/// Ranges granted for stores an epoch remembers (a kernel's stack, its data, a buffer or two).
+const STORE_GRANTS: usize = 4;
 
 impl<'a> DeviceBus<'a> {
     /// The view of an activation of a kernel of `image` on `dpa`, with the stack `[start, end)`.
@@ -92,18 +100,27 @@ impl<'a> DeviceBus<'a> {
             next_mmap: 0,
             held: Default::default(),
             epoch: 0,
+            stores: Some([Window::default(); STORE_GRANTS]),
+            store_grants: 0,
         }
     }
 
     /// The device API handed the kernel an immediate at `[addr, addr + len)`: it may read it.
-    /// A new read-only window may lie in a range granted for stores: every grant ends.
+    /// Grants end if it lies in a range granted for stores (a store there is refused now) or
+    /// if it evicts the oldest immediate (whose grant must end).
     pub(crate) fn grant_immediate(&mut self, addr: u64, len: u64) {
-        self.epoch += 1;
-        self.immediates[self.next_immediate] = Window {
+        let w = Window {
             start: addr,
             end: addr.saturating_add(len),
             write: false,
         };
+        let under_store_grant = self
+            .stores
+            .is_none_or(|stores| stores.iter().any(|g| g.overlaps(w.start, w.end)));
+        if under_store_grant || self.granted == IMMEDIATES {
+            self.new_epoch();
+        }
+        self.immediates[self.next_immediate] = w;
         self.next_immediate = (self.next_immediate + 1) % IMMEDIATES;
         self.granted = (self.granted + 1).min(IMMEDIATES);
     }
@@ -112,7 +129,7 @@ impl<'a> DeviceBus<'a> {
     /// Every grant ends, as for `grant_immediate` (the new mmap may share memory with one).
     pub(crate) fn grant_mmap(&mut self, mmap: u32) {
         if !self.mmaps.contains(&mmap) {
-            self.epoch += 1;
+            self.new_epoch();
             self.mmaps[self.next_mmap] = mmap;
             self.next_mmap = (self.next_mmap + 1) % MMAPS;
         }
@@ -124,7 +141,25 @@ impl<'a> DeviceBus<'a> {
     pub(crate) fn release(&mut self) {
         if self.held.iter().any(Option::is_some) {
             self.held = Default::default();
-            self.epoch += 1;
+            self.new_epoch();
+        }
+    }
+
+    /// Ends every grant.
+    fn new_epoch(&mut self) {
+        self.epoch += 1;
+        self.stores = Some([Window::default(); STORE_GRANTS]);
+        self.store_grants = 0;
+    }
+
+    /// Remembers `[start, end)`, granted for stores in this epoch.
+    fn granted_for_stores(&mut self, start: u64, end: u64) {
+        if let Some(stores) = &mut self.stores {
+            match stores.get_mut(self.store_grants) {
+                Some(slot) => *slot = Window { start, end, write: true },
+                None => self.stores = None,
+            }
+            self.store_grants += 1;
         }
     }
 
@@ -273,6 +308,9 @@ impl<'a> DeviceBus<'a> {
         // every load in it (and every store, if writable).
         let grant =
             unsafe { Direct::new(start, view.len, host(start), writable, stamp) };
+        if writable {
+            self.granted_for_stores(start, end);
+        }
         self.held[i] = views.into_iter().nth(i).flatten();
         Some(grant)
     }
@@ -359,11 +397,15 @@ impl Bus for DeviceBus<'_> {
         if store && !writable {
             return None;
         }
+        if writable {
+            self.granted_for_stores(w.start, w.end);
+        }
         // SAFETY: the image's segments live as long as the bus, the stack as long as this
         // thread, an allocation until this activation ends even if freed (the grace period),
         // an immediate as long as its consumer. The check grants every load in the window (and
         // every store, if writable: no read-only window lies in it) until memory is freed, an
-        // mmap retired or a window added, each of which changes the stamp.
+        // mmap retired, or a window added that a store grant holds or that evicts another,
+        // each of which changes the stamp.
         Some(unsafe { Direct::new(w.start, w.end - w.start, host(w.start), writable, stamp) })
     }
 
