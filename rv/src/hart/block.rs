@@ -120,23 +120,17 @@ impl Hart {
             Op::Nop => {}
             Op::Lui { rd, imm: i } => self.w_nonzero(rd, imm(i)),
             Op::Auipc { rd, imm: i } => self.w_nonzero(rd, pc().wrapping_add(imm(i))),
-            Op::Lb { rd, rs1, imm: i } => self.load(bus, pc(), LoadKind::B, (rd, rs1, i.into()))?,
-            Op::Lh { rd, rs1, imm: i } => self.load(bus, pc(), LoadKind::H, (rd, rs1, i.into()))?,
-            Op::Lw { rd, rs1, imm: i } => self.load(bus, pc(), LoadKind::W, (rd, rs1, i.into()))?,
-            Op::Ld { rd, rs1, imm: i } => self.load(bus, pc(), LoadKind::D, (rd, rs1, i.into()))?,
-            Op::Lbu { rd, rs1, imm: i } => {
-                self.load(bus, pc(), LoadKind::Bu, (rd, rs1, i.into()))?
-            }
-            Op::Lhu { rd, rs1, imm: i } => {
-                self.load(bus, pc(), LoadKind::Hu, (rd, rs1, i.into()))?
-            }
-            Op::Lwu { rd, rs1, imm: i } => {
-                self.load(bus, pc(), LoadKind::Wu, (rd, rs1, i.into()))?
-            }
-            Op::Sb { rs1, rs2, imm: i } => self.store(bus, pc(), 1, (rs1, rs2, i.into()))?,
-            Op::Sh { rs1, rs2, imm: i } => self.store(bus, pc(), 2, (rs1, rs2, i.into()))?,
-            Op::Sw { rs1, rs2, imm: i } => self.store(bus, pc(), 4, (rs1, rs2, i.into()))?,
-            Op::Sd { rs1, rs2, imm: i } => self.store(bus, pc(), 8, (rs1, rs2, i.into()))?,
+            Op::Lb { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::B, (rd, rs1, i.into()))?,
+            Op::Lh { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::H, (rd, rs1, i.into()))?,
+            Op::Lw { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::W, (rd, rs1, i.into()))?,
+            Op::Ld { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::D, (rd, rs1, i.into()))?,
+            Op::Lbu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Bu, (rd, rs1, i.into()))?,
+            Op::Lhu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Hu, (rd, rs1, i.into()))?,
+            Op::Lwu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Wu, (rd, rs1, i.into()))?,
+            Op::Sb { rs1, rs2, imm: i } => self.store(bus, pc, 1, (rs1, rs2, i.into()))?,
+            Op::Sh { rs1, rs2, imm: i } => self.store(bus, pc, 2, (rs1, rs2, i.into()))?,
+            Op::Sw { rs1, rs2, imm: i } => self.store(bus, pc, 4, (rs1, rs2, i.into()))?,
+            Op::Sd { rs1, rs2, imm: i } => self.store(bus, pc, 8, (rs1, rs2, i.into()))?,
             Op::Addi { rd, rs1, imm: i } => self.op64(AluOp::Add, rd, rs1, imm(i)),
             Op::Slti { rd, rs1, imm: i } => self.op64(AluOp::Slt, rd, rs1, imm(i)),
             Op::Sltiu { rd, rs1, imm: i } => self.op64(AluOp::Sltu, rd, rs1, imm(i)),
@@ -221,17 +215,31 @@ impl Hart {
             Op::Bge { rs1, rs2, offset } => return Ok(branch(self, Cond::Ge, rs1, rs2, offset)),
             Op::Bltu { rs1, rs2, offset } => return Ok(branch(self, Cond::Ltu, rs1, rs2, offset)),
             Op::Bgeu { rs1, rs2, offset } => return Ok(branch(self, Cond::Geu, rs1, rs2, offset)),
-            Op::Lb { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::B, (rd, rs1, i.into()))?,
-            Op::Lh { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::H, (rd, rs1, i.into()))?,
-            Op::Lw { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::W, (rd, rs1, i.into()))?,
-            Op::Ld { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::D, (rd, rs1, i.into()))?,
-            Op::Lbu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Bu, (rd, rs1, i.into()))?,
-            Op::Lhu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Hu, (rd, rs1, i.into()))?,
-            Op::Lwu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Wu, (rd, rs1, i.into()))?,
-            Op::Sb { rs1, rs2, imm: i } => self.store(bus, pc, 1, (rs1, rs2, i.into()))?,
-            Op::Sh { rs1, rs2, imm: i } => self.store(bus, pc, 2, (rs1, rs2, i.into()))?,
-            Op::Sw { rs1, rs2, imm: i } => self.store(bus, pc, 4, (rs1, rs2, i.into()))?,
-            Op::Sd { rs1, rs2, imm: i } => self.store(bus, pc, 8, (rs1, rs2, i.into()))?,
+            Op::Lb { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::B, (rd, rs1, i.into()))?
+            }
+            Op::Lh { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::H, (rd, rs1, i.into()))?
+            }
+            Op::Lw { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::W, (rd, rs1, i.into()))?
+            }
+            Op::Ld { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::D, (rd, rs1, i.into()))?
+            }
+            Op::Lbu { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::Bu, (rd, rs1, i.into()))?
+            }
+            Op::Lhu { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::Hu, (rd, rs1, i.into()))?
+            }
+            Op::Lwu { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::Wu, (rd, rs1, i.into()))?
+            }
+            Op::Sb { rs1, rs2, imm: i } => self.store(bus, || pc, 1, (rs1, rs2, i.into()))?,
+            Op::Sh { rs1, rs2, imm: i } => self.store(bus, || pc, 2, (rs1, rs2, i.into()))?,
+            Op::Sw { rs1, rs2, imm: i } => self.store(bus, || pc, 4, (rs1, rs2, i.into()))?,
+            Op::Sd { rs1, rs2, imm: i } => self.store(bus, || pc, 8, (rs1, rs2, i.into()))?,
             Op::Addi { rd, rs1, imm: i } => self.op64(AluOp::Add, rd, rs1, imm(i)),
             Op::Slti { rd, rs1, imm: i } => self.op64(AluOp::Slt, rd, rs1, imm(i)),
             Op::Sltiu { rd, rs1, imm: i } => self.op64(AluOp::Sltu, rd, rs1, imm(i)),

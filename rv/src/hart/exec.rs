@@ -112,24 +112,24 @@ impl Hart {
         self.x[0] = 0;
     }
 
-    /// The load of `kind` at rs1 + imm by the instruction at `pc` into rd, checked for
-    /// alignment here and by the bus.
+    /// The load of `kind` at rs1 + imm by the instruction at `pc()` into rd, checked for
+    /// alignment here and by the bus (the pc is computed only if the load goes to the bus).
     #[inline(always)]
     pub(super) fn load<B: Bus>(
         &mut self,
         bus: &mut B,
-        pc: u64,
+        pc: impl Fn() -> u64,
         kind: LoadKind,
         (rd, rs1, imm): (u8, u8, i64),
     ) -> Result<(), Stop> {
         let addr = self.r(rs1).wrapping_add(imm as u64);
         let size = kind.size();
         if addr & (u64::from(size) - 1) != 0 {
-            return Err(misaligned(pc, addr, size, Access::Load));
+            return Err(misaligned(pc(), addr, size, Access::Load));
         }
         let v = match self.regions.load(addr, size, bus.stamp()) {
             Some(v) => v,
-            None => self.load_slow(bus, pc, addr, size)?,
+            None => self.load_slow(bus, pc(), addr, size)?,
         };
         self.w(rd, kind.extend(v));
         Ok(())
@@ -155,24 +155,24 @@ impl Hart {
             .map_err(|fault| Stop::Fault { pc, fault })
     }
 
-    /// The store of the low `size` bytes of rs2 at rs1 + imm by the instruction at `pc`.
+    /// The store of the low `size` bytes of rs2 at rs1 + imm by the instruction at `pc()`.
     #[inline(always)]
     pub(super) fn store<B: Bus>(
         &mut self,
         bus: &mut B,
-        pc: u64,
+        pc: impl Fn() -> u64,
         size: u8,
         (rs1, rs2, imm): (u8, u8, i64),
     ) -> Result<(), Stop> {
         let addr = self.r(rs1).wrapping_add(imm as u64);
         if addr & (u64::from(size) - 1) != 0 {
-            return Err(misaligned(pc, addr, size, Access::Store));
+            return Err(misaligned(pc(), addr, size, Access::Store));
         }
         let value = truncate(self.r(rs2), size);
         if self.regions.store(addr, size, value, bus.stamp()) {
             return Ok(());
         }
-        self.store_slow(bus, pc, addr, size, value)
+        self.store_slow(bus, pc(), addr, size, value)
     }
 
     /// A store no granted range covers: asks the bus for a range, or makes it through the bus.
@@ -311,13 +311,13 @@ impl Hart {
                     return Ok(pc.wrapping_add(offset as u64));
                 }
             }
-            Inst::Load { kind, rd, rs1, imm } => self.load(bus, pc, kind, (rd, rs1, imm))?,
+            Inst::Load { kind, rd, rs1, imm } => self.load(bus, || pc, kind, (rd, rs1, imm))?,
             Inst::Store {
                 size,
                 rs1,
                 rs2,
                 imm,
-            } => self.store(bus, pc, size, (rs1, rs2, imm))?,
+            } => self.store(bus, || pc, size, (rs1, rs2, imm))?,
             Inst::OpImm { op, rd, rs1, imm } => self.w(rd, alu(op, self.r(rs1), imm as u64)),
             Inst::OpImmW { op, rd, rs1, imm } => self.w(rd, alu_w(op, self.r(rs1), imm as u64)),
             Inst::Op { op, rd, rs1, rs2 } => self.w(rd, alu(op, self.r(rs1), self.r(rs2))),
