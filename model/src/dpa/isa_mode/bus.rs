@@ -19,6 +19,7 @@ use crate::dpa::memory::{self, MmapView, with_mmaps};
 use crate::sync::emulated;
 use dpakit_rv::Image;
 use dpakit_rv::{Access, AmoOp, Bus, Direct, FaultReason, MemFault};
+use std::cell::Cell;
 use std::sync::Arc;
 
 /// A range the kernel was found or given to reach.
@@ -27,6 +28,36 @@ struct Window {
     start: u64,
     end: u64,
     write: bool,
+}
+
+impl Window {
+    const EMPTY: Window = Window {
+        start: 0,
+        end: 0,
+        write: false,
+    };
+}
+
+/// The DPA allocations an OS thread's activations found, for the next activation of the same
+/// program (so of the same context) while the reach generation stays the same: a kernel's data
+/// stays where it was, and no allocation was freed meanwhile.
+#[derive(Clone, Copy)]
+struct Found {
+    program: u64,
+    generation: u64,
+    allocations: [Window; ALLOCATIONS],
+    next: usize,
+}
+
+thread_local! {
+    static FOUND: Cell<Found> = const {
+        Cell::new(Found {
+            program: 0,
+            generation: 0,
+            allocations: [Window::EMPTY; ALLOCATIONS],
+            next: 0,
+        })
+    };
 }
 
 impl Window {
@@ -51,6 +82,8 @@ const MMAPS: usize = 8;
 /// The checked view of memory for one activation.
 pub(crate) struct DeviceBus<'a> {
     image: &'a Image,
+    /// The program's id (see [`Found`]).
+    program: u64,
     stack: Window,
     dpa: &'a DpaShared,
     /// Live allocations found, valid at `generation`.
@@ -66,6 +99,8 @@ pub(crate) struct DeviceBus<'a> {
     /// The views of mmaps granted for direct access (by `mmaps` slot): their memory stays
     /// registered until [`release`](Self::release).
     held: [Option<Arc<MmapView>>; MMAPS],
+    /// Whether `held` holds any.
+    holding: bool,
     /// Counts the changes of this activation's windows that may end a grant (an immediate
     /// added over a range granted for stores, or evicting one; an mmap added; held mmaps let
     /// go): with the reach generation, the stamp of the grants.
@@ -80,25 +115,41 @@ pub(crate) struct DeviceBus<'a> {
 const STORE_GRANTS: usize = 4;
 
 impl<'a> DeviceBus<'a> {
-    /// The view of an activation of a kernel of `image` on `dpa`, with the stack `[start, end)`.
-    pub(crate) fn new(image: &'a Image, dpa: &'a DpaShared, stack: (u64, u64)) -> Self {
+    /// The view of an activation of a kernel of `image` (of the program with id `program`) on
+    /// `dpa`, with the stack `[start, end)`. Inlined: built in place, not copied (it is large).
+    #[inline(always)]
+    pub(crate) fn new(
+        image: &'a Image,
+        program: u64,
+        dpa: &'a DpaShared,
+        stack: (u64, u64),
+    ) -> Self {
+        let generation = memory::reach_generation();
+        let found = FOUND.with(Cell::get);
+        let (allocations, next_allocation) =
+            match found.program == program && found.generation == generation {
+                true => (found.allocations, found.next),
+                false => ([Window::default(); ALLOCATIONS], 0),
+            };
         Self {
             image,
+            program,
             stack: Window {
                 start: stack.0,
                 end: stack.1,
                 write: true,
             },
             dpa,
-            allocations: [Window::default(); ALLOCATIONS],
-            next_allocation: 0,
-            generation: memory::reach_generation(),
+            allocations,
+            next_allocation,
+            generation,
             immediates: [Window::default(); IMMEDIATES],
             next_immediate: 0,
             granted: 0,
             mmaps: [0; MMAPS],
             next_mmap: 0,
             held: Default::default(),
+            holding: false,
             epoch: 0,
             stores: Some([Window::default(); STORE_GRANTS]),
             store_grants: 0,
@@ -139,8 +190,9 @@ impl<'a> DeviceBus<'a> {
     /// that may end the activation (which leaves without unwinding): a device call, a fault.
     #[inline]
     pub(crate) fn release(&mut self) {
-        if self.held.iter().any(Option::is_some) {
+        if self.holding {
             self.held = Default::default();
+            self.holding = false;
             self.new_epoch();
         }
     }
@@ -217,6 +269,14 @@ impl<'a> DeviceBus<'a> {
         };
         self.allocations[self.next_allocation] = w;
         self.next_allocation = (self.next_allocation + 1) % ALLOCATIONS;
+        FOUND.with(|f| {
+            f.set(Found {
+                program: self.program,
+                generation: self.generation,
+                allocations: self.allocations,
+                next: self.next_allocation,
+            })
+        });
         Some(w)
     }
 
@@ -312,6 +372,7 @@ impl<'a> DeviceBus<'a> {
             self.granted_for_stores(start, end);
         }
         self.held[i] = views.into_iter().nth(i).flatten();
+        self.holding = true;
         Some(grant)
     }
 }

@@ -250,7 +250,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                 cur.fault(code, message)
             }
         };
-        let mem = DeviceBus::new(image, cur.dpa, (stack_start, stack_end));
+        let mem = DeviceBus::new(image, program.id, cur.dpa, (stack_start, stack_end));
         let mut bus = KernelBus::new(mem, cur, program, counters);
         let mut hart = Hart::new();
         // Arguments past the eighth go on the stack, the first at the stack pointer (LP64).
@@ -344,6 +344,7 @@ struct KernelBus<'a, 'c> {
 }
 
 impl<'a, 'c> KernelBus<'a, 'c> {
+    #[inline(always)]
     fn new(
         mem: DeviceBus<'a>,
         cur: &'a Current<'c>,
