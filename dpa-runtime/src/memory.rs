@@ -8,12 +8,31 @@ use super::DpaShared;
 use super::grace::{Grace, Snapshot};
 use crate::DeviceId;
 use crate::error::{Result, bail};
+use crate::sync::Ordering;
+use crate::sync::plain::AtomicU64;
 use crate::table::Table;
 use dpakit_abi::handles::MmapHandle;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use dpakit_abi::handles::DevPtr;
+
+/// Counts the times memory a kernel could reach stopped being reachable: an allocation freed,
+/// an mmap handle retired. ISA mode keeps what it checked (windows, direct ranges) only while
+/// this stays the same, so nothing it keeps outlives the grant behind it.
+static REACH_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The current [`REACH_GENERATION`]: one plain load, made before each direct access.
+#[inline(always)]
+pub(crate) fn reach_generation() -> u64 {
+    REACH_GENERATION.load(Ordering::Relaxed)
+}
+
+/// Call after making memory unreachable (the slot or map entry is gone already): a reader that
+/// sees the new generation checks again and finds it gone.
+fn unreachable_now() {
+    REACH_GENERATION.fetch_add(1, Ordering::Release);
+}
 
 /// 64-byte aligned storage unit.
 #[repr(C, align(64))]
@@ -96,6 +115,7 @@ impl DeviceMemory {
             Some((storage, size)) => {
                 a.total -= size;
                 a.retired.push((storage, grace.snapshot()));
+                unreachable_now();
                 Ok(())
             }
             None => bail!(
@@ -230,7 +250,23 @@ fn readers() -> &'static Grace {
 pub fn unregister_mmap(handle: MmapHandle) {
     if let Some(index) = (handle.raw() as usize).checked_sub(1) {
         handles().retire(index, readers());
+        unreachable_now();
     }
+}
+
+/// The views behind `mmaps`, as [`with_mmaps`] finds them, held: each keeps its memory
+/// registered for as long as the caller keeps it, even once its handle is retired.
+pub(crate) fn hold_mmaps<const N: usize>(
+    dpa: &DpaShared,
+    mmaps: [u32; N],
+) -> [Option<Arc<MmapView>>; N] {
+    let _reading = readers().host();
+    mmaps.map(|handle| {
+        let index = (handle as usize).checked_sub(1)?;
+        handles()
+            .get_arc(index)
+            .filter(|view| view.device == dpa.device)
+    })
 }
 
 /// Runs `f` with the views behind `mmaps` (`None` for a handle that is not one of `dpa`'s

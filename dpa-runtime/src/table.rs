@@ -173,6 +173,20 @@ impl<T: Send + Sync> Table<T> {
         (!ptr.is_null()).then(|| unsafe { &*ptr })
     }
 
+    /// The object in slot `index`, if any, as an `Arc` of the caller's: it outlives a removal.
+    pub(crate) fn get_arc(&self, index: usize) -> Option<Arc<T>> {
+        let ptr = self.slots.get(index)?.load(Ordering::Acquire);
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: the pointer came from `Arc::as_ptr` of an Arc that is alive as in `get`; one
+        // more strong count makes the Arc returned its own.
+        unsafe {
+            Arc::increment_strong_count(ptr);
+            Some(Arc::from_raw(ptr))
+        }
+    }
+
     /// Sums `f` over the objects in use.
     pub fn sum(&self, f: impl Fn(&T) -> u64) -> u64 {
         (0..self.slots.len())

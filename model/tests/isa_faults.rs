@@ -9,8 +9,9 @@ mod common;
 use common::default_dev;
 use dpakit_fixture_faulty_kernels as faulty;
 use dpakit_model::ctx::CtxState;
-use dpakit_model::dpa::{App, Dpa, DpaThread, ExecMode, SchedMode};
+use dpakit_model::dpa::{App, Dpa, DpaDev, DpaThread, ExecMode, SchedMode};
 use dpakit_model::error::ErrorCode;
+use dpakit_model::mmap::Mmap;
 use std::time::{Duration, Instant};
 
 fn image() -> std::path::PathBuf {
@@ -27,6 +28,7 @@ fn app() -> App {
         .thread_kernel(&faulty::ENDLESS)
         .thread_kernel(&faulty::MISALIGNED)
         .thread_kernel(&faulty::PANICS)
+        .thread_kernel(&faulty::READ_FOREVER)
         .rpc_kernel(&faulty::PANICS_RPC)
         .rpc_kernel(&faulty::SELF_MODIFY)
         .rpc_kernel(&faulty::READ_AT)
@@ -229,4 +231,61 @@ fn a_panic_fails_the_context_with_its_message_and_location() {
     assert_eq!(isa.error().unwrap().message(), e.message());
     let n = native.rpc(&faulty::PANICS_RPC, (5,)).unwrap_err();
     assert_eq!(n.message(), e.message());
+}
+
+/// Runs `READ_FOREVER` over `[mmap handle, address]` on `dpa` until it has read for a few
+/// million instructions (every check found the memory reachable, and ISA mode keeps what it
+/// checked), then takes the memory away: the next read must fault, naming the address.
+fn read_until_taken_away(dpa: &Dpa, mmap: u64, addr: u64, take_away: impl FnOnce()) {
+    let arg = dpa.mem_alloc_init(&[mmap, addr]).unwrap();
+    let thread = DpaThread::builder(dpa, &faulty::READ_FOREVER, arg.raw())
+        .start()
+        .unwrap();
+    thread.run().unwrap();
+    thread.notify();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while thread.isa_profile().unwrap().instructions < 3 << 20 {
+        assert!(Instant::now() < deadline, "the kernel does not run");
+        assert!(dpa.error().is_none(), "{:?}", dpa.error());
+        std::thread::yield_now();
+    }
+    take_away();
+    while !thread.is_faulted() {
+        assert!(Instant::now() < deadline, "no fault");
+        std::thread::yield_now();
+    }
+    let e = dpa.error().unwrap();
+    assert_names(
+        &e,
+        "read_forever",
+        &[&format!(
+            "load of 8 bytes at address {addr:#x} is outside the memory the kernel may reach"
+        )],
+    );
+}
+
+/// Budget enough to read for seconds: the runaway check must not end the kernel first.
+const READ_BUDGET: u64 = 4_000_000_000;
+
+#[test]
+fn freed_dpa_memory_faults_though_it_was_read_before() {
+    for mode in [SchedMode::BusyPoll, SchedMode::Sleep] {
+        let dpa = start(mode, READ_BUDGET);
+        let target = dpa.mem_alloc(64).unwrap();
+        read_until_taken_away(&dpa, 0, target.raw(), || dpa.mem_free(target).unwrap());
+    }
+}
+
+#[test]
+fn a_retired_mmap_faults_though_it_was_read_before() {
+    for mode in [SchedMode::BusyPoll, SchedMode::Sleep] {
+        let dpa = start(mode, READ_BUDGET);
+        let mmap = Mmap::alloc(4096).unwrap();
+        mmap.start().unwrap();
+        let handle = dpa.mmap_handle(&mmap).unwrap();
+        let addr = mmap.range().0 as u64;
+        read_until_taken_away(&dpa, handle.raw().into(), addr, || {
+            dpakit_model::dpa::memory::unregister_mmap(handle)
+        });
+    }
 }

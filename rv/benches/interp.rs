@@ -1,16 +1,24 @@
 //! Instructions per second of the interpreter on a loop of loads, stores, ALU operations and a
-//! branch, over a flat memory whose every access is bounds- and permission-checked (as the
-//! soft device's bus checks them), with and without the decode cache.
+//! branch, over a flat memory whose accesses are bounds- and permission-checked (as the soft
+//! device's bus checks them).
 //!
-//! Figure `interp/loop/<subject>`, throughput in instructions: `decode_cache` (code the bus
-//! declares fixed, decoded once into cached blocks that run with one exit-pc and budget check
-//! each; the loop body is one block) and `decode_each` (every instruction fetched and decoded
-//! each time it runs). Both check every load and store through the bus.
+//! Figure `interp/loop/<subject>`, throughput in instructions:
+//! - `decode_cache`: code the bus declares fixed, decoded once into cached blocks that run with
+//!   one exit-pc and budget check each (the loop body is one block); the bus grants the data
+//!   range for direct access at the first load ([`Bus::direct`]), so later accesses are made by
+//!   the hart after two compares;
+//! - `decode_cache_no_direct`: the same, every load and store checked by a bus call;
+//! - `decode_each`: every instruction fetched and decoded each time it runs, every access
+//!   checked by a bus call.
 //!
 //! `cargo bench -p dpakit-rv`
 
+// The bench's memory is reached through host pointers, as a soft device's is.
+#![allow(unsafe_code)]
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use dpakit_rv::{Access, AmoOp, Bus, DecodeCache, FaultReason, Hart, MemFault, Stop};
+use dpakit_rv::{Access, AmoOp, Bus, DecodeCache, Direct, FaultReason, Hart, MemFault, Stop};
+use dpakit_sync::emulated;
 use std::hint::black_box;
 
 const TEXT: u64 = 0x1_0000;
@@ -20,10 +28,13 @@ const EXIT: u64 = 0xdead_0000;
 /// Loop iterations per run; 8 instructions each.
 const ITERATIONS: i32 = 2_000;
 
-/// Flat memory: [TEXT, DATA) read-only code, [DATA, END) read-write data.
+/// Flat memory: [TEXT, DATA) read-only code, [DATA, END) read-write data; every access, the
+/// bus's and the hart's, is an atomic one through the memory's host address.
 struct Flat {
-    mem: Vec<u8>,
+    /// Reached only through `host` (a raw pointer), never through a reference; never freed.
+    mem: *mut u64,
     fixed: bool,
+    direct: bool,
 }
 
 impl Flat {
@@ -44,25 +55,19 @@ impl Flat {
         }
     }
 
-    /// Sizes are 1, 2, 4 or 8 (the hart passes nothing else): fixed-size copies, no memcpy call.
-    fn read(&self, at: usize, size: u8) -> u64 {
-        let m = &self.mem[at..];
-        match size {
-            1 => u64::from(m[0]),
-            2 => u64::from(u16::from_le_bytes([m[0], m[1]])),
-            4 => u64::from(u32::from_le_bytes(m[..4].try_into().unwrap())),
-            _ => u64::from_le_bytes(m[..8].try_into().unwrap()),
-        }
+    fn host(&self, at: usize) -> *mut u8 {
+        self.mem.cast::<u8>().wrapping_add(at)
     }
 
-    fn write(&mut self, at: usize, size: u8, v: u64) {
-        let m = &mut self.mem[at..];
-        match size {
-            1 => m[0] = v as u8,
-            2 => m[..2].copy_from_slice(&(v as u16).to_le_bytes()),
-            4 => m[..4].copy_from_slice(&(v as u32).to_le_bytes()),
-            _ => m[..8].copy_from_slice(&v.to_le_bytes()),
-        }
+    /// Sizes are 1, 2, 4 or 8, at aligned offsets (the hart passes nothing else).
+    fn read(&self, at: usize, size: u8) -> u64 {
+        // SAFETY: `offset` kept the access inside the memory; the hart aligned it.
+        unsafe { emulated::load(self.host(at).expose_provenance() as u64, size) }
+    }
+
+    fn write(&self, at: usize, size: u8, v: u64) {
+        // SAFETY: as in `read`.
+        unsafe { emulated::store(self.host(at).expose_provenance() as u64, size, v) }
     }
 }
 
@@ -96,6 +101,20 @@ impl Bus for Flat {
     }
     fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
         self.fixed && addr >= TEXT && addr + u64::from(len) <= DATA
+    }
+    /// The whole code range for loads, the whole data range for loads and stores.
+    fn direct(&mut self, addr: u64, size: u8, access: Access) -> Option<Direct> {
+        self.offset(addr, size, access)
+            .ok()
+            .filter(|_| self.direct)?;
+        let (start, end, writable) = match addr >= DATA {
+            true => (DATA, END, true),
+            false => (TEXT, DATA, false),
+        };
+        let host = self.host((start - TEXT) as usize);
+        // SAFETY: the memory is never freed and is reached only atomically; `offset` grants
+        // every load of the range (and every store, for the data range), for good.
+        Some(unsafe { Direct::new(start, end - start, host, writable, 0) })
     }
 }
 
@@ -153,10 +172,11 @@ fn program() -> Vec<u32> {
 /// Retired instructions per run.
 const RETIRED: u64 = 3 + 8 * ITERATIONS as u64 + 1;
 
-fn machine(fixed: bool) -> Flat {
-    let mut bus = Flat {
-        mem: vec![0; (END - TEXT) as usize],
+fn machine(fixed: bool, direct: bool) -> Flat {
+    let bus = Flat {
+        mem: Box::leak(vec![0u64; ((END - TEXT) / 8) as usize].into_boxed_slice()).as_mut_ptr(),
         fixed,
+        direct,
     };
     for (i, w) in program().iter().enumerate() {
         bus.write(4 * i, 4, u64::from(*w));
@@ -178,12 +198,17 @@ fn interp(c: &mut Criterion) {
     let mut group = c.benchmark_group("interp/loop");
     group.throughput(Throughput::Elements(RETIRED));
     let mut hart = Hart::new();
-    let mut bus = machine(true);
+    let mut bus = machine(true, true);
     let mut cache = DecodeCache::new();
     group.bench_function("decode_cache", |b| {
         b.iter(|| black_box(run(&mut hart, &mut bus, Some(&mut cache))))
     });
-    let mut bus = machine(false);
+    let mut bus = machine(true, false);
+    let mut cache = DecodeCache::new();
+    group.bench_function("decode_cache_no_direct", |b| {
+        b.iter(|| black_box(run(&mut hart, &mut bus, Some(&mut cache))))
+    });
+    let mut bus = machine(false, false);
     group.bench_function("decode_each", |b| {
         b.iter(|| black_box(run(&mut hart, &mut bus, None)))
     });

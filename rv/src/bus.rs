@@ -1,5 +1,7 @@
 //! The hart's view of memory: the [`Bus`] trait and the faults it reports.
 
+use crate::direct::Direct;
+
 /// The kind of a memory access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
@@ -123,5 +125,36 @@ pub trait Bus {
     fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
         let _ = (addr, len);
         false
+    }
+
+    /// A range around the naturally aligned `[addr, addr + size)` the hart may then load from
+    /// (and store to, if the range says so) itself for the rest of its run, if the bus grants
+    /// this `access` (a [`Load`](Access::Load) or a [`Store`](Access::Store)) and can name such
+    /// a range; see [`Direct::new`] for what a grant promises. The hart asks on an access that
+    /// no range it holds covers, and makes the access through [`load`](Self::load) or
+    /// [`store`](Self::store) when the answer is `None`: a refusal is always theirs. The
+    /// default grants nothing.
+    fn direct(&mut self, addr: u64, size: u8, access: Access) -> Option<Direct> {
+        let _ = (addr, size, access);
+        None
+    }
+
+    /// Serves the `ecall` at `pc` without ending the run, if the bus can: `x` holds the hart's
+    /// registers (arguments in, results out; x0 is zeroed after) and `instret` its retired
+    /// count with the `ecall` retired. True: served, the hart goes on at `pc + 4` within its
+    /// budget. False (the default): the run stops with [`Stop::Ecall`](crate::Stop::Ecall) for
+    /// the caller to serve.
+    fn ecall(&mut self, pc: u64, x: &mut [u64; 32], instret: u64) -> bool {
+        let _ = (pc, x, instret);
+        false
+    }
+
+    /// A value that changes whenever a range [`direct`](Self::direct) granted may no longer be
+    /// reached as granted (memory freed, a mapping revoked). The hart compares it with the
+    /// grant's before every direct access, so it should be one plain load. The default never
+    /// changes: for a bus whose grants hold for the whole run.
+    #[inline(always)]
+    fn stamp(&self) -> u64 {
+        0
     }
 }

@@ -5,6 +5,7 @@
 use super::bus::{Access, Bus, FaultReason, MemFault};
 use super::decode::decode;
 use super::decode_cache::DecodeCache;
+use super::direct::Regions;
 use super::inst::Inst;
 
 mod block;
@@ -65,8 +66,9 @@ pub mod reg {
 /// Why [`Hart::run`] stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
-    /// `ecall` at `hart.pc` (pc still points at it; the caller serves it and calls
-    /// [`Hart::resume_after_ecall`], which adds 4). It counts as retired.
+    /// `ecall` at `hart.pc` that the bus did not serve ([`Bus::ecall`]): pc still points at
+    /// it; the caller serves it and calls [`Hart::resume_after_ecall`], which adds 4. It counts
+    /// as retired.
     Ecall,
     /// `ebreak` / `c.ebreak` at `hart.pc` (not retired).
     Ebreak,
@@ -113,6 +115,8 @@ pub struct Hart {
     reservation: Option<Reservation>,
     /// Instructions retired over the hart's life: what `cycle`, `time` and `instret` read.
     instret: u64,
+    /// Ranges the bus granted for direct access in the current run ([`Bus::direct`]).
+    regions: Regions,
 }
 
 /// An instruction fetched and decoded (and its length), or why it could not be fetched.
@@ -218,6 +222,8 @@ impl Hart {
         let start = self.instret;
         // The caller may have written x[0] through the public field.
         self.x[0] = 0;
+        // Grants last one run: the bus may be another one now.
+        self.regions.clear();
         // The retired count is the budget's clock too: one counter per instruction, not two.
         // An `ecall` retires and stops the run at once, so it never overshoots the budget.
         let stop = match cache {

@@ -8,24 +8,30 @@
 //! of the called function, an illegal instruction, a refused access, or a spent budget.
 //!
 //! Why an interpreter of our own rather than an emulator library:
-//! - every load, store and atomic goes through the [`Bus`], which checks it against the memory
-//!   map of host-shared regions the kernel may reach; a refused access stops the hart with a
-//!   precise fault (the instruction's pc, the address, size and kind), and misaligned accesses
-//!   are caught before the bus sees them;
+//! - every load, store and atomic is checked by the [`Bus`] against the memory map of
+//!   host-shared regions the kernel may reach; a refused access stops the hart with a precise
+//!   fault (the instruction's pc, the address, size and kind), and misaligned accesses are
+//!   caught before the bus sees them. The bus may grant a whole checked window for the rest of
+//!   a run ([`Bus::direct`], a [`Direct`]): the hart then makes loads and stores inside it
+//!   itself, after two compares and a look at the bus's stamp, which changes when a grant may
+//!   no longer hold; everything else still goes to the bus;
 //! - an instruction budget bounds each call, so a looping kernel cannot hold a worker;
-//! - `ecall` stops the hart at the instruction, for the soft device's device-call traps;
+//! - an `ecall` is served by the bus inside the run if it can ([`Bus::ecall`], the soft
+//!   device's device calls), or stops the hart at the instruction;
 //! - instruction counts are exact and deterministic, and the counters a kernel can read
 //!   (`cycle`, `time`, `instret`) all return the retired count, so runs replay identically;
-//! - nothing allocates, nothing is `unsafe`, there is no dynamic dispatch (the loop is
-//!   monomorphized over the bus), and there is nothing to compile but this code;
+//! - nothing allocates, the only `unsafe` is the direct accesses a grant promises valid, there
+//!   is no dynamic dispatch (the loop is monomorphized over the bus), and there is nothing to
+//!   compile but this code;
 //! - code the bus declares fixed is decoded once: [`Hart::run_cached`] keeps it in a
 //!   [`DecodeCache`] the caller owns, as blocks of straight-line instructions (up to a branch,
 //!   jump, `ecall` or `ebreak`) lowered to one operation each (`addi`, `ld`, `bne`, … rather
 //!   than a format and then an operation), and runs a block in a tight loop: the exit-pc and
 //!   budget checks are made once per block, and a block the budget or exit pc ends inside runs
 //!   only its instructions before that point, so counts and stops are exact to the
-//!   instruction. Loads, stores and atomics are still checked one by one, and a fault inside a
-//!   block stops the hart at that instruction with the state single steps would leave.
+//!   instruction; a whole block that branches back to its start runs again at once while it
+//!   fits the budget. A fault inside a block stops the hart at that instruction with the state
+//!   single steps would leave.
 //!   [`Hart::run`] fetches and decodes every instruction each time; both paths execute through
 //!   the same functions.
 //!
@@ -37,12 +43,14 @@
 //! (dpakit-build's `<lib>.elf`) at a host address, applies its relative relocations and names
 //! its functions and its device-function stubs, so every address the hart uses is a host address.
 #![warn(missing_docs)]
-// One unsafe block: the loaded image's pages seen as bytes (see `image::memory_bytes`).
+// Unsafe code in two places: the loaded image's pages seen as bytes (see `image::memory_bytes`),
+// and the hart's direct accesses to memory the bus granted (`direct`).
 #![deny(unsafe_code)]
 
 mod bus;
 mod decode;
 mod decode_cache;
+mod direct;
 mod hart;
 mod image;
 mod inst;
@@ -53,6 +61,7 @@ mod tests;
 
 pub use bus::{Access, AmoOp, Bus, FaultReason, MemFault};
 pub use decode_cache::DecodeCache;
+pub use direct::Direct;
 pub use hart::{Hart, Stop, reg};
 pub use image::{Image, ImageError, Perm, Segment, Symbol};
 // The decoder, for the tests.

@@ -9,7 +9,7 @@
 use super::bus::{DeviceBus, arg};
 use super::printf;
 use crate::device_symbols as native;
-use dpakit_rv::{Hart, MemFault};
+use dpakit_rv::MemFault;
 
 use dpakit_rv::reg::A0;
 
@@ -65,16 +65,18 @@ fn immediate(
     Ok(buf.as_ptr())
 }
 
-/// Serves device call `f` with the hart's arguments and sets its return value; true when the
-/// kernel made progress by it (took a message or a completion, posted a send or a copy), which
-/// starts its instruction budget afresh. Functions that end the activation do not return.
+/// Serves device call `f` with the arguments in the hart's registers `x` (`instret`: its
+/// retired count) and sets its return value; true when the kernel made progress by it (took a
+/// message or a completion, posted a send or a copy), which starts its instruction budget
+/// afresh. Functions that end the activation do not return.
 pub(crate) fn serve(
     f: DeviceFn,
-    hart: &mut Hart,
+    x: &mut [u64; 32],
+    instret: u64,
     bus: &mut DeviceBus<'_>,
 ) -> Result<bool, MemFault> {
     use DeviceFn as D;
-    let a = |n: usize| hart.x[A0 + n];
+    let a = |n: usize| x[A0 + n];
     let progress = matches!(
         f,
         D::doca_dpa_dev_comch_producer_post_send_imm_only | D::doca_dpa_dev_comch_producer_dma_copy
@@ -128,7 +130,7 @@ pub(crate) fn serve(
             0
         }
         D::doca_dpa_dev_comch_producer_dma_copy => {
-            let (imm_len, flags) = (arg(hart, bus, 8)? as u32, arg(hart, bus, 9)? as u32);
+            let (imm_len, flags) = (arg(x, bus, 8)? as u32, arg(x, bus, 9)? as u32);
             let mut buf = [0u8; 32];
             let imm = immediate(bus, a(7), imm_len, &mut buf)?;
             native::doca_dpa_dev_comch_producer_dma_copy(
@@ -182,11 +184,11 @@ pub(crate) fn serve(
         D::doca_dpa_dev_thread_rank => native::doca_dpa_dev_thread_rank().into(),
         D::doca_dpa_dev_num_threads => native::doca_dpa_dev_num_threads().into(),
         D::dpakit_soft_thread_cycles => native::dpakit_soft_thread_cycles(),
-        D::dpakit_soft_thread_inst_ret => hart.instret(),
+        D::dpakit_soft_thread_inst_ret => instret,
         D::dpakit_soft_thread_time => native::dpakit_soft_thread_time(),
         D::doca_dpa_dev_log => {
             let mut text = [0u8; printf::MAX_MESSAGE];
-            let len = printf::format(hart, bus, &mut text)?;
+            let len = printf::format(x, bus, &mut text)?;
             native::dpakit_emu_dev_log(a(0) as u32, text.as_ptr().cast(), len);
             0
         }
@@ -209,7 +211,7 @@ pub(crate) fn serve(
             0
         }
     };
-    hart.x[A0] = ret;
+    x[A0] = ret;
     // A completion taken: the get functions answer 1.
     let took = matches!(
         f,

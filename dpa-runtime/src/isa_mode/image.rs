@@ -148,3 +148,47 @@ mod tests {
         );
     }
 }
+
+/// The device function of each runtime stub by its `ecall`'s address, found with a subtraction
+/// and an index (a device call looks it up each time).
+#[derive(Debug)]
+pub(crate) struct Stubs {
+    /// The lowest stub address.
+    first: u64,
+    /// By `(pc - first) / 2`: the stub's index in the device API list, plus one (0: no stub).
+    by_half: Box<[u8]>,
+}
+
+impl Stubs {
+    /// The table of `image`'s stubs (those it has: an image need not call every function).
+    pub(crate) fn of(image: &Image) -> Stubs {
+        let present = || image.stubs.iter().copied().filter(|&s| s != 0);
+        let (Some(first), Some(last)) = (present().min(), present().max()) else {
+            return Stubs {
+                first: 0,
+                by_half: Box::new([]),
+            };
+        };
+        let mut by_half = vec![0u8; ((last - first) / 2 + 1) as usize].into_boxed_slice();
+        for (i, &s) in image.stubs.iter().enumerate() {
+            if s != 0 {
+                // The device API has fewer than 255 functions (checked at compile time below).
+                by_half[((s - first) / 2) as usize] = i as u8 + 1;
+            }
+        }
+        Stubs { first, by_half }
+    }
+
+    /// The stub whose `ecall` is at `pc`, as [`Image::stub_at`] finds it.
+    #[inline]
+    pub(crate) fn at(&self, pc: u64) -> Option<usize> {
+        let off = pc.wrapping_sub(self.first);
+        if off % 2 != 0 {
+            return None;
+        }
+        let slot = *self.by_half.get(usize::try_from(off / 2).ok()?)?;
+        (slot != 0).then(|| usize::from(slot) - 1)
+    }
+}
+
+const _: () = assert!(DEVICE_API.len() < 255);

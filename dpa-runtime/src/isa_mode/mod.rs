@@ -27,7 +27,7 @@ use calls::DeviceFn;
 use counters::Counters;
 pub use counters::Profile;
 use dpakit_abi::soft::Ending;
-use dpakit_rv::{Access, DecodeCache, FaultReason, Hart, MemFault, Stop};
+use dpakit_rv::{Access, AmoOp, Bus, DecodeCache, Direct, FaultReason, Hart, MemFault, Stop};
 use std::cell::Cell;
 use std::path::PathBuf;
 
@@ -86,6 +86,8 @@ pub(crate) struct Program {
     /// Where the image's `dpakit_dev_panic_trap` lies, if it has one: an illegal instruction
     /// there is a kernel's panic, reported with its message and location.
     panic_trap: Option<(u64, u64)>,
+    /// The image's runtime stubs by address.
+    stubs: image::Stubs,
 }
 
 impl Program {
@@ -103,6 +105,7 @@ impl Program {
             .map(|s| (s.start, s.start + s.size));
         Ok(Program {
             panic_trap,
+            stubs: image::Stubs::of(&image),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             image,
             path,
@@ -247,13 +250,14 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                 cur.fault(code, message)
             }
         };
-        let mut bus = DeviceBus::new(image, cur.dpa, (stack_start, stack_end));
+        let mem = DeviceBus::new(image, program.id, cur.dpa, (stack_start, stack_end));
+        let mut bus = KernelBus::new(mem, cur, program, counters);
         let mut hart = Hart::new();
         // Arguments past the eighth go on the stack, the first at the stack pointer (LP64).
         let (in_registers, on_stack) = args.split_at(args.len().min(8));
         let sp = (stack_end - 8 * on_stack.len() as u64) & !15;
         for (i, a) in on_stack.iter().enumerate() {
-            if bus.write_out(sp + 8 * i as u64, 8, *a).is_err() {
+            if bus.mem.write_out(sp + 8 * i as u64, 8, *a).is_err() {
                 cur.fault(
                     ErrorCode::NoMemory,
                     "the kernel's arguments do not fit its stack".into(),
@@ -264,32 +268,19 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
         // SAFETY: this thread's cache (see `decode_cache`), used by this activation alone.
         let cache = unsafe { &mut *decode_cache(program) };
         counters.activations.fetch_add(1, Ordering::Relaxed);
-        // This activation's instructions (the profile), and those since the kernel last made
-        // progress (the budget): a loop that keeps serving messages is no runaway.
-        let (mut total, mut idle) = (0u64, 0u64);
         loop {
+            // Instructions since the kernel last made progress (the budget): a loop that keeps
+            // serving messages is no runaway.
+            let idle = hart.instret() - bus.progress;
             let slice = (program.budget - idle).min(STOP_CHECK_EVERY);
-            let (stop, retired) = hart.run_cached(&mut bus, cache, EXIT_PC, slice);
-            total += retired;
-            idle += retired;
-            counters.retired(retired, total);
+            let (stop, _) = hart.run_cached(&mut bus, cache, EXIT_PC, slice);
+            // Nothing below may end the activation holding an mmap.
+            bus.mem.release();
+            bus.count(hart.instret());
+            let idle = hart.instret() - bus.progress;
             match stop {
-                Stop::Ecall => {
-                    let Some(f) = image.stub_at(hart.pc).map(|i| DeviceFn::ALL[i]) else {
-                        fault(cur, image, hart.pc, "an `ecall` outside the device runtime (kernels call DOCA device functions; they make no system calls)".into());
-                    };
-                    counters.calls[f as usize].fetch_add(1, Ordering::Relaxed);
-                    match calls::serve(f, &mut hart, &mut bus) {
-                        Ok(true) => idle = 0,
-                        Ok(false) => {}
-                        Err(e) => {
-                            let what =
-                                format!("{}: an argument's {}", f.name(), describe_fault(&e, &bus));
-                            fault(cur, image, hart.pc, what);
-                        }
-                    }
-                    hart.resume_after_ecall();
-                }
+                // The device calls were served in the run ([`KernelBus`]).
+                Stop::Ecall => fault(cur, image, hart.pc, "an `ecall` outside the device runtime (kernels call DOCA device functions; they make no system calls)".into()),
                 Stop::Returned => return hart.x[10],
                 // A slice ran out: a stopped thread's activation ends here, between two
                 // instructions (nothing is held), instead of running on to its budget.
@@ -318,7 +309,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                         .panic_trap
                         .is_some_and(|(start, end)| (start..end).contains(&pc)) =>
                 {
-                    panicked(cur, &hart, &mut bus)
+                    panicked(cur, &hart, &mut bus.mem)
                 }
                 Stop::Illegal { pc, raw } => fault(
                     cur,
@@ -330,12 +321,124 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                     ),
                 ),
                 Stop::Fault { pc, fault: f } => {
-                    let message = describe_fault(&f, &bus);
+                    let message = describe_fault(&f, &bus.mem);
                     fault(cur, image, pc, message)
                 }
             }
         }
     })
+}
+
+/// The bus a kernel runs with: its memory ([`DeviceBus`]), and the device calls its runtime
+/// stubs make, served inside the run (no return to the loop above per call) with every check
+/// of [`calls::serve`].
+struct KernelBus<'a, 'c> {
+    mem: DeviceBus<'a>,
+    cur: &'a Current<'c>,
+    program: &'a Program,
+    counters: &'a Counters,
+    /// The hart's retired count when the counters were last brought up to date, and when the
+    /// kernel last made progress.
+    counted: u64,
+    progress: u64,
+}
+
+impl<'a, 'c> KernelBus<'a, 'c> {
+    #[inline(always)]
+    fn new(
+        mem: DeviceBus<'a>,
+        cur: &'a Current<'c>,
+        program: &'a Program,
+        counters: &'a Counters,
+    ) -> Self {
+        Self {
+            mem,
+            cur,
+            program,
+            counters,
+            counted: 0,
+            progress: 0,
+        }
+    }
+
+    /// Counts the instructions retired up to `instret` (the activation's total so far).
+    #[inline]
+    fn count(&mut self, instret: u64) {
+        self.counters.retired(instret - self.counted, instret);
+        self.counted = instret;
+    }
+}
+
+impl Bus for KernelBus<'_, '_> {
+    #[inline(always)]
+    fn fetch16(&mut self, addr: u64) -> std::result::Result<u16, MemFault> {
+        self.mem.fetch16(addr)
+    }
+    #[inline(always)]
+    fn load(&mut self, addr: u64, size: u8) -> std::result::Result<u64, MemFault> {
+        self.mem.load(addr, size)
+    }
+    #[inline(always)]
+    fn store(&mut self, addr: u64, size: u8, value: u64) -> std::result::Result<(), MemFault> {
+        self.mem.store(addr, size, value)
+    }
+    #[inline(always)]
+    fn amo(
+        &mut self,
+        addr: u64,
+        size: u8,
+        op: AmoOp,
+        operand: u64,
+    ) -> std::result::Result<u64, MemFault> {
+        self.mem.amo(addr, size, op, operand)
+    }
+    #[inline(always)]
+    fn cas(
+        &mut self,
+        addr: u64,
+        size: u8,
+        expected: u64,
+        new: u64,
+    ) -> std::result::Result<bool, MemFault> {
+        self.mem.cas(addr, size, expected, new)
+    }
+    #[inline(always)]
+    fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
+        self.mem.code_is_fixed(addr, len)
+    }
+    #[inline(always)]
+    fn direct(&mut self, addr: u64, size: u8, access: Access) -> Option<Direct> {
+        self.mem.direct(addr, size, access)
+    }
+    #[inline(always)]
+    fn stamp(&self) -> u64 {
+        self.mem.stamp()
+    }
+
+    /// A runtime stub's `ecall`: the device call, served here. Any other `ecall` stops the run.
+    fn ecall(&mut self, pc: u64, x: &mut [u64; 32], instret: u64) -> bool {
+        let Some(f) = self.program.stubs.at(pc).map(|i| DeviceFn::ALL[i]) else {
+            return false;
+        };
+        // The call may end the activation, which leaves without unwinding: the mmaps held go,
+        // and the counters are brought up to date, first.
+        self.mem.release();
+        self.count(instret);
+        self.counters.calls[f as usize].fetch_add(1, Ordering::Relaxed);
+        match calls::serve(f, x, instret, &mut self.mem) {
+            Ok(true) => self.progress = instret,
+            Ok(false) => {}
+            Err(e) => {
+                let what = format!(
+                    "{}: an argument's {}",
+                    f.name(),
+                    describe_fault(&e, &self.mem)
+                );
+                fault(self.cur, &self.program.image, pc, what);
+            }
+        }
+        true
+    }
 }
 
 /// A kernel's panic (`dpakit_dev::panic::report`): its message and location, read from the

@@ -6,7 +6,7 @@
 //! RV64IMAC). A conversion the formatter does not know is copied as written.
 
 use super::bus::DeviceBus;
-use dpakit_rv::{Bus, Hart, MemFault};
+use dpakit_rv::{Bus, MemFault};
 
 /// Longest message, as native mode's C formatter allows.
 pub(crate) const MAX_MESSAGE: usize = 511;
@@ -21,9 +21,9 @@ struct Args {
 }
 
 impl Args {
-    fn next(&mut self, hart: &Hart, bus: &mut DeviceBus<'_>) -> Result<u64, MemFault> {
+    fn next(&mut self, x: &[u64; 32], bus: &mut DeviceBus<'_>) -> Result<u64, MemFault> {
         self.next += 1;
-        super::bus::arg(hart, bus, self.next - 1)
+        super::bus::arg(x, bus, self.next - 1)
     }
 }
 
@@ -48,10 +48,10 @@ impl Out<'_> {
     }
 }
 
-/// Formats the message of the `doca_dpa_dev_log(level, format, ...)` call in `hart` into `buf`;
+/// Formats the message of the `doca_dpa_dev_log(level, format, ...)` call in registers `x` into `buf`;
 /// returns its length.
 pub(crate) fn format(
-    hart: &Hart,
+    x: &[u64; 32],
     bus: &mut DeviceBus<'_>,
     buf: &mut [u8; MAX_MESSAGE],
 ) -> Result<usize, MemFault> {
@@ -60,7 +60,7 @@ pub(crate) fn format(
         len: 0,
     };
     let mut args = Args { next: 2 };
-    let mut at = hart.x[A0 + 1];
+    let mut at = x[A0 + 1];
     let read = |bus: &mut DeviceBus<'_>, addr: u64| bus.load(addr, 1).map(|b| b as u8);
     let end = at.saturating_add(MAX_STRING);
     while at < end {
@@ -98,7 +98,7 @@ pub(crate) fn format(
             if *c == b'*' {
                 *at += 1;
                 *c = read(bus, *at)?;
-                return Ok(Some((args.next(hart, bus)? as i32).max(0) as usize));
+                return Ok(Some((args.next(x, bus)? as i32).max(0) as usize));
             }
             let mut n = None;
             while c.is_ascii_digit() {
@@ -141,7 +141,7 @@ pub(crate) fn format(
                 continue;
             }
             b'd' | b'i' => {
-                let v = args.next(hart, bus)?;
+                let v = args.next(x, bus)?;
                 let v = match bits {
                     8 => i64::from(v as i8),
                     16 => i64::from(v as i16),
@@ -161,7 +161,7 @@ pub(crate) fn format(
                 (&digits[n..], sign)
             }
             b'u' | b'x' | b'X' | b'o' => {
-                let v = args.next(hart, bus)?;
+                let v = args.next(x, bus)?;
                 let v = if bits >= 64 {
                     v
                 } else {
@@ -182,16 +182,16 @@ pub(crate) fn format(
                 (&digits[n..], prefix)
             }
             b'p' => {
-                let v = args.next(hart, bus)?;
+                let v = args.next(x, bus)?;
                 let n = render(v, 16, false, &mut digits);
                 (&digits[n..], b"0x")
             }
             b'c' => {
-                digits[0] = args.next(hart, bus)? as u8;
+                digits[0] = args.next(x, bus)? as u8;
                 (&digits[..1], b"")
             }
             b's' => {
-                let mut s = args.next(hart, bus)?;
+                let mut s = args.next(x, bus)?;
                 let limit = precision.unwrap_or(usize::MAX);
                 let mut text = Vec::new();
                 if s == 0 {

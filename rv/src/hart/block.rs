@@ -46,8 +46,19 @@ impl Hart {
             if exit_pc.wrapping_sub(pc) < bytes {
                 n = n.min(ops_before(ops, pc, exit_pc));
             }
-            if let Err(stop) = self.run_ops(bus, &ops[..n]) {
-                return stop;
+            let whole = n == ops.len();
+            let ops = &ops[..n];
+            // A whole block that branches back to its own start (a loop's body) runs again at
+            // once while it fits the budget: the exit pc is not its start nor inside it, so
+            // only the budget is checked again.
+            loop {
+                if let Err(stop) = self.run_ops(bus, ops) {
+                    return stop;
+                }
+                let left = budget.wrapping_sub(self.instret.wrapping_sub(start));
+                if !whole || self.pc != pc || (n as u64) > left {
+                    break;
+                }
             }
         }
     }
@@ -65,17 +76,17 @@ impl Hart {
             return Ok(());
         };
         for (i, e) in body.iter().enumerate() {
-            let pc = start.wrapping_add(u64::from(e.off));
-            if let Err(stop) = self.exec_op(bus, pc, &e.op, e.len) {
-                self.pc = pc;
+            if let Err(stop) = self.exec_body(bus, start, e) {
+                self.pc = start.wrapping_add(u64::from(e.off));
                 self.instret = self.instret.wrapping_add(i as u64);
                 return Err(stop);
             }
         }
+        // Counted before the last op runs: an `ecall` the bus serves sees the exact count.
+        self.instret = self.instret.wrapping_add(body.len() as u64);
         let pc = start.wrapping_add(u64::from(last.off));
         let end = self.exec_op(bus, pc, &last.op, last.len);
         self.pc = *end.as_ref().unwrap_or(&pc);
-        self.instret = self.instret.wrapping_add(body.len() as u64);
         end.map(|_| self.instret = self.instret.wrapping_add(1))
     }
 
@@ -96,6 +107,79 @@ impl Hart {
     #[inline(always)]
     fn op32(&mut self, op: AluWOp, rd: u8, rs1: u8, b: u64) {
         self.w_nonzero(rd, alu_w(op, self.r(rs1), b));
+    }
+
+    /// Executes `e`, an op of a block's body (not its last: no jump, branch, `ecall`, `ebreak`
+    /// or counter read), at `start` + its offset, as [`exec_op`](Self::exec_op) does, without
+    /// a next pc: its pc is computed only where it is used.
+    #[inline(always)]
+    fn exec_body<B: Bus>(&mut self, bus: &mut B, start: u64, e: &Entry) -> Result<(), Stop> {
+        let pc = || start.wrapping_add(u64::from(e.off));
+        let imm = |i: i32| i64::from(i) as u64;
+        match e.op {
+            Op::Nop => {}
+            Op::Lui { rd, imm: i } => self.w_nonzero(rd, imm(i)),
+            Op::Auipc { rd, imm: i } => self.w_nonzero(rd, pc().wrapping_add(imm(i))),
+            Op::Lb { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::B, (rd, rs1, i.into()))?,
+            Op::Lh { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::H, (rd, rs1, i.into()))?,
+            Op::Lw { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::W, (rd, rs1, i.into()))?,
+            Op::Ld { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::D, (rd, rs1, i.into()))?,
+            Op::Lbu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Bu, (rd, rs1, i.into()))?,
+            Op::Lhu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Hu, (rd, rs1, i.into()))?,
+            Op::Lwu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Wu, (rd, rs1, i.into()))?,
+            Op::Sb { rs1, rs2, imm: i } => self.store(bus, pc, 1, (rs1, rs2, i.into()))?,
+            Op::Sh { rs1, rs2, imm: i } => self.store(bus, pc, 2, (rs1, rs2, i.into()))?,
+            Op::Sw { rs1, rs2, imm: i } => self.store(bus, pc, 4, (rs1, rs2, i.into()))?,
+            Op::Sd { rs1, rs2, imm: i } => self.store(bus, pc, 8, (rs1, rs2, i.into()))?,
+            Op::Addi { rd, rs1, imm: i } => self.op64(AluOp::Add, rd, rs1, imm(i)),
+            Op::Slti { rd, rs1, imm: i } => self.op64(AluOp::Slt, rd, rs1, imm(i)),
+            Op::Sltiu { rd, rs1, imm: i } => self.op64(AluOp::Sltu, rd, rs1, imm(i)),
+            Op::Xori { rd, rs1, imm: i } => self.op64(AluOp::Xor, rd, rs1, imm(i)),
+            Op::Ori { rd, rs1, imm: i } => self.op64(AluOp::Or, rd, rs1, imm(i)),
+            Op::Andi { rd, rs1, imm: i } => self.op64(AluOp::And, rd, rs1, imm(i)),
+            Op::Slli { rd, rs1, sh: s } => self.op64(AluOp::Sll, rd, rs1, s.into()),
+            Op::Srli { rd, rs1, sh: s } => self.op64(AluOp::Srl, rd, rs1, s.into()),
+            Op::Srai { rd, rs1, sh: s } => self.op64(AluOp::Sra, rd, rs1, s.into()),
+            Op::Addiw { rd, rs1, imm: i } => self.op32(AluWOp::Add, rd, rs1, imm(i)),
+            Op::Add { rd, rs1, rs2 } => self.op64(AluOp::Add, rd, rs1, self.r(rs2)),
+            Op::Sub { rd, rs1, rs2 } => self.op64(AluOp::Sub, rd, rs1, self.r(rs2)),
+            Op::Xor { rd, rs1, rs2 } => self.op64(AluOp::Xor, rd, rs1, self.r(rs2)),
+            Op::Or { rd, rs1, rs2 } => self.op64(AluOp::Or, rd, rs1, self.r(rs2)),
+            Op::And { rd, rs1, rs2 } => self.op64(AluOp::And, rd, rs1, self.r(rs2)),
+            Op::Mul { rd, rs1, rs2 } => self.op64(AluOp::Mul, rd, rs1, self.r(rs2)),
+            Op::Addw { rd, rs1, rs2 } => self.op32(AluWOp::Add, rd, rs1, self.r(rs2)),
+            // The rarer ones, and those that cannot be in a body, as the last op runs them
+            // (every variant named: a full jump table needs no range check).
+            op @ (Op::Jal { .. }
+            | Op::Jalr { .. }
+            | Op::Beq { .. }
+            | Op::Bne { .. }
+            | Op::Blt { .. }
+            | Op::Bge { .. }
+            | Op::Bltu { .. }
+            | Op::Bgeu { .. }
+            | Op::Slliw { .. }
+            | Op::Srliw { .. }
+            | Op::Sraiw { .. }
+            | Op::Imm { .. }
+            | Op::ImmW { .. }
+            | Op::Sll { .. }
+            | Op::Srl { .. }
+            | Op::Sra { .. }
+            | Op::Sltu { .. }
+            | Op::Subw { .. }
+            | Op::Reg { .. }
+            | Op::RegW { .. }
+            | Op::Lr { .. }
+            | Op::Sc { .. }
+            | Op::Amo { .. }
+            | Op::ReadCounter { .. }
+            | Op::Ecall
+            | Op::Ebreak) => {
+                self.exec_op(bus, pc(), &op, e.len)?;
+            }
+        }
+        Ok(())
     }
 
     /// Executes `op` (`len` bytes long) at `pc` as [`execute`](Self::execute) executes the
@@ -131,17 +215,31 @@ impl Hart {
             Op::Bge { rs1, rs2, offset } => return Ok(branch(self, Cond::Ge, rs1, rs2, offset)),
             Op::Bltu { rs1, rs2, offset } => return Ok(branch(self, Cond::Ltu, rs1, rs2, offset)),
             Op::Bgeu { rs1, rs2, offset } => return Ok(branch(self, Cond::Geu, rs1, rs2, offset)),
-            Op::Lb { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::B, (rd, rs1, i.into()))?,
-            Op::Lh { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::H, (rd, rs1, i.into()))?,
-            Op::Lw { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::W, (rd, rs1, i.into()))?,
-            Op::Ld { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::D, (rd, rs1, i.into()))?,
-            Op::Lbu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Bu, (rd, rs1, i.into()))?,
-            Op::Lhu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Hu, (rd, rs1, i.into()))?,
-            Op::Lwu { rd, rs1, imm: i } => self.load(bus, pc, LoadKind::Wu, (rd, rs1, i.into()))?,
-            Op::Sb { rs1, rs2, imm: i } => self.store(bus, pc, 1, (rs1, rs2, i.into()))?,
-            Op::Sh { rs1, rs2, imm: i } => self.store(bus, pc, 2, (rs1, rs2, i.into()))?,
-            Op::Sw { rs1, rs2, imm: i } => self.store(bus, pc, 4, (rs1, rs2, i.into()))?,
-            Op::Sd { rs1, rs2, imm: i } => self.store(bus, pc, 8, (rs1, rs2, i.into()))?,
+            Op::Lb { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::B, (rd, rs1, i.into()))?
+            }
+            Op::Lh { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::H, (rd, rs1, i.into()))?
+            }
+            Op::Lw { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::W, (rd, rs1, i.into()))?
+            }
+            Op::Ld { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::D, (rd, rs1, i.into()))?
+            }
+            Op::Lbu { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::Bu, (rd, rs1, i.into()))?
+            }
+            Op::Lhu { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::Hu, (rd, rs1, i.into()))?
+            }
+            Op::Lwu { rd, rs1, imm: i } => {
+                self.load(bus, || pc, LoadKind::Wu, (rd, rs1, i.into()))?
+            }
+            Op::Sb { rs1, rs2, imm: i } => self.store(bus, || pc, 1, (rs1, rs2, i.into()))?,
+            Op::Sh { rs1, rs2, imm: i } => self.store(bus, || pc, 2, (rs1, rs2, i.into()))?,
+            Op::Sw { rs1, rs2, imm: i } => self.store(bus, || pc, 4, (rs1, rs2, i.into()))?,
+            Op::Sd { rs1, rs2, imm: i } => self.store(bus, || pc, 8, (rs1, rs2, i.into()))?,
             Op::Addi { rd, rs1, imm: i } => self.op64(AluOp::Add, rd, rs1, imm(i)),
             Op::Slti { rd, rs1, imm: i } => self.op64(AluOp::Slt, rd, rs1, imm(i)),
             Op::Sltiu { rd, rs1, imm: i } => self.op64(AluOp::Sltu, rd, rs1, imm(i)),
@@ -192,7 +290,7 @@ impl Hart {
             } => self.amo(bus, pc, (op, size), (rd, rs1, rs2))?,
             // Exact: a counter read starts its block (see `run_ops`).
             Op::ReadCounter { rd } => self.w(rd, self.instret),
-            Op::Ecall => return Err(self.ecall()),
+            Op::Ecall => return self.ecall(bus, pc),
             Op::Ebreak => return Err(Stop::Ebreak),
         }
         Ok(next)

@@ -112,42 +112,87 @@ impl Hart {
         self.x[0] = 0;
     }
 
-    /// The load of `kind` at rs1 + imm by the instruction at `pc` into rd, checked for
-    /// alignment here and by the bus.
+    /// The load of `kind` at rs1 + imm by the instruction at `pc()` into rd, checked for
+    /// alignment here and by the bus (the pc is computed only if the load goes to the bus).
     #[inline(always)]
     pub(super) fn load<B: Bus>(
         &mut self,
         bus: &mut B,
-        pc: u64,
+        pc: impl Fn() -> u64,
         kind: LoadKind,
         (rd, rs1, imm): (u8, u8, i64),
     ) -> Result<(), Stop> {
         let addr = self.r(rs1).wrapping_add(imm as u64);
         let size = kind.size();
         if addr & (u64::from(size) - 1) != 0 {
-            return Err(misaligned(pc, addr, size, Access::Load));
+            return Err(misaligned(pc(), addr, size, Access::Load));
         }
-        let v = bus
-            .load(addr, size)
-            .map_err(|fault| Stop::Fault { pc, fault })?;
+        let v = match self.regions.load(addr, size, bus.stamp()) {
+            Some(v) => v,
+            None => self.load_slow(bus, pc(), addr, size)?,
+        };
         self.w(rd, kind.extend(v));
         Ok(())
     }
 
-    /// The store of the low `size` bytes of rs2 at rs1 + imm by the instruction at `pc`.
-    #[inline(always)]
-    pub(super) fn store<B: Bus>(
-        &self,
+    /// A load no granted range covers: asks the bus for a range, or makes it through the bus.
+    #[cold]
+    #[inline(never)]
+    fn load_slow<B: Bus>(
+        &mut self,
         bus: &mut B,
         pc: u64,
+        addr: u64,
+        size: u8,
+    ) -> Result<u64, Stop> {
+        if let Some(d) = bus.direct(addr, size, Access::Load) {
+            self.regions.insert(d);
+            if let Some(v) = self.regions.load(addr, size, bus.stamp()) {
+                return Ok(v);
+            }
+        }
+        bus.load(addr, size)
+            .map_err(|fault| Stop::Fault { pc, fault })
+    }
+
+    /// The store of the low `size` bytes of rs2 at rs1 + imm by the instruction at `pc()`.
+    #[inline(always)]
+    pub(super) fn store<B: Bus>(
+        &mut self,
+        bus: &mut B,
+        pc: impl Fn() -> u64,
         size: u8,
         (rs1, rs2, imm): (u8, u8, i64),
     ) -> Result<(), Stop> {
         let addr = self.r(rs1).wrapping_add(imm as u64);
         if addr & (u64::from(size) - 1) != 0 {
-            return Err(misaligned(pc, addr, size, Access::Store));
+            return Err(misaligned(pc(), addr, size, Access::Store));
         }
-        bus.store(addr, size, truncate(self.r(rs2), size))
+        let value = truncate(self.r(rs2), size);
+        if self.regions.store(addr, size, value, bus.stamp()) {
+            return Ok(());
+        }
+        self.store_slow(bus, pc(), addr, size, value)
+    }
+
+    /// A store no granted range covers: asks the bus for a range, or makes it through the bus.
+    #[cold]
+    #[inline(never)]
+    fn store_slow<B: Bus>(
+        &mut self,
+        bus: &mut B,
+        pc: u64,
+        addr: u64,
+        size: u8,
+        value: u64,
+    ) -> Result<(), Stop> {
+        if let Some(d) = bus.direct(addr, size, Access::Store) {
+            self.regions.insert(d);
+            if self.regions.store(addr, size, value, bus.stamp()) {
+                return Ok(());
+            }
+        }
+        bus.store(addr, size, value)
             .map_err(|fault| Stop::Fault { pc, fault })
     }
 
@@ -218,11 +263,17 @@ impl Hart {
         Ok(())
     }
 
-    /// `ecall`: it retires, and stops the run.
+    /// `ecall` at `pc`, with the instructions before it counted: served by the bus
+    /// ([`Bus::ecall`]), after which the hart goes on at the next instruction (the caller counts
+    /// the `ecall` retired), or else it retires and stops the run.
     #[inline(always)]
-    pub(super) fn ecall(&mut self) -> Stop {
+    pub(super) fn ecall<B: Bus>(&mut self, bus: &mut B, pc: u64) -> Result<u64, Stop> {
+        if bus.ecall(pc, &mut self.x, self.instret.wrapping_add(1)) {
+            self.x[0] = 0;
+            return Ok(pc.wrapping_add(4));
+        }
         self.instret = self.instret.wrapping_add(1);
-        Stop::Ecall
+        Err(Stop::Ecall)
     }
 
     /// Executes `inst` (`len` bytes long) at `pc` and returns the pc of the next instruction;
@@ -260,13 +311,13 @@ impl Hart {
                     return Ok(pc.wrapping_add(offset as u64));
                 }
             }
-            Inst::Load { kind, rd, rs1, imm } => self.load(bus, pc, kind, (rd, rs1, imm))?,
+            Inst::Load { kind, rd, rs1, imm } => self.load(bus, || pc, kind, (rd, rs1, imm))?,
             Inst::Store {
                 size,
                 rs1,
                 rs2,
                 imm,
-            } => self.store(bus, pc, size, (rs1, rs2, imm))?,
+            } => self.store(bus, || pc, size, (rs1, rs2, imm))?,
             Inst::OpImm { op, rd, rs1, imm } => self.w(rd, alu(op, self.r(rs1), imm as u64)),
             Inst::OpImmW { op, rd, rs1, imm } => self.w(rd, alu_w(op, self.r(rs1), imm as u64)),
             Inst::Op { op, rd, rs1, rs2 } => self.w(rd, alu(op, self.r(rs1), self.r(rs2))),
@@ -282,7 +333,7 @@ impl Hart {
             } => self.amo(bus, pc, (op, size), (rd, rs1, rs2))?,
             Inst::ReadCounter { rd } => self.w(rd, self.instret),
             Inst::Fence => {}
-            Inst::Ecall => return Err(self.ecall()),
+            Inst::Ecall => return self.ecall(bus, pc),
             Inst::Ebreak => return Err(Stop::Ebreak),
             // Never cached: fetched just now, so fetching again gives the same bits.
             Inst::Illegal => {

@@ -321,3 +321,70 @@ fn prepare_call_sets_up_the_registers() {
 fn prepare_call_refuses_a_misaligned_stack() {
     Hart::new().prepare_call(TEXT, EXIT, END - 8, &[]);
 }
+
+/// Serves the `ecall`s of [`VecBus`] code itself: a0 = a0 * 10 + a7, counting the retired
+/// instructions it was told.
+struct Serving {
+    bus: VecBus,
+    told: Vec<u64>,
+}
+
+impl Bus for Serving {
+    fn fetch16(&mut self, addr: u64) -> Result<u16, MemFault> {
+        self.bus.fetch16(addr)
+    }
+    fn load(&mut self, addr: u64, size: u8) -> Result<u64, MemFault> {
+        self.bus.load(addr, size)
+    }
+    fn store(&mut self, addr: u64, size: u8, value: u64) -> Result<(), MemFault> {
+        self.bus.store(addr, size, value)
+    }
+    fn amo(&mut self, addr: u64, size: u8, op: AmoOp, operand: u64) -> Result<u64, MemFault> {
+        self.bus.amo(addr, size, op, operand)
+    }
+    fn cas(&mut self, addr: u64, size: u8, expected: u64, new: u64) -> Result<bool, MemFault> {
+        self.bus.cas(addr, size, expected, new)
+    }
+    fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
+        self.bus.code_is_fixed(addr, len)
+    }
+    fn ecall(&mut self, pc: u64, x: &mut [u64; 32], instret: u64) -> bool {
+        assert_eq!(pc % 4, 0);
+        x[A0] = x[A0] * 10 + x[A7];
+        x[ZERO] = 99; // the hart zeroes it again
+        self.told.push(instret);
+        true
+    }
+}
+
+#[test]
+fn an_ecall_the_bus_serves_does_not_stop_the_run() {
+    let code = [
+        addi(A7, ZERO, 3),
+        ECALL,
+        addi(A7, ZERO, 4),
+        addi(T0, ZERO, 0),
+        ECALL,
+        add(A1, ZERO, ZERO),
+        RET,
+    ];
+    for cached in [false, true] {
+        let mut m = Machine::new(&code);
+        let mut bus = Serving {
+            bus: m.bus.clone(),
+            told: Vec::new(),
+        };
+        m.hart.prepare_call(TEXT, EXIT, END, &[1]);
+        let (stop, retired) = match cached {
+            true => m
+                .hart
+                .run_cached(&mut bus, &mut DecodeCache::new(), EXIT, 100),
+            false => m.hart.run(&mut bus, EXIT, 100),
+        };
+        assert_eq!((stop, retired), (Stop::Returned, 7), "cached: {cached}");
+        assert_eq!(m.hart.x[A0], 134);
+        assert_eq!(m.hart.x[ZERO], 0);
+        // Each ecall saw the count with itself retired.
+        assert_eq!(bus.told, [2, 5]);
+    }
+}

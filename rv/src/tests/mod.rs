@@ -8,6 +8,7 @@ mod atomic;
 mod blocks;
 mod compressed;
 mod control;
+mod direct;
 mod golden;
 mod integer;
 mod muldiv;
