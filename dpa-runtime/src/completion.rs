@@ -91,6 +91,7 @@ impl Notifier {
 
     /// Whether the caller (`None`: an RPC) may read the context: the attached thread, or the
     /// first reader of an unattached context. RPCs never read: they run beside the threads.
+    #[inline]
     pub fn claim_reader(&self, thread: Option<usize>) -> bool {
         thread.is_some_and(|index| self.reader.claim(index))
     }

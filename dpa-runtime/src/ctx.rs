@@ -43,6 +43,7 @@ impl StateMachine {
     }
 
     /// The current state.
+    #[inline]
     pub fn get(&self) -> CtxState {
         state_of(self.state.load(Ordering::Acquire))
     }
@@ -82,15 +83,24 @@ impl StateMachine {
     }
 
     /// Fails with BAD_STATE unless RUNNING.
+    #[inline]
     pub fn require_running(&self, what: &str) -> Result<()> {
         match self.get() {
             CtxState::Running => Ok(()),
-            s => bail!(
-                BadState,
-                "cannot {what}: {} is {s}, not RUNNING (start it first)",
-                self.name
-            ),
+            s => self.not_running(what, s),
         }
+    }
+
+    /// [`require_running`](Self::require_running)'s refusal, out of line: the check stays a
+    /// load and a compare where it is inlined (the device functions of the layer above).
+    #[cold]
+    #[inline(never)]
+    fn not_running(&self, what: &str, s: CtxState) -> Result<()> {
+        bail!(
+            BadState,
+            "cannot {what}: {} is {s}, not RUNNING (start it first)",
+            self.name
+        )
     }
 
     /// IDLE → RUNNING for contexts whose start completes at once (the soft device has nothing

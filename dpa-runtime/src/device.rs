@@ -44,3 +44,77 @@ pub trait ContextPart: Any + Send + Sync + fmt::Debug {
     /// Itself, for the downcast.
     fn as_any(&self) -> &dyn Any;
 }
+
+/// The layer above's part of a context ([`ContextPart`]), with its type recorded when it was
+/// stored: the device functions find their own type on every handle lookup, and a compare of
+/// two ids is cheaper than the two dynamic calls of a downcast through `Any`.
+pub struct Part {
+    part: Box<dyn ContextPart>,
+    type_id: std::any::TypeId,
+}
+
+impl fmt::Debug for Part {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.part.fmt(f)
+    }
+}
+
+impl Part {
+    pub(crate) fn new(part: Box<dyn ContextPart>) -> Self {
+        let type_id = Any::type_id(part.as_any());
+        Self { part, type_id }
+    }
+
+    /// The part as the runtime sees it.
+    pub fn get(&self) -> &dyn ContextPart {
+        &*self.part
+    }
+
+    /// The part as its own type `T`, if it is one.
+    #[inline]
+    pub fn downcast<T: ContextPart>(&self) -> Option<&T> {
+        if self.type_id != std::any::TypeId::of::<T>() {
+            return None;
+        }
+        // SAFETY: the box holds a `T`: its type id, taken from the value itself when it was
+        // stored, is `T`'s. A `dyn` pointer's data half is the value's address.
+        Some(unsafe { &*(&*self.part as *const dyn ContextPart).cast::<T>() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Mine(u32);
+    #[derive(Debug)]
+    struct Theirs;
+
+    impl ContextPart for Mine {
+        fn pending_frees(&self, _: &Grace) -> usize {
+            0
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    impl ContextPart for Theirs {
+        fn pending_frees(&self, _: &Grace) -> usize {
+            0
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    #[test]
+    fn a_part_is_found_as_its_own_type_only() {
+        let part = Part::new(Box::new(Mine(7)));
+        assert_eq!(part.downcast::<Mine>().map(|m| m.0), Some(7));
+        assert!(part.downcast::<Theirs>().is_none());
+        let other = Part::new(Box::new(Theirs));
+        assert!(other.downcast::<Mine>().is_none());
+    }
+}

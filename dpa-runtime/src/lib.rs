@@ -69,7 +69,7 @@ pub use app::{App, AppKernel, KernelKind};
 pub use completion::{
     ConsumerCompletion, ConsumerCompletionBuilder, DpaCompletion, NotificationCompletion,
 };
-pub use device::{ContextPart, Device, DeviceId};
+pub use device::{ContextPart, Device, DeviceId, Part};
 pub use isa_mode::{DEFAULT_BUDGET as ISA_DEFAULT_BUDGET, ExecMode, IsaConfig, Profile};
 pub use launch::LaunchEvent;
 pub use memory::DevPtr;
@@ -109,7 +109,7 @@ pub struct DpaShared {
     pub state: StateMachine,
     pub handles: Handles,
     /// The layer above's part of the context (see [`ContextPart`]).
-    pub part: Box<dyn ContextPart>,
+    pub part: Part,
     pub(crate) threads: Table<ThreadShared>,
     pub sched: Scheduler,
     pub(crate) memory: DeviceMemory,
@@ -343,7 +343,7 @@ impl DpaBuilder {
             },
             threads: Table::new(DPA_MAX_THREADS),
             sched: Scheduler::new(self.sched, weak.clone()),
-            part: self.part,
+            part: Part::new(self.part),
             memory: DeviceMemory::new(crate::limits::DPA_MAX_MEMORY),
             isa,
             launcher: launch::Launcher::new(weak.clone(), self.kernel_max_run_time),
@@ -571,7 +571,7 @@ impl Dpa {
         h.consumer_completions.retained(g)
             + h.completions.retained(g)
             + h.notifications.retained(g)
-            + self.shared.part.pending_frees(g)
+            + self.shared.part.get().pending_frees(g)
             + self.shared.threads.retained(g)
     }
 

@@ -67,7 +67,7 @@ impl Device for Dev {
 /// The model's part of `dpa`.
 #[inline]
 pub(crate) fn objects(dpa: &DpaShared) -> &Objects {
-    match dpa.part.as_any().downcast_ref() {
+    match dpa.part.downcast() {
         Some(objects) => objects,
         None => unreachable!("every DPA context is made on a model device (Dpa::builder(&Dev))"),
     }

@@ -37,6 +37,7 @@ use std::ffi::{c_char, c_int};
 /// `DOCA_DPA_DEV_COMP_SEND`.
 const COMP_SEND: u32 = 0;
 
+#[inline]
 fn lookup<'a, T: Send + Sync>(
     cur: &Current<'a>,
     table: impl FnOnce(&'a DpaShared) -> &'a Table<T>,
@@ -54,6 +55,7 @@ fn lookup<'a, T: Send + Sync>(
     }
 }
 
+#[inline]
 fn consumer_completion<'a>(cur: &Current<'a>, h: u64) -> &'a ConsumerCompletionShared {
     lookup(
         cur,
@@ -64,6 +66,7 @@ fn consumer_completion<'a>(cur: &Current<'a>, h: u64) -> &'a ConsumerCompletionS
     )
 }
 
+#[inline]
 fn dpa_consumer<'a>(cur: &Current<'a>, h: u64) -> &'a DpaConsumerShared {
     lookup(
         cur,
@@ -74,6 +77,7 @@ fn dpa_consumer<'a>(cur: &Current<'a>, h: u64) -> &'a DpaConsumerShared {
     )
 }
 
+#[inline]
 fn dpa_producer<'a>(cur: &Current<'a>, h: u64) -> &'a DpaProducerShared {
     lookup(
         cur,
@@ -84,6 +88,7 @@ fn dpa_producer<'a>(cur: &Current<'a>, h: u64) -> &'a DpaProducerShared {
     )
 }
 
+#[inline]
 fn dpa_completion<'a>(cur: &Current<'a>, h: u64) -> &'a DpaCompletionShared {
     lookup(
         cur,
