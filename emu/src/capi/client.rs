@@ -111,7 +111,7 @@ pub unsafe extern "C" fn doca_comch_client_destroy(
     call("doca_comch_client_destroy", || {
         let c = client(comch_client, "comch_client")?;
         c.c.core.require_idle("destroy the client")?;
-        if let Ok(pe) = super::pe::pe(c.c.core.pe.get().cast(), "pe") {
+        if let Some(pe) = super::pe::of(&c.c.core) {
             pe.disconnect(c.c.core.handle.get());
         }
         if let Ok(d) = super::dev::dev(c.c.dev.cast(), "dev") {

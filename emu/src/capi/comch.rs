@@ -217,27 +217,18 @@ impl CtrlCore {
         unsafe { out(task, "task", handle.cast()) }
     }
 
-    fn pe(&self) -> Option<&super::pe::PeObj> {
-        super::pe::pe(self.core.pe.get().cast(), "pe").ok()
-    }
-
     // What both faces do alike.
 
     pub(crate) fn watch(&self, fd: RawFd) -> Result<()> {
-        match self.pe() {
-            Some(pe) => pe.pe.watch_fd(fd),
-            None => Ok(()),
-        }
+        super::pe::watch(&self.core, fd)
     }
 
     pub(crate) fn unwatch(&self, fd: RawFd) {
-        if let Some(pe) = self.pe() {
-            pe.pe.unwatch_fd(fd);
-        }
+        super::pe::unwatch(&self.core, fd)
     }
 
     pub(crate) fn polling(&self, on: bool) {
-        if let Some(pe) = self.pe() {
+        if let Some(pe) = super::pe::of(&self.core) {
             pe.polling(on);
         }
     }
@@ -275,10 +266,13 @@ impl CtrlCore {
 
     /// Task `index` finished with `status`: its callback runs.
     pub(crate) fn send_done(&self, index: u32, status: ErrorCode) {
+        self.complete(index, status.raw() as doca_error_t);
+    }
+
+    fn complete(&self, index: u32, status: doca_error_t) {
         let Some(cbs) = self.send_cbs.get() else {
             return;
         };
-        let status = status.raw() as doca_error_t;
         let Some((handle, data)) = self.tasks.complete(index, status, |_| {}) else {
             return;
         };
@@ -299,10 +293,7 @@ impl CtrlCore {
     pub(crate) fn after_progress(&self, finish: impl FnOnce()) -> usize {
         self.tasks.after_progress(
             &self.core,
-            |index, status| {
-                let code = ErrorCode::from_raw(status as i32).unwrap_or(ErrorCode::Unexpected);
-                self.send_done(index, code)
-            },
+            |index, status| self.complete(index, status),
             finish,
         )
     }

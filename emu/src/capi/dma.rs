@@ -263,7 +263,7 @@ pub unsafe extern "C" fn doca_dma_destroy(dma: *mut doca_dma) -> doca_error_t {
                  is IDLE before doca_dma_destroy"
             );
         }
-        if let Ok(pe) = pe::pe(d.core.pe.get().cast(), "pe") {
+        if let Some(pe) = pe::of(&d.core) {
             pe.disconnect(d.core.handle.get());
         }
         if let Ok(dev) = dev::dev(d.dev.cast(), "dev") {

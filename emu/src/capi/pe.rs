@@ -32,6 +32,23 @@ pub(crate) fn pe<'a>(ptr: *const doca_pe, param: &str) -> Result<&'a PeObj> {
     registry::get::<PeObj>(ptr.cast(), param)
 }
 
+/// The PE context `core` is connected to, if any.
+pub(crate) fn of<'a>(core: &CtxCore) -> Option<&'a PeObj> {
+    pe(core.pe.get().cast(), "pe").ok()
+}
+
+/// The notification handle of `core`'s PE follows `fd` from now on (nothing without a PE).
+pub(crate) fn watch(core: &CtxCore, fd: std::os::fd::RawFd) -> Result<()> {
+    of(core).map_or(Ok(()), |p| p.pe.watch_fd(fd))
+}
+
+/// Undoes [`watch`].
+pub(crate) fn unwatch(core: &CtxCore, fd: std::os::fd::RawFd) {
+    if let Some(p) = of(core) {
+        p.pe.unwatch_fd(fd);
+    }
+}
+
 /// The PE context `core` is connected to, which a datapath on the CPU needs; BAD_STATE if there
 /// is none. `ctx` names the context in the message.
 pub(crate) fn connected<'a>(core: &CtxCore, ctx: &str) -> Result<&'a PeObj> {

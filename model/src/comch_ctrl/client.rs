@@ -28,17 +28,6 @@ enum Phase {
     Connected(Rc<Connection>),
 }
 
-/// Where a client is between start and stop, as the layer above may ask.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientPhase {
-    /// Not started, or stopped.
-    Idle,
-    /// Trying to reach its server, or in the handshake.
-    Connecting,
-    /// Connected.
-    Connected,
-}
-
 /// A Comch client.
 pub struct Client {
     /// Its server's name, its sizes and sends.
@@ -58,7 +47,7 @@ impl std::fmt::Debug for Client {
         f.debug_struct("Client")
             .field("name", &self.ep.name())
             .field("function", &self.function)
-            .field("phase", &self.phase())
+            .field("connected", &self.connection().is_some())
             .finish()
     }
 }
@@ -77,15 +66,6 @@ impl Client {
             timer: RetryTimer::new(RETRY),
             closed: RefCell::new(None),
         })
-    }
-
-    /// Where the client is.
-    pub fn phase(&self) -> ClientPhase {
-        match &*self.phase.borrow() {
-            Phase::Idle => ClientPhase::Idle,
-            Phase::Connecting | Phase::Handshaking(_) => ClientPhase::Connecting,
-            Phase::Connected(_) => ClientPhase::Connected,
-        }
     }
 
     /// `doca_comch_client_get_connection`: its connection while connected.

@@ -90,9 +90,8 @@ impl FastReceiver {
     /// Posts receive `index`: data lands in `buf` (at its tail), or, without a buffer, only
     /// immediate data arrives. `buf` must come from the consumer's mmap.
     pub fn post(&self, mmap: &Mmap, index: u32, buf: Option<&Buf>) -> Result<()> {
-        let memory = mmap.share()?;
         let Some(buf) = buf else {
-            self.fast.post(index, memory.base, 0);
+            self.fast.post(index, mmap.share()?.base, 0);
             return Ok(());
         };
         let view = buf.view()?;

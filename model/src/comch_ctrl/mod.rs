@@ -19,7 +19,7 @@ mod link;
 mod receive;
 mod server;
 
-pub use client::{Client, ClientPhase};
+pub use client::Client;
 pub use connection::{ConnState, Connection};
 pub use fast_consumer::{Announced, FastReceiver, RecvFace};
 pub use fast_producer::{FastFace, FastSend, FastSender};

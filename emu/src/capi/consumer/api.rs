@@ -54,7 +54,7 @@ pub unsafe extern "C" fn doca_comch_consumer_destroy(
     call("doca_comch_consumer_destroy", || {
         let c = super::consumer(consumer, "consumer")?;
         c.core.require_idle("destroy the consumer")?;
-        if let Ok(pe) = crate::capi::pe::pe(c.core.pe.get().cast(), "pe") {
+        if let Some(pe) = crate::capi::pe::of(&c.core) {
             pe.disconnect(c.core.handle.get());
         }
         if let Some((comp, _)) = c.completion.get() {

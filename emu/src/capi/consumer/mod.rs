@@ -306,7 +306,7 @@ impl ConsumerObj {
     fn finish_stop(&self) {
         let running = self.running.borrow_mut().take();
         if let Some(Running::Fast(fast)) = &running {
-            if let Ok(pe) = super::pe::pe(self.core.pe.get().cast(), "pe") {
+            if let Some(pe) = super::pe::of(&self.core) {
                 pe.pe.unwatch_fd(fast.wake_fd());
                 pe.polling(false);
             }

@@ -55,7 +55,7 @@ pub unsafe extern "C" fn doca_comch_producer_destroy(
     call("doca_comch_producer_destroy", || {
         let p = super::producer(producer, "producer")?;
         p.core.require_idle("destroy the producer")?;
-        if let Ok(pe) = crate::capi::pe::pe(p.core.pe.get().cast(), "pe") {
+        if let Some(pe) = crate::capi::pe::of(&p.core) {
             pe.disconnect(p.core.handle.get());
         }
         if let Ok(comp) = registry::get::<DpaCompletionObj>(p.dpa_completion.get(), "completion") {

@@ -202,10 +202,6 @@ impl ProducerObj {
         }
     }
 
-    fn pe(&self) -> Option<&super::pe::PeObj> {
-        super::pe::pe(self.core.pe.get().cast(), "pe").ok()
-    }
-
     fn start_dpa(&self, q: &MsgqObj, direction: Direction, dpa: *mut c_void) -> Result<Running> {
         if direction != Direction::FromDpa {
             bail!(
@@ -267,7 +263,7 @@ impl ProducerObj {
     fn finish_stop(&self) {
         let running = self.running.borrow_mut().take();
         if matches!(running, Some(Running::Fast(_))) {
-            if let Some(pe) = self.pe() {
+            if let Some(pe) = super::pe::of(&self.core) {
                 pe.polling(false);
             }
         }
@@ -363,16 +359,11 @@ impl Context for ProducerObj {
 /// What the model's fast-path sender needs of the C producer.
 impl FastFace for ProducerObj {
     fn watch(&self, fd: RawFd) -> Result<()> {
-        match self.pe() {
-            Some(pe) => pe.pe.watch_fd(fd),
-            None => Ok(()),
-        }
+        super::pe::watch(&self.core, fd)
     }
 
     fn unwatch(&self, fd: RawFd) {
-        if let Some(pe) = self.pe() {
-            pe.pe.unwatch_fd(fd);
-        }
+        super::pe::unwatch(&self.core, fd)
     }
 
     fn send_of(&self, index: u32) -> Result<FastSend<'_>> {

@@ -57,7 +57,7 @@ pub unsafe extern "C" fn doca_comch_server_destroy(
     call("doca_comch_server_destroy", || {
         let s = server(comch_server, "comch_server")?;
         s.c.core.require_idle("destroy the server")?;
-        if let Ok(pe) = crate::capi::pe::pe(s.c.core.pe.get().cast(), "pe") {
+        if let Some(pe) = crate::capi::pe::of(&s.c.core) {
             pe.disconnect(s.c.core.handle.get());
         }
         if let Ok(d) = crate::capi::dev::dev(s.c.dev.cast(), "dev") {

@@ -133,7 +133,7 @@ impl TaskCtx {
     }
 
     fn pe<'a>(&self) -> Option<&'a PeObj> {
-        pe::pe(self.core.pe.get().cast(), "pe").ok()
+        pe::of(&self.core)
     }
 
     /// The event is destroyed: it leaves its PE.
@@ -181,12 +181,14 @@ impl TaskCtx {
 
     /// Starts (`true`) or ends the timer that wakes a sleeping PE while waits are submitted.
     fn recheck_timer(&self, on: bool) {
-        let Some(pe) = self.pe() else { return };
+        if self.pe().is_none() {
+            return;
+        }
         if on {
             // Without a timer the waits are looked at when the PE progresses anyway.
-            let _ = self.timer.on(|fd| pe.pe.watch_fd(fd));
+            let _ = self.timer.on(|fd| pe::watch(&self.core, fd));
         } else {
-            self.timer.off(|fd| pe.pe.unwatch_fd(fd));
+            self.timer.off(|fd| pe::unwatch(&self.core, fd));
         }
     }
 }
