@@ -160,7 +160,6 @@ fn any_task<'a>(ptr: *const doca_task) -> Result<&'a dyn AnyTask> {
 pub(crate) struct TaskPool<T: Task> {
     tasks: Box<[*const T]>,
     free: RefCell<Vec<u32>>,
-    inflight: Cell<usize>,
     /// Tasks submitted while the context was stopping: completed with an error by the next
     /// progress.
     flushed: RefCell<VecDeque<u32>>,
@@ -194,7 +193,6 @@ impl<T: Task> TaskPool<T> {
             tasks: tasks.into_boxed_slice(),
             // Popped from the end: lowest indices first.
             free: RefCell::new((0..n).rev().collect()),
-            inflight: Cell::new(0),
             flushed: RefCell::new(VecDeque::with_capacity(n as usize)),
         })
     }
@@ -256,7 +254,6 @@ impl<T: Task> TaskPool<T> {
     #[inline]
     pub(crate) fn submitted(&self, task: &T) {
         task.core().state.set(TaskState::Submitted);
-        self.inflight.set(self.inflight.get() + 1);
     }
 
     /// Marks the task at `index` completed with `status`; returns it for its callback.
@@ -266,7 +263,6 @@ impl<T: Task> TaskPool<T> {
         if task.core().state.get() != TaskState::Submitted {
             return None;
         }
-        self.inflight.set(self.inflight.get().saturating_sub(1));
         if task.core().released.replace(false) {
             self.put_back(task);
             return None;
@@ -288,9 +284,14 @@ impl<T: Task> TaskPool<T> {
         self.flushed.borrow_mut().pop_front()
     }
 
-    /// Submitted and not completed.
+    /// Submitted and not completed: counted from the tasks' own states when asked (a rare
+    /// call), so the datapath keeps no second count.
     pub(crate) fn inflight(&self) -> usize {
-        self.inflight.get()
+        self.tasks
+            .iter()
+            // SAFETY: the pool's tasks live in the registry until `destroy`, which consumes it.
+            .filter(|&&t| unsafe { &*t }.core().state.get() == TaskState::Submitted)
+            .count()
     }
 
     /// Not in the pool: allocated, submitted or completed and not freed.

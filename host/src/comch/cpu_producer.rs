@@ -5,7 +5,7 @@ use crate::ctx::{self, CtxState, StateChangedCb};
 use crate::error::{Result, bail, doca};
 use crate::msgq::{Direction, Msgq};
 use crate::pe::Pe;
-use dpakit_abi::{ErrorCode, MAX_IMM_DATA_LEN};
+use dpakit_abi::ErrorCode;
 use dpakit_sys as sys;
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -223,13 +223,16 @@ impl CpuProducer {
     #[doc(alias = "doca_comch_producer_task_send_alloc_init")]
     #[inline]
     pub fn send(&self, imm: &[u8], consumer_id: u32, user_data: u64) -> Result<()> {
-        if imm.len() > MAX_IMM_DATA_LEN {
+        // The length is checked once, by the soft device or DOCA (the MsgQ's limit, then the
+        // consumer's imm_data_len); a longer slice is refused there with INVALID_VALUE. Past
+        // u32 it would wrap, so that is refused here.
+        let Ok(len) = u32::try_from(imm.len()) else {
             bail!(
                 InvalidValue,
-                "immediate data of {} bytes exceeds the MsgQ limit of {MAX_IMM_DATA_LEN} bytes",
+                "immediate data of {} bytes exceeds the MsgQ limit",
                 imm.len()
             );
-        }
+        };
         let inner = &**self.inner;
         let mut task = std::ptr::null_mut();
         doca!(doca_comch_producer_task_send_alloc_init(
@@ -237,7 +240,7 @@ impl CpuProducer {
             std::ptr::null(),
             // DOCA's signature takes a mutable pointer; the bytes are only read (copied).
             imm.as_ptr().cast_mut(),
-            imm.len() as u32,
+            len,
             consumer_id,
             &mut task
         ))?;

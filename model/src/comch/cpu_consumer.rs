@@ -29,6 +29,34 @@ pub struct RecvCompletion<'a> {
 
 type RecvCb = Box<dyn FnMut(&RecvCompletion<'_>)>;
 
+/// Where a CPU consumer reports its finished receives: the object that owns the receive tasks
+/// (the C consumer, whose task index is the token), or [`RecvCallback`] for the Rust API.
+/// Called by [`Pe::progress`] with nothing of the consumer borrowed, so it may post, flush or
+/// stop.
+pub trait RecvFace: 'static {
+    /// The receive posted with `token` finished: with a message of `producer_id` (SUCCESS), or
+    /// empty ([`FLUSHED`](super::FLUSHED)) because the consumer stopped.
+    fn received(&self, token: u64, status: ErrorCode, imm: &[u8], producer_id: u32);
+}
+
+/// The Rust API's face: the callback of [`CpuConsumerBuilder::on_recv`].
+#[allow(missing_debug_implementations)] // holds a closure
+pub struct RecvCallback(Callback<dyn FnMut(&RecvCompletion<'_>)>);
+
+impl RecvFace for RecvCallback {
+    #[inline]
+    fn received(&self, token: u64, status: ErrorCode, imm: &[u8], producer_id: u32) {
+        self.0.run(|cb| {
+            cb(&RecvCompletion {
+                imm,
+                producer_id,
+                user_data: token,
+                status,
+            })
+        });
+    }
+}
+
 /// Configuration of a [`CpuConsumer`].
 pub struct CpuConsumerBuilder<'a> {
     on_state_changed: Option<StateChangedCb>,
@@ -48,7 +76,7 @@ impl fmt::Debug for CpuConsumerBuilder<'_> {
     }
 }
 
-struct Inner {
+struct Inner<F> {
     shared: Arc<CpuConsumerShared>,
     index: usize,
     msgq: Arc<MsgqShared>,
@@ -58,15 +86,15 @@ struct Inner {
     posted: Fifo<u64>,
     /// Receives taken back by [`CpuConsumer::flush`], to report as flushed.
     flushed: Fifo<u64>,
-    on_recv: Callback<dyn FnMut(&RecvCompletion<'_>)>,
+    face: F,
 }
 
 /// `doca_comch_consumer` on the CPU side of a DPA→CPU MsgQ.
-pub struct CpuConsumer {
-    inner: Rc<Inner>,
+pub struct CpuConsumer<F: RecvFace = RecvCallback> {
+    inner: Rc<Inner<F>>,
 }
 
-impl fmt::Debug for CpuConsumer {
+impl<F: RecvFace> fmt::Debug for CpuConsumer<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CpuConsumer")
             .field("id", &self.inner.shared.id)
@@ -111,7 +139,14 @@ impl<'a> CpuConsumerBuilder<'a> {
     }
 
     /// `doca_comch_msgq_consumer_create` + `doca_pe_connect_ctx` + `doca_ctx_start`.
-    pub fn start(self) -> Result<CpuConsumer> {
+    pub fn start(mut self) -> Result<CpuConsumer> {
+        let face = RecvCallback(Callback::new(self.on_recv.take()));
+        self.start_with(face)
+    }
+
+    /// Starts a consumer that reports its receives to `face` (the object owning the tasks)
+    /// instead of a callback.
+    pub fn start_with<F: RecvFace>(self, face: F) -> Result<CpuConsumer<F>> {
         let msgq = &self.msgq.shared;
         msgq.check_endpoint("CPU consumer", Direction::FromDpa)?;
         super::check_task_pool("post-receive", self.num_tasks)?;
@@ -166,7 +201,7 @@ impl<'a> CpuConsumerBuilder<'a> {
             num_tasks: self.num_tasks,
             posted: Fifo::new(self.num_tasks as usize, 0),
             flushed: Fifo::new(self.num_tasks as usize, 0),
-            on_recv: Callback::new(self.on_recv),
+            face,
         });
         if let Some(cb) = self.on_state_changed {
             inner.state.set_state_changed_cb(cb)?;
@@ -192,7 +227,9 @@ impl CpuConsumer {
             on_state_changed: None,
         }
     }
+}
 
+impl<F: RecvFace> CpuConsumer<F> {
     /// `doca_comch_consumer_get_id`: what DPA producers address.
     pub fn id(&self) -> u32 {
         self.inner.shared.id
@@ -251,7 +288,7 @@ impl CpuConsumer {
     }
 }
 
-impl PeClient for Inner {
+impl<F: RecvFace> PeClient for Inner<F> {
     fn progress(&self) -> usize {
         if self.msgq.dpa.shared.sched.is_deterministic() {
             self.msgq.dpa.run_round();
@@ -270,15 +307,12 @@ impl PeClient for Inner {
             // A message only arrives for a posted receive (the DPA side checks), so one is here.
             let user_data = self.posted.pop().unwrap_or_default();
             n += 1;
-            let imm = &buf[..len as usize];
-            self.on_recv.run(|cb| {
-                cb(&RecvCompletion {
-                    imm,
-                    producer_id,
-                    user_data,
-                    status: ErrorCode::Success,
-                })
-            });
+            self.face.received(
+                user_data,
+                ErrorCode::Success,
+                &buf[..len as usize],
+                producer_id,
+            );
         }
         let flushed = self.flushed.len();
         for _ in 0..flushed {
@@ -286,14 +320,7 @@ impl PeClient for Inner {
                 break;
             };
             n += 1;
-            self.on_recv.run(|cb| {
-                cb(&RecvCompletion {
-                    imm: &[],
-                    producer_id: 0,
-                    user_data,
-                    status: FLUSHED,
-                })
-            });
+            self.face.received(user_data, FLUSHED, &[], 0);
         }
         n
     }
@@ -303,7 +330,7 @@ impl PeClient for Inner {
     }
 }
 
-impl Drop for CpuConsumer {
+impl<F: RecvFace> Drop for CpuConsumer<F> {
     fn drop(&mut self) {
         let _ = self.stop();
         self.inner.msgq.cpu_consumers.remove(self.inner.index);

@@ -26,6 +26,31 @@ pub struct SendCompletion {
 
 type SendCb = Box<dyn FnMut(SendCompletion)>;
 
+/// Where a CPU producer reports its finished sends: the object that owns the send tasks (the C
+/// producer, whose task index is the token), or [`SendCallback`] for the Rust API. Called by
+/// [`Pe::progress`] with nothing of the producer borrowed, so it may send, flush or stop.
+pub trait SendFace: 'static {
+    /// The send given `token` finished with `status` (SUCCESS, [`FLUSHED`](super::FLUSHED) or
+    /// NOT_FOUND for a consumer destroyed while the send waited).
+    fn send_done(&self, token: u64, status: ErrorCode);
+}
+
+/// The Rust API's face: the completion callback of [`CpuProducerBuilder::on_send_complete`].
+#[allow(missing_debug_implementations)] // holds a closure
+pub struct SendCallback(Callback<dyn FnMut(SendCompletion)>);
+
+impl SendFace for SendCallback {
+    #[inline]
+    fn send_done(&self, token: u64, status: ErrorCode) {
+        self.0.run(|cb| {
+            cb(SendCompletion {
+                user_data: token,
+                status,
+            })
+        });
+    }
+}
+
 /// Configuration of a [`CpuProducer`].
 pub struct CpuProducerBuilder<'a> {
     on_state_changed: Option<StateChangedCb>,
@@ -49,7 +74,7 @@ struct PendingSend {
     len: u8,
     /// The consumer's id (not its slot: a later consumer may take the slot).
     consumer: u32,
-    user_data: u64,
+    token: u64,
     /// The credit is already spent; only the push into the completion context is left.
     credit_held: bool,
 }
@@ -67,7 +92,7 @@ impl PendingSend {
     }
 }
 
-struct Inner {
+struct Inner<F> {
     id: u32,
     msgq: Arc<MsgqShared>,
     /// This producer in the queue's credit waiters, and its slot there.
@@ -81,15 +106,15 @@ struct Inner {
     /// Finished sends (delivered or flushed) whose completion has not been reported yet.
     /// At most `num_tasks`, as the sends in flight are.
     completed: Fifo<(u64, ErrorCode)>,
-    on_send: Callback<dyn FnMut(SendCompletion)>,
+    face: F,
 }
 
-/// `doca_comch_producer` on the CPU side of a CPU→DPA MsgQ.
-pub struct CpuProducer {
-    inner: Rc<Inner>,
+/// `doca_comch_producer` on the CPU side of a CPU→DPA MsgQ, reporting through `F`.
+pub struct CpuProducer<F: SendFace = SendCallback> {
+    inner: Rc<Inner<F>>,
 }
 
-impl fmt::Debug for CpuProducer {
+impl<F: SendFace> fmt::Debug for CpuProducer<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CpuProducer")
             .field("id", &self.inner.id)
@@ -127,8 +152,16 @@ impl<'a> CpuProducerBuilder<'a> {
         self
     }
 
-    /// `doca_comch_msgq_producer_create` + `doca_pe_connect_ctx` + `doca_ctx_start`.
-    pub fn start(self) -> Result<CpuProducer> {
+    /// `doca_comch_msgq_producer_create` + `doca_pe_connect_ctx` + `doca_ctx_start`, with the
+    /// callback of [`on_send_complete`](Self::on_send_complete).
+    pub fn start(mut self) -> Result<CpuProducer> {
+        let face = SendCallback(Callback::new(self.on_send.take()));
+        self.start_with(face)
+    }
+
+    /// Starts a producer that reports its sends to `face` (the object owning the tasks) instead
+    /// of a callback.
+    pub fn start_with<F: SendFace>(self, face: F) -> Result<CpuProducer<F>> {
         let msgq = &self.msgq.shared;
         msgq.check_endpoint("CPU producer", Direction::ToDpa)?;
         super::check_task_pool("send", self.num_tasks)?;
@@ -149,7 +182,7 @@ impl<'a> CpuProducerBuilder<'a> {
             in_flight: Cell::new(0),
             pending: RefCell::new(VecDeque::with_capacity(n)),
             completed: Fifo::new(n, (0, ErrorCode::Success)),
-            on_send: Callback::new(self.on_send),
+            face,
         });
         if let Some(cb) = self.on_state_changed {
             inner.state.set_state_changed_cb(cb)?;
@@ -174,30 +207,27 @@ impl CpuProducer {
             on_state_changed: None,
         }
     }
+}
 
+impl<F: SendFace> CpuProducer<F> {
     /// `doca_comch_producer_get_id`.
     pub fn id(&self) -> u32 {
         self.inner.id
     }
 
-    /// `doca_comch_producer_task_send_alloc_init` + `doca_task_submit` with immediate data only.
+    /// `doca_comch_producer_task_send_alloc_init` + `doca_task_submit` with immediate data only;
+    /// `token` comes back with the completion (the task's user data, or its index in a pool).
     ///
-    /// The task completes (its callback runs in [`Pe::progress`]) once the message is in the DPA
-    /// consumer's completion context. Without a credit (a receive the DPA posted with
+    /// The task completes (its face hears of it in [`Pe::progress`]) once the message is in the
+    /// DPA consumer's completion context. Without a credit (a receive the DPA posted with
     /// `consumer_ack`) the task waits inside the soft device; nothing is dropped, and per-consumer
-    /// order is kept. Fails with NO_MEMORY when all send tasks are in flight.
+    /// order is kept. Fails with NO_MEMORY when all send tasks are in flight. The message's
+    /// length is checked here, once, against the consumer's `imm_data_len` (at most the MsgQ's
+    /// limit of 32 bytes).
     #[inline]
-    pub fn send(&self, imm: &[u8], consumer_id: u32, user_data: u64) -> Result<()> {
+    pub fn send(&self, imm: &[u8], consumer_id: u32, token: u64) -> Result<()> {
         let inner = &*self.inner;
         inner.state.require_running("send")?;
-        if imm.len() > limits::MAX_IMM_DATA_LEN {
-            bail!(
-                InvalidValue,
-                "immediate data of {} bytes exceeds the MsgQ limit of {} bytes",
-                imm.len(),
-                limits::MAX_IMM_DATA_LEN
-            );
-        }
         let Some(consumer) = inner.consumer(consumer_id) else {
             bail!(
                 NotFound,
@@ -205,12 +235,11 @@ impl CpuProducer {
             );
         };
         if imm.len() > consumer.completion.imm_data_len as usize {
-            bail!(
-                InvalidValue,
-                "immediate data of {} bytes exceeds consumer {consumer_id}'s imm_data_len of {}",
+            return Err(too_long(
                 imm.len(),
-                consumer.completion.imm_data_len
-            );
+                consumer_id,
+                consumer.completion.imm_data_len,
+            ));
         }
         if inner.in_flight.get() >= inner.num_tasks {
             bail!(
@@ -229,7 +258,7 @@ impl CpuProducer {
             Delivery::NoCredit
         };
         if outcome == Delivery::Delivered {
-            inner.complete(user_data, ErrorCode::Success);
+            inner.complete(token, ErrorCode::Success);
         } else {
             if pending.is_empty() {
                 inner.msgq.credit_waiters.set_waiting(&inner.waiter, true);
@@ -238,7 +267,7 @@ impl CpuProducer {
                 imm: crate::ring::padded_imm(imm),
                 len: imm.len() as u8,
                 consumer: consumer_id,
-                user_data,
+                token,
                 credit_held: outcome == Delivery::CreditHeld,
             });
         }
@@ -267,7 +296,7 @@ impl CpuProducer {
             if p.credit_held {
                 return true;
             }
-            inner.complete(p.user_data, FLUSHED);
+            inner.complete(p.token, FLUSHED);
             false
         });
         if pending.is_empty() {
@@ -289,12 +318,35 @@ impl CpuProducer {
     }
 }
 
-impl Inner {
-    /// A send in flight finished: its callback runs at the next progress.
+/// Why a message is refused: longer than its consumer takes (the MsgQ's limit of 32 bytes
+/// included, since no consumer takes more).
+#[cold]
+#[inline(never)]
+fn too_long(len: usize, consumer_id: u32, imm_data_len: u32) -> crate::error::Error {
+    if len > limits::MAX_IMM_DATA_LEN {
+        return crate::error::err(
+            ErrorCode::InvalidValue,
+            format!(
+                "immediate data of {len} bytes exceeds the MsgQ limit of {} bytes",
+                limits::MAX_IMM_DATA_LEN
+            ),
+        );
+    }
+    crate::error::err(
+        ErrorCode::InvalidValue,
+        format!(
+            "immediate data of {len} bytes exceeds consumer {consumer_id}'s imm_data_len of \
+             {imm_data_len}"
+        ),
+    )
+}
+
+impl<F> Inner<F> {
+    /// A send in flight finished: its face hears of it at the next progress.
     #[inline]
-    fn complete(&self, user_data: u64, status: ErrorCode) {
+    fn complete(&self, token: u64, status: ErrorCode) {
         // Sends in flight never exceed num_tasks, the queue's capacity.
-        self.completed.push_within_capacity((user_data, status));
+        self.completed.push_within_capacity((token, status));
     }
 
     /// The live consumer `id` names (ids are not reused, so never a later one).
@@ -303,7 +355,7 @@ impl Inner {
     }
 }
 
-impl PeClient for Inner {
+impl<F: SendFace> PeClient for Inner<F> {
     fn progress(&self) -> usize {
         if self.msgq.dpa.shared.sched.is_deterministic() {
             self.msgq.dpa.run_round();
@@ -319,7 +371,7 @@ impl PeClient for Inner {
                     None => ErrorCode::NotFound,
                 };
                 let done = pending.pop_front().expect("front exists");
-                self.complete(done.user_data, status);
+                self.complete(done.token, status);
                 if pending.is_empty() {
                     self.msgq.credit_waiters.set_waiting(&self.waiter, false);
                 }
@@ -330,13 +382,12 @@ impl PeClient for Inner {
         let ready = self.completed.len();
         let mut n = 0;
         for _ in 0..ready {
-            let Some((user_data, status)) = self.completed.pop() else {
+            let Some((token, status)) = self.completed.pop() else {
                 break;
             };
             self.in_flight.set(self.in_flight.get() - 1);
             n += 1;
-            self.on_send
-                .run(|cb| cb(SendCompletion { user_data, status }));
+            self.face.send_done(token, status);
         }
         n
     }
@@ -350,7 +401,7 @@ impl PeClient for Inner {
     }
 }
 
-impl Drop for CpuProducer {
+impl<F: SendFace> Drop for CpuProducer<F> {
     fn drop(&mut self) {
         let _ = self.inner.state.stop();
         let inner = &*self.inner;

@@ -14,8 +14,8 @@ mod credits;
 mod dpa_endpoints;
 mod fifo;
 
-pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};
-pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCompletion};
+pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCallback, RecvCompletion, RecvFace};
+pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCallback, SendCompletion, SendFace};
 pub use dpa_endpoints::{DpaConsumer, DpaConsumerBuilder, DpaProducer, DpaProducerBuilder};
 
 use crate::pe::PeWaker;

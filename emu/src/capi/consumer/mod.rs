@@ -7,7 +7,7 @@ use super::msgq::{self, MsgqObj};
 use super::registry::{self, Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
 use super::types::*;
-use crate::comch::{CpuConsumer, DpaConsumer, RecvCompletion};
+use crate::comch::{CpuConsumer, DpaConsumer};
 use crate::comch_ctrl::{Announced, FastReceiver, Link, RecvFace};
 use crate::ctx::CtxState;
 use crate::error::{ErrorCode, Result, bail};
@@ -27,10 +27,22 @@ struct RecvConf {
 
 /// The consumer while it runs.
 enum Running {
-    Cpu(CpuConsumer),
+    Cpu(CpuConsumer<Reports>),
     Dpa(DpaConsumer),
     /// Shared with a progress pass that runs callbacks (one may stop the consumer).
     Fast(Rc<FastReceiver>),
+}
+
+/// The model's CPU consumer reports to the C consumer: its tokens are task indices.
+struct Reports(*const ConsumerObj);
+
+impl crate::comch::RecvFace for Reports {
+    #[inline]
+    fn received(&self, token: u64, status: ErrorCode, imm: &[u8], producer_id: u32) {
+        // SAFETY: the consumer object outlives its model object, which it drops before it is
+        // destroyed (destroy needs IDLE, and IDLE drops the model).
+        unsafe { &*self.0 }.completed(token as u32, status.raw() as doca_error_t, imm, producer_id);
+    }
 }
 
 /// What a consumer on a connection is attached to.
@@ -155,21 +167,11 @@ impl ConsumerObj {
             );
         };
         let pe = crate::capi::pe::connected(&self.core, "consumer")?;
-        let me: *const ConsumerObj = self;
         let model = CpuConsumer::builder(&*q.model()?, &pe.pe)
             .num_recv_tasks(conf.num_tasks)
             .imm_data_len(self.imm_data_len.get())
             .id(self.id)
-            .on_recv(move |c: &RecvCompletion<'_>| {
-                // SAFETY: the consumer object outlives its model object (see the producer).
-                unsafe { &*me }.completed(
-                    c.user_data as u32,
-                    c.status.raw() as doca_error_t,
-                    c.imm,
-                    c.producer_id,
-                )
-            })
-            .start()?;
+            .start_with(Reports(self))?;
         self.make_tasks(conf.num_tasks)?;
         Ok(Running::Cpu(model))
     }

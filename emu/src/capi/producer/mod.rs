@@ -7,7 +7,7 @@ use super::msgq::{self, MsgqObj};
 use super::registry::{self, Kind, Object};
 use super::task::{Task, TaskCore, TaskNames, Tasks};
 use super::types::*;
-use crate::comch::{CpuProducer, DpaProducer, SendCompletion};
+use crate::comch::{CpuProducer, DpaProducer, SendFace};
 use crate::comch_ctrl::{FastFace, FastSend, FastSender, Link};
 use crate::ctx::CtxState;
 use crate::error::{ErrorCode, Result, bail};
@@ -28,10 +28,22 @@ struct SendConf {
 
 /// The producer while it runs.
 enum Running {
-    Cpu(CpuProducer),
+    Cpu(CpuProducer<Reports>),
     Dpa(DpaProducer),
     /// Shared with a progress pass that runs callbacks (one may stop the producer).
     Fast(Rc<FastSender>),
+}
+
+/// The model's CPU producer reports to the C producer: its tokens are task indices.
+struct Reports(*const ProducerObj);
+
+impl SendFace for Reports {
+    #[inline]
+    fn send_done(&self, token: u64, status: ErrorCode) {
+        // SAFETY: the producer object outlives its model object, which it drops before it is
+        // destroyed (destroy needs IDLE, and IDLE drops the model).
+        unsafe { &*self.0 }.completed(token as u32, status.raw() as doca_error_t);
+    }
 }
 
 /// A `struct doca_comch_producer` of a MsgQ.
@@ -144,16 +156,10 @@ impl ProducerObj {
             );
         };
         let pe = crate::capi::pe::connected(&self.core, "producer")?;
-        let me: *const ProducerObj = self;
         let model = CpuProducer::builder(&*q.model()?, &pe.pe)
             .num_send_tasks(conf.num_tasks)
             .id(self.id)
-            .on_send_complete(move |c: SendCompletion| {
-                // SAFETY: the producer object outlives its model object, which it drops before
-                // it is destroyed (destroy needs IDLE, and IDLE drops the model).
-                unsafe { &*me }.completed(c.user_data as u32, c.status.raw() as doca_error_t)
-            })
-            .start()?;
+            .start_with(Reports(self))?;
         self.make_tasks(conf.num_tasks)?;
         Ok(Running::Cpu(model))
     }
