@@ -23,6 +23,7 @@ pub mod checked_read;
 pub mod completion;
 pub mod ctx;
 pub mod current;
+mod deterministic;
 mod device;
 mod device_symbols;
 pub mod element;
@@ -73,7 +74,8 @@ pub use device::{ContextPart, Device, DeviceId, Part};
 pub use isa_mode::{DEFAULT_BUDGET as ISA_DEFAULT_BUDGET, ExecMode, IsaConfig, Profile};
 pub use launch::LaunchEvent;
 pub use memory::DevPtr;
-pub use sched::{STOP_WAIT, SchedMode, SchedStats, TRACE_CAPACITY, TraceEvent, pin_current_thread};
+pub use deterministic::TRACE_CAPACITY;
+pub use sched::{STOP_WAIT, SchedMode, SchedStats, TraceEvent, pin_current_thread};
 pub use thread::{DpaThread, DpaThreadBuilder};
 #[doc(hidden)]
 pub use trap::live_alt_stacks;

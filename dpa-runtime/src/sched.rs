@@ -6,10 +6,11 @@
 //! current activation. Busy-poll workers spin on their queue; sleeping workers park and are
 //! unparked by the notifier only when they sleep. The deterministic mode has no workers: the
 //! host drives activations one at a time ([`Scheduler::step`]), choosing among ready threads with
-//! a seeded generator, and records a trace.
+//! a seeded generator, and records a trace (`deterministic`).
 
 use super::DpaShared;
 use super::activation::{self, Ending};
+use super::deterministic::Deterministic;
 use super::grace::Grace;
 use super::parking::Parking;
 use super::thread_shared::ThreadShared;
@@ -52,10 +53,6 @@ impl Default for SchedulerConfig {
     }
 }
 
-/// Activations the deterministic trace keeps (the most recent ones): a long run's trace must
-/// not grow without bound.
-pub const TRACE_CAPACITY: usize = 1 << 12;
-
 struct Worker {
     /// Busy-poll mode: the threads this worker scans (null: removed).
     threads: Box<[AtomicPtr<ThreadShared>]>,
@@ -64,27 +61,6 @@ struct Worker {
     queue: CompletionRing,
     parking: Parking,
     thread: OnceLock<std::thread::Thread>,
-}
-
-/// The deterministic mode's ready list, and its length outside the lock: the host's progress
-/// asks for a round on every call, and most calls find nothing ready.
-struct Deterministic {
-    state: Mutex<DeterministicState>,
-    /// `state.ready.len()`, written under the lock.
-    ready: AtomicUsize,
-}
-
-impl Deterministic {
-    fn lock(&self) -> std::sync::MutexGuard<'_, DeterministicState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-struct DeterministicState {
-    ready: Vec<usize>,
-    rng: u64,
-    /// The most recent [`TRACE_CAPACITY`] activations.
-    trace: std::collections::VecDeque<TraceEvent>,
 }
 
 pub struct Scheduler {
@@ -135,15 +111,7 @@ impl Scheduler {
             })
             .collect();
         let det = match cfg.mode {
-            SchedMode::Deterministic { seed } => Some(Deterministic {
-                state: Mutex::new(DeterministicState {
-                    ready: Vec::with_capacity(crate::limits::DPA_MAX_THREADS),
-                    // xorshift needs a non-zero state.
-                    rng: seed ^ 0x9e37_79b9_7f4a_7c15 | 1,
-                    trace: std::collections::VecDeque::new(),
-                }),
-                ready: AtomicUsize::new(0),
-            }),
+            SchedMode::Deterministic { seed } => Some(Deterministic::new(seed)),
             _ => None,
         };
         Self {
@@ -246,9 +214,7 @@ impl Scheduler {
     #[inline]
     pub(crate) fn enqueue(&self, thread: &ThreadShared) {
         if let Some(det) = &self.det {
-            let mut st = det.lock();
-            st.ready.push(thread.index);
-            det.ready.store(st.ready.len(), Ordering::Release);
+            det.add(thread.index);
             return;
         }
         let worker = &self.workers[thread.index % self.workers.len()];
@@ -279,11 +245,7 @@ impl Scheduler {
         let number = thread.activations.load(Ordering::Relaxed) + 1;
         thread.activations.store(number, Ordering::Relaxed);
         if let Some(det) = &self.det {
-            let mut st = det.lock();
-            if st.trace.len() == TRACE_CAPACITY {
-                st.trace.pop_front();
-            }
-            st.trace.push_back(TraceEvent {
+            det.record(TraceEvent {
                 thread: thread.index,
                 activation: number,
                 ending,
@@ -309,17 +271,23 @@ impl Scheduler {
     /// hold the host in one call.
     pub(crate) fn run_round(&self) -> usize {
         let Some(det) = &self.det else { return 0 };
-        if det.ready.load(Ordering::Acquire) == 0 {
+        // The threads ready now, not the ones their activations ready: a round stays bounded.
+        let Some(mut round) = det.take_ready() else {
             return 0;
-        }
+        };
         let Some(dpa) = self.dpa.upgrade() else {
             return 0;
         };
         // The host thread reads the tables (and runs the activations) as a reader.
         let _reading = self.grace.host();
-        // The threads ready now, not the ones their activations ready: a round stays bounded.
-        let ready = det.ready.load(Ordering::Acquire);
-        (0..ready).take_while(|_| self.step_with(det, &dpa)).count()
+        let mut ran = 0;
+        while let Some(index) = round.pick(det) {
+            if let Some(thread) = dpa.threads.get(index) {
+                self.run(&dpa, thread);
+            }
+            ran += 1;
+        }
+        ran
     }
 
     /// Deterministic mode: runs one ready activation; false when none is ready (or not
@@ -335,20 +303,8 @@ impl Scheduler {
 
     /// One step of the deterministic mode, the caller holding the DPA and reading as the host.
     fn step_with(&self, det: &Deterministic, dpa: &Arc<DpaShared>) -> bool {
-        let index = {
-            let mut st = det.lock();
-            if st.ready.is_empty() {
-                return false;
-            }
-            // xorshift64*: tiny, seedable, good enough to pick among a handful of threads.
-            st.rng ^= st.rng >> 12;
-            st.rng ^= st.rng << 25;
-            st.rng ^= st.rng >> 27;
-            let pick =
-                (st.rng.wrapping_mul(0x2545_f491_4f6c_dd1d) % st.ready.len() as u64) as usize;
-            let index = st.ready.swap_remove(pick);
-            det.ready.store(st.ready.len(), Ordering::Release);
-            index
+        let Some(index) = det.pick() else {
+            return false;
         };
         if let Some(thread) = dpa.threads.get(index) {
             self.run(dpa, thread);
@@ -361,10 +317,9 @@ impl Scheduler {
     }
 
     pub(crate) fn trace(&self) -> Vec<TraceEvent> {
-        self.det.as_ref().map_or_else(Vec::new, |d| {
-            let st = d.lock();
-            st.trace.iter().copied().collect()
-        })
+        self.det
+            .as_ref()
+            .map_or_else(Vec::new, Deterministic::trace)
     }
 
     pub(crate) fn stats(&self) -> SchedStats {
