@@ -15,13 +15,10 @@ mod cli;
 
 use clap::{Command, value_parser};
 use dpakit::ErrorCode;
-use dpakit::comch::Client;
-use dpakit::ctx::CtxState;
+use dpakit::comch::{Client, Event};
 use dpakit::dev::Dev;
 use dpakit::pe::Pe;
-use std::cell::{Cell, RefCell};
 use std::process::ExitCode;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -72,16 +69,6 @@ fn flags() -> Flags {
     }
 }
 
-/// The exchange in progress, as the receive callback sees it.
-#[derive(Default)]
-struct Exchange {
-    /// The message in flight, which its echo must equal.
-    sent: RefCell<Vec<u8>>,
-    echoed: Cell<bool>,
-    mismatches: Cell<u64>,
-    send_errors: Cell<u64>,
-}
-
 fn main() -> ExitCode {
     match run(&flags()) {
         Ok(0) => ExitCode::SUCCESS,
@@ -97,24 +84,8 @@ fn main() -> ExitCode {
 fn run(flags: &Flags) -> Result<u64, Box<dyn std::error::Error>> {
     let dev = Dev::open_by_pci(&flags.pci_addr)?;
     let pe = Pe::new()?;
-    let exchange = Rc::new(Exchange::default());
-    let (on_echo, on_sent) = (exchange.clone(), exchange.clone());
-    let client = Client::builder(&dev, &flags.server_name, &pe)
-        .on_message(move |_, _, msg| {
-            let x = &on_echo;
-            // A second echo of one message counts as a mismatch too.
-            if x.echoed.get() || msg != x.sent.borrow().as_slice() {
-                x.mismatches.set(x.mismatches.get() + 1);
-            }
-            x.echoed.set(true);
-        })
-        .on_send_complete(move |_, done| {
-            if done.status != ErrorCode::Success {
-                eprintln!("a send failed: {:?}", done.status);
-                on_sent.send_errors.set(on_sent.send_errors.get() + 1);
-            }
-        })
-        .start()?;
+    // No callbacks: echoes and send completions come as events.
+    let client = Client::builder(&dev, &flags.server_name, &pe).start()?;
     // The client connects in the background while it progresses.
     let conn = client
         .connect(CONNECT_TIMEOUT)
@@ -129,41 +100,44 @@ fn run(flags: &Flags) -> Result<u64, Box<dyn std::error::Error>> {
         })?;
     println!("connected to server `{}`", flags.server_name);
 
+    let (mut mismatches, mut send_errors) = (0u64, 0u64);
     let start = Instant::now();
     for i in 0..flags.count {
-        let msg = format!("{} {i}", flags.text).into_bytes();
-        client.channel().send(conn, &msg, 0)?;
-        *exchange.sent.borrow_mut() = msg;
-        exchange.echoed.set(false);
-        let running = || client.state().is_ok_and(|s| s == CtxState::Running);
-        if !busy_progress(&pe, ECHO_TIMEOUT, || exchange.echoed.get() || !running()) {
-            let secs = ECHO_TIMEOUT.as_secs();
-            return Err(format!("no echo of message {i} within {secs} s").into());
-        }
-        if !running() {
-            return Err(format!("the server closed the connection after {i} exchanges").into());
+        let sent = format!("{} {i}", flags.text).into_bytes();
+        client.channel().send(conn, &sent, 0)?;
+        let deadline = Instant::now() + ECHO_TIMEOUT;
+        // The echo, with send completions and other events on the way. A second echo of one
+        // message is compared with the next message, so it counts as a mismatch too.
+        loop {
+            match client.next_event(deadline.saturating_duration_since(Instant::now()))? {
+                Some(Event::Message { msg, .. }) => {
+                    mismatches += u64::from(*msg != *sent);
+                    break;
+                }
+                Some(Event::SendDone(done)) if done.status != ErrorCode::Success => {
+                    eprintln!("a send failed: {:?}", done.status);
+                    send_errors += 1;
+                }
+                Some(Event::Disconnected { .. }) => {
+                    return Err(
+                        format!("the server closed the connection after {i} exchanges").into(),
+                    );
+                }
+                Some(_) => {}
+                None => {
+                    let secs = ECHO_TIMEOUT.as_secs();
+                    return Err(format!("no echo of message {i} within {secs} s").into());
+                }
+            }
         }
     }
     let avg = start.elapsed() / flags.count;
     println!(
-        "{} messages, {} mismatched, average round trip {:.1} µs",
+        "{} messages, {mismatches} mismatched, average round trip {:.1} µs",
         flags.count,
-        exchange.mismatches.get(),
         avg.as_secs_f64() * 1e6
     );
     // Stopping tells the server; dropping the client destroys it.
     client.stop()?;
-    Ok(exchange.mismatches.get() + exchange.send_errors.get())
-}
-
-/// Progresses until `done()` holds; false after `timeout`. Busy, because an echo comes back
-/// within microseconds, sooner than a sleep on the notification handle would end.
-fn busy_progress(pe: &Pe, timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        if !pe.progress() && Instant::now() > deadline {
-            return false;
-        }
-    }
-    true
+    Ok(mismatches + send_errors)
 }

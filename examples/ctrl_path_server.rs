@@ -3,7 +3,8 @@
 //!
 //! It listens under a name on the BlueField Arm device and the representor of the clients' host
 //! function, echoes every message back on the connection it came from, and exits once it has
-//! echoed COUNT messages and every client has disconnected (or on Ctrl-C).
+//! echoed COUNT messages and every client has disconnected (or on Ctrl-C, which ends the
+//! server's wait for its next event without a signal handler of the example's own).
 //!
 //! ```sh
 //! cargo run --release --example ctrl_path_server [-- -p 03:00.0 -r b1:00.0 -s NAME -c COUNT]
@@ -11,17 +12,13 @@
 
 #[path = "support/cli.rs"]
 mod cli;
-#[path = "support/interrupt.rs"]
-mod interrupt;
 
 use clap::{Command, value_parser};
 use dpakit::ErrorCode;
-use dpakit::comch::Server;
+use dpakit::comch::{Event, Server};
 use dpakit::dev::{Dev, DevRep};
 use dpakit::pe::Pe;
-use std::cell::Cell;
 use std::process::ExitCode;
-use std::rc::Rc;
 use std::time::Duration;
 
 struct Flags {
@@ -75,21 +72,20 @@ fn flags() -> Flags {
     }
 }
 
-/// What the callbacks count.
+/// What the server counts.
 #[derive(Default)]
 struct Stats {
-    clients: Cell<u32>,
-    served: Cell<u32>,
-    received: Cell<u64>,
-    echoed: Cell<u64>,
-    send_errors: Cell<u64>,
+    clients: u32,
+    served: u32,
+    received: u64,
+    echoed: u64,
+    send_errors: u64,
 }
 
 fn main() -> ExitCode {
     let flags = flags();
-    interrupt::install();
     match serve(&flags) {
-        Ok(stats) if stats.send_errors.get() == 0 => ExitCode::SUCCESS,
+        Ok(stats) if stats.send_errors == 0 => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("ctrl_path_server: {e}");
@@ -98,83 +94,64 @@ fn main() -> ExitCode {
     }
 }
 
-fn serve(flags: &Flags) -> Result<Rc<Stats>, Box<dyn std::error::Error>> {
+fn serve(flags: &Flags) -> Result<Stats, Box<dyn std::error::Error>> {
     let dev = Dev::open_by_pci(&flags.pci_addr)?;
     let rep = DevRep::open_by_pci(&dev, &flags.rep_pci)?;
     let pe = Pe::new()?;
-    let stats = Rc::new(Stats::default());
-    let (on_connect, on_disconnect, on_message, on_sent) =
-        (stats.clone(), stats.clone(), stats.clone(), stats.clone());
-    let server = Server::builder(&dev, &rep, &flags.server_name, &pe)
-        .on_connect(move |_, _, ok| {
-            if !ok {
-                eprintln!("a client could not connect");
-                return;
-            }
-            let s = &on_connect;
-            s.clients.set(s.clients.get() + 1);
-            s.served.set(s.served.get() + 1);
-            println!("a client connected ({} connected)", s.clients.get());
-        })
-        .on_disconnect(move |_, _, _| {
-            let s = &on_disconnect;
-            s.clients.set(s.clients.get() - 1);
-            println!(
-                "a client disconnected ({} connected, {} messages echoed so far)",
-                s.clients.get(),
-                s.echoed.get()
-            );
-        })
-        // The channel copies the message into a send task of its own, so the echo outlives
-        // the receive buffer.
-        .on_message(move |ch, conn, msg| {
-            let s = &on_message;
-            s.received.set(s.received.get() + 1);
-            if let Err(e) = ch.send(conn, msg, 0) {
-                eprintln!("cannot send an echo: {e}");
-                s.send_errors.set(s.send_errors.get() + 1);
-            }
-        })
-        .on_send_complete(move |_, done| {
-            let s = &on_sent;
-            if done.status == ErrorCode::Success {
-                s.echoed.set(s.echoed.get() + 1);
-            } else {
-                eprintln!("an echo failed: {:?}", done.status);
-                s.send_errors.set(s.send_errors.get() + 1);
-            }
-        })
-        .start()?;
+    // No callbacks: the server hands out its events as values.
+    let server = Server::builder(&dev, &rep, &flags.server_name, &pe).start()?;
     println!(
         "server `{}` listening on {} for clients of {}",
         flags.server_name, flags.pci_addr, flags.rep_pci
     );
 
-    let finished =
-        || stats.echoed.get() >= flags.count && stats.served.get() > 0 && stats.clients.get() == 0;
-    while !finished() && !interrupt::interrupted() {
-        // Busy for a moment after each event, then asleep on the notification handle; the
-        // timeout only bounds how long a signal may wait to be noticed.
-        match pe.progress_until(Duration::from_millis(100), || {
-            finished() || interrupt::interrupted()
-        }) {
-            // A signal may cut the wait short with an error; the flag is what counts then.
-            Err(e) if e.code() != ErrorCode::TimeOut && !interrupt::interrupted() => {
-                return Err(e.into());
+    let mut s = Stats::default();
+    while !(s.echoed >= flags.count && s.served > 0 && s.clients == 0) {
+        // Busy for a moment after each event, then asleep on the PE's notification handle.
+        let event = match server.next_event(Duration::from_secs(1)) {
+            Ok(Some(event)) => event,
+            Ok(None) => continue,
+            Err(e) if e.code() == ErrorCode::Shutdown => {
+                println!("interrupted: stopping");
+                break;
             }
+            Err(e) => return Err(e.into()),
+        };
+        match event {
+            Event::Connected { .. } => {
+                s.clients += 1;
+                s.served += 1;
+                println!("a client connected ({} connected)", s.clients);
+            }
+            Event::ConnectFailed { .. } => eprintln!("a client could not connect"),
+            Event::Disconnected { .. } => {
+                s.clients -= 1;
+                println!(
+                    "a client disconnected ({} connected, {} messages echoed so far)",
+                    s.clients, s.echoed
+                );
+            }
+            // The channel copies the message into a send task of its own.
+            Event::Message { conn, msg } => {
+                s.received += 1;
+                if let Err(e) = server.channel().send(conn, &msg, 0) {
+                    eprintln!("cannot send an echo: {e}");
+                    s.send_errors += 1;
+                }
+            }
+            Event::SendDone(done) if done.status == ErrorCode::Success => s.echoed += 1,
+            Event::SendDone(done) => {
+                eprintln!("an echo failed: {:?}", done.status);
+                s.send_errors += 1;
+            }
+            Event::Lagged { dropped } => eprintln!("{dropped} events were lost"),
             _ => {}
         }
-    }
-    if interrupt::interrupted() {
-        println!("interrupted: stopping");
     }
     server.stop()?;
     println!(
         "{} client(s) served, {} messages received, {} echoed, {} send errors",
-        stats.served.get(),
-        stats.received.get(),
-        stats.echoed.get(),
-        stats.send_errors.get()
+        s.served, s.received, s.echoed, s.send_errors
     );
-    Ok(stats)
+    Ok(s)
 }

@@ -26,6 +26,7 @@ pub mod dma;
 pub mod dpa;
 mod error;
 pub mod image;
+pub mod interrupt;
 pub mod mmap;
 pub mod msgq;
 mod path;

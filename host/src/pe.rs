@@ -186,24 +186,38 @@ impl Pe {
     }
 
     /// Sleeps on the notification handle until work arrives or `timeout` passes; whether work
-    /// woke it.
+    /// woke it. `SHUTDOWN` if SIGINT or SIGTERM (Ctrl-C) arrives, once per signal (see
+    /// [`interrupt`](crate::interrupt)).
     pub fn wait(&self, timeout: Duration) -> Result<bool> {
+        crate::interrupt::catch();
         self.request_notification()?;
-        let mut pfd = libc::pollfd {
-            fd: self.inner.handle,
-            events: libc::POLLIN,
-            revents: 0,
-        };
+        let mut pfds = [
+            libc::pollfd {
+                fd: self.inner.handle,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: crate::interrupt::fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd for the duration of the call.
-        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+        // SAFETY: two valid pollfds for the duration of the call (a negative fd is skipped).
+        let rc = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
         // Read before clearing, whose own system call overwrites errno.
         let e = std::io::Error::last_os_error();
         self.clear_notification()?;
-        if rc < 0 {
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                return Ok(false);
+        if (rc > 0 && pfds[1].revents != 0)
+            || (rc < 0 && e.kind() == std::io::ErrorKind::Interrupted)
+        {
+            if crate::interrupt::take_unreported() {
+                return Err(crate::interrupt::shutdown_error("Pe::wait"));
             }
+            return Ok(pfds[0].revents != 0);
+        }
+        if rc < 0 {
             bail!(
                 OperatingSystem,
                 "poll on the PE notification handle failed: {e}"
@@ -216,7 +230,7 @@ impl Pe {
     /// notification handle between bursts. `TIME_OUT` after `timeout`, naming on the soft device
     /// the kernels whose activation had run for a while meanwhile (what the wait may be for).
     /// `BAD_STATE` inside a callback of this PE, which cannot progress until the callback
-    /// returns.
+    /// returns. `SHUTDOWN` on SIGINT or SIGTERM (Ctrl-C), once per signal.
     pub fn progress_until(&self, timeout: Duration, mut done: impl FnMut() -> bool) -> Result<()> {
         self.require_outside_callback("Pe::progress_until")?;
         const SPIN: Duration = Duration::from_micros(50);
@@ -242,6 +256,9 @@ impl Pe {
             let now = Instant::now();
             if now >= deadline {
                 return Err(timed_out(timeout));
+            }
+            if crate::interrupt::requested() && crate::interrupt::take_unreported() {
+                return Err(crate::interrupt::shutdown_error("Pe::progress_until"));
             }
             // Idle for the spin time and for a few clock checks: a pass that makes system calls
             // (a Comch context polling its socket) takes microseconds, and a round trip needs

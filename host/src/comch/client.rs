@@ -1,7 +1,7 @@
 //! `doca_comch_client`: the host side of the control path.
 
 use super::ctrl::{self, Channel, Config, Connection, Inner, Raw, ctrl_builder_methods};
-use super::start_on_pe;
+use super::{ClientEvent, start_on_pe};
 use crate::ctx::{self, CtxState};
 use crate::dev::Dev;
 use crate::error::{Error, Result, bail, doca};
@@ -166,6 +166,19 @@ impl Client {
         let mut raw = std::ptr::null_mut();
         doca!(doca_comch_client_get_connection(self.raw, &mut raw))?;
         ctrl::register_connection(&self.inner, raw)
+    }
+
+    /// The oldest event no callback took ([`ClientEvent`]), without progressing; `None` if there
+    /// is none yet.
+    pub fn try_event(&self) -> Option<ClientEvent> {
+        self.inner.try_event()
+    }
+
+    /// The next event no callback takes: progresses the PE (sleeping on its notification
+    /// handle when idle) until one comes; `None` after `timeout`. `SHUTDOWN` on Ctrl-C (see
+    /// [`interrupt`](crate::interrupt)); `BAD_STATE` inside a callback of the PE.
+    pub fn next_event(&self, timeout: std::time::Duration) -> Result<Option<ClientEvent>> {
+        self.inner.next_event(timeout, "Client::next_event")
     }
 
     /// Sends and counters, outside the callbacks.

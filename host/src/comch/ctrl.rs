@@ -8,7 +8,9 @@ use crate::pe::Pe;
 use dpakit_abi::ErrorCode;
 use dpakit_sys as sys;
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::fmt;
+use std::time::Duration;
 
 /// `doca_comch_connection`: one client ↔ server connection, as the callbacks and
 /// [`Channel`] name it. A plain handle: one that has disconnected is refused with
@@ -47,6 +49,75 @@ pub struct Counters {
     /// `DOCA_COMCH_COUNTER_RECV_BYTES`.
     pub recv_bytes: u64,
 }
+
+/// What a Comch [`Server`](super::Server) or [`Client`](super::Client) reports, as a value.
+///
+/// An endpoint built without event callbacks (`on_message`, `on_connect`, `on_disconnect`,
+/// `on_consumer`, `on_send_complete`) keeps its events in a queue for
+/// [`Server::next_event`](super::Server::next_event) / `try_event`, in the order the progress
+/// engine delivered them; one built with callbacks reports through them and queues nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A client connected (servers only: a client waits for its connection with
+    /// [`Client::connect`](super::Client::connect)).
+    #[doc(alias = "doca_comch_event_connection_status_changed")]
+    Connected {
+        /// The connection.
+        conn: Connection,
+    },
+    /// A connection attempt failed (the two sides' max message sizes differ, for one).
+    ConnectFailed {
+        /// The connection that was refused.
+        conn: Connection,
+    },
+    /// The peer left: it stopped, was disconnected or died.
+    Disconnected {
+        /// The connection, no longer usable.
+        conn: Connection,
+    },
+    /// A message arrived.
+    #[doc(alias = "doca_comch_event_msg_recv")]
+    Message {
+        /// The connection it came on.
+        conn: Connection,
+        /// Its bytes.
+        msg: Box<[u8]>,
+    },
+    /// The peer created a consumer on the connection (fast path).
+    #[doc(alias = "doca_comch_event_consumer")]
+    ConsumerNew {
+        /// The connection.
+        conn: Connection,
+        /// The consumer's id, for a producer to address.
+        id: u32,
+    },
+    /// The peer destroyed a consumer on the connection.
+    ConsumerExpired {
+        /// The connection.
+        conn: Connection,
+        /// The consumer's id.
+        id: u32,
+    },
+    /// A send finished (its status says whether it was delivered).
+    SendDone(SendCompletion),
+    /// The queue was full ([`EVENT_QUEUE_CAP`] events not taken): `dropped` events after it
+    /// were lost. Take events as they come, or handle the busy kinds with callbacks.
+    Lagged {
+        /// How many events were lost.
+        dropped: u64,
+    },
+}
+
+/// The events a server or client keeps for the program at most: a peer cannot grow the queue
+/// past it however fast it sends; what comes beyond is counted and reported as
+/// [`Event::Lagged`].
+pub const EVENT_QUEUE_CAP: usize = 4096;
+
+/// The events of a [`Server`](super::Server).
+pub type ServerEvent = Event;
+/// The events of a [`Client`](super::Client).
+pub type ClientEvent = Event;
 
 pub(super) type MessageCb = Box<dyn FnMut(&Channel<'_>, Connection, &[u8])>;
 pub(super) type ConnectionCb = Box<dyn FnMut(&Channel<'_>, Connection, bool)>;
@@ -90,6 +161,12 @@ pub(super) struct Inner {
     live: RefCell<Vec<Connection>>,
     next_serial: Cell<u64>,
     pub cbs: RefCell<Callbacks>,
+    /// Built without event callbacks: events queue for the program to take.
+    pull: bool,
+    /// The events for the program to take; at most [`EVENT_QUEUE_CAP`].
+    events: RefCell<VecDeque<Event>>,
+    /// Events lost to a full queue since the last [`Event::Lagged`].
+    dropped: Cell<u64>,
     pub state_cb: Option<StateChangedCb>,
 }
 
@@ -117,6 +194,14 @@ impl Inner {
             free: RefCell::new((0..num_tasks).rev().collect()),
             live: RefCell::new(Vec::with_capacity(64)),
             next_serial: Cell::new(1),
+            pull: cbs.message.is_none()
+                && cbs.connected.is_none()
+                && cbs.disconnected.is_none()
+                && cbs.consumer_created.is_none()
+                && cbs.consumer_expired.is_none()
+                && cbs.send.is_none(),
+            events: RefCell::new(VecDeque::new()),
+            dropped: Cell::new(0),
             state_cb: cbs.state.take(),
             cbs: RefCell::new(cbs),
         }
@@ -155,6 +240,46 @@ impl Inner {
 
     fn channel(&self) -> Channel<'_> {
         Channel { inner: self }
+    }
+
+    /// Queues an event for the program, on an endpoint without callbacks (`make` builds it
+    /// only then, and only if it fits).
+    fn queue(&self, make: impl FnOnce() -> Event) {
+        if !self.pull {
+            return;
+        }
+        let mut events = self.events.borrow_mut();
+        if events.len() >= EVENT_QUEUE_CAP {
+            self.dropped.set(self.dropped.get() + 1);
+            return;
+        }
+        events.push_back(make());
+    }
+
+    /// The oldest event, a [`Event::Lagged`] first if events were lost.
+    pub(super) fn try_event(&self) -> Option<Event> {
+        let dropped = self.dropped.replace(0);
+        if dropped > 0 {
+            return Some(Event::Lagged { dropped });
+        }
+        self.events.borrow_mut().pop_front()
+    }
+
+    /// The next event, progressing (and sleeping on the PE's notification handle) until one
+    /// comes; None after `timeout`. `SHUTDOWN` on Ctrl-C (see [`crate::interrupt`]).
+    pub(super) fn next_event(&self, timeout: Duration, what: &str) -> Result<Option<Event>> {
+        if let Some(e) = self.try_event() {
+            return Ok(Some(e));
+        }
+        self.pe.require_outside_callback(what)?;
+        let waited = self.pe.progress_until(timeout, || {
+            self.dropped.get() > 0 || !self.events.borrow().is_empty()
+        });
+        match waited {
+            Ok(()) => Ok(self.try_event()),
+            Err(e) if e.code() == ErrorCode::TimeOut => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -360,11 +485,15 @@ pub(super) unsafe extern "C" fn on_message(
         // SAFETY: DOCA's buffer of `len` bytes, valid during the callback.
         unsafe { std::slice::from_raw_parts(buf, len as usize) }
     };
-    inner.pe.catch(|| {
-        if let Some(cb) = inner.cbs.borrow_mut().message.as_mut() {
-            cb(&inner.channel(), c, msg);
-        }
-    });
+    inner
+        .pe
+        .catch(|| match inner.cbs.borrow_mut().message.as_mut() {
+            Some(cb) => cb(&inner.channel(), c, msg),
+            None => inner.queue(|| Event::Message {
+                conn: c,
+                msg: msg.into(),
+            }),
+        });
 }
 
 pub(super) unsafe extern "C" fn on_connect(
@@ -382,11 +511,13 @@ pub(super) unsafe extern "C" fn on_connect(
     if ok == 0 {
         inner.forget(c);
     }
-    inner.pe.catch(|| {
-        if let Some(cb) = inner.cbs.borrow_mut().connected.as_mut() {
-            cb(&inner.channel(), c, ok != 0);
-        }
-    });
+    inner
+        .pe
+        .catch(|| match inner.cbs.borrow_mut().connected.as_mut() {
+            Some(cb) => cb(&inner.channel(), c, ok != 0),
+            None if ok != 0 => inner.queue(|| Event::Connected { conn: c }),
+            None => inner.queue(|| Event::ConnectFailed { conn: c }),
+        });
 }
 
 pub(super) unsafe extern "C" fn on_disconnect(
@@ -402,11 +533,12 @@ pub(super) unsafe extern "C" fn on_disconnect(
         return;
     };
     inner.forget(c);
-    inner.pe.catch(|| {
-        if let Some(cb) = inner.cbs.borrow_mut().disconnected.as_mut() {
-            cb(&inner.channel(), c, ok != 0);
-        }
-    });
+    inner
+        .pe
+        .catch(|| match inner.cbs.borrow_mut().disconnected.as_mut() {
+            Some(cb) => cb(&inner.channel(), c, ok != 0),
+            None => inner.queue(|| Event::Disconnected { conn: c }),
+        });
 }
 
 unsafe fn consumer_event(conn: *mut sys::doca_comch_connection, id: u32, created: bool) {
@@ -424,8 +556,10 @@ unsafe fn consumer_event(conn: *mut sys::doca_comch_connection, id: u32, created
         } else {
             cbs.consumer_expired.as_mut()
         };
-        if let Some(cb) = cb {
-            cb(&inner.channel(), c, id);
+        match cb {
+            Some(cb) => cb(&inner.channel(), c, id),
+            None if created => inner.queue(|| Event::ConsumerNew { conn: c, id }),
+            None => inner.queue(|| Event::ConsumerExpired { conn: c, id }),
         }
     });
 }
@@ -464,11 +598,13 @@ unsafe fn send_finished(task: *mut sys::doca_comch_task_send, slot: u64, ctx_dat
         .get(slot as usize)
         .map_or(0, |s| s.user_data);
     inner.free.borrow_mut().push(slot as u32);
-    inner.pe.catch(|| {
-        if let Some(cb) = inner.cbs.borrow_mut().send.as_mut() {
-            cb(&inner.channel(), SendCompletion { user_data, status });
-        }
-    });
+    let done = SendCompletion { user_data, status };
+    inner
+        .pe
+        .catch(|| match inner.cbs.borrow_mut().send.as_mut() {
+            Some(cb) => cb(&inner.channel(), done),
+            None => inner.queue(|| Event::SendDone(done)),
+        });
 }
 
 pub(super) unsafe extern "C" fn on_send_done(

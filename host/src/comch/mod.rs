@@ -13,7 +13,7 @@ mod fast;
 mod server;
 
 pub use client::{Client, ClientBuilder};
-pub use ctrl::{Channel, Connection, Counters};
+pub use ctrl::{Channel, ClientEvent, Connection, Counters, EVENT_QUEUE_CAP, Event, ServerEvent};
 pub use fast::{Consumer, ConsumerBuilder, Loan, Producer, ProducerBuilder, Received};
 pub use server::{Server, ServerBuilder};
 

@@ -1,7 +1,7 @@
 //! `doca_comch_server`: the Arm side of the control path.
 
 use super::ctrl::{self, Channel, Config, Inner, Raw, ctrl_builder_methods};
-use super::start_on_pe;
+use super::{ServerEvent, start_on_pe};
 use crate::ctx::{self, CtxState};
 use crate::dev::{Dev, DevRep};
 use crate::error::{Result, doca};
@@ -160,6 +160,19 @@ impl Server {
             pe,
             config: Config::default(),
         }
+    }
+
+    /// The oldest event no callback took ([`ServerEvent`]), without progressing; `None` if there
+    /// is none yet.
+    pub fn try_event(&self) -> Option<ServerEvent> {
+        self.inner.try_event()
+    }
+
+    /// The next event no callback takes: progresses the PE (sleeping on its notification
+    /// handle when idle) until one comes; `None` after `timeout`. `SHUTDOWN` on Ctrl-C (see
+    /// [`interrupt`](crate::interrupt)); `BAD_STATE` inside a callback of the PE.
+    pub fn next_event(&self, timeout: std::time::Duration) -> Result<Option<ServerEvent>> {
+        self.inner.next_event(timeout, "Server::next_event")
     }
 
     /// Sends, disconnects and counters, outside the callbacks.
