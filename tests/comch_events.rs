@@ -97,7 +97,9 @@ fn an_endpoint_with_callbacks_queues_nothing_and_one_without_queues_all() {
         .on_message(|ch, conn, msg| ch.send(conn, msg, 0).unwrap())
         .start()
         .unwrap();
-    let client = Client::builder(&host, "events-styles", &pe).start().unwrap();
+    let client = Client::builder(&host, "events-styles", &pe)
+        .start()
+        .unwrap();
     let conn = client.connect(WAIT).unwrap();
     client.channel().send(conn, b"ping", 7).unwrap();
     let mut echoed = false;

@@ -70,11 +70,11 @@ pub use app::{App, AppKernel, KernelKind};
 pub use completion::{
     ConsumerCompletion, ConsumerCompletionBuilder, DpaCompletion, NotificationCompletion,
 };
+pub use deterministic::TRACE_CAPACITY;
 pub use device::{ContextPart, Device, DeviceId, Part};
 pub use isa_mode::{DEFAULT_BUDGET as ISA_DEFAULT_BUDGET, ExecMode, IsaConfig, Profile};
 pub use launch::LaunchEvent;
 pub use memory::DevPtr;
-pub use deterministic::TRACE_CAPACITY;
 pub use sched::{STOP_WAIT, SchedMode, SchedStats, TraceEvent, pin_current_thread};
 pub use thread::{DpaThread, DpaThreadBuilder};
 #[doc(hidden)]
