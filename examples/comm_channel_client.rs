@@ -14,7 +14,7 @@
 mod cli;
 
 use clap::{Command, value_parser};
-use dpakit::comm_channel::{Endpoint, Received};
+use dpakit::comm_channel::{Endpoint, Event};
 use dpakit::dev::Dev;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -87,11 +87,11 @@ fn exchange(flags: &Flags) -> Result<bool, Box<dyn std::error::Error>> {
         ep.send(peer, msg.as_bytes())?;
         sent_bytes += msg.len() as u64;
         match ep.recv_timeout(&mut answer, Duration::from_secs(10))? {
-            Received::Message { len, peer: from } if from == peer => {
+            Event::Message { len, peer: from } if from == peer => {
                 echoed += u64::from(&answer[..len] == msg.as_bytes());
             }
-            Received::Message { .. } => return Err("an answer from another connection".into()),
-            Received::Reset { .. } => return Err("the service went away".into()),
+            Event::Message { .. } => return Err("an answer from another connection".into()),
+            Event::Reset { .. } => return Err("the service went away".into()),
         }
     }
     let stats = ep.stats(peer)?;

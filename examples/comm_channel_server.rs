@@ -19,7 +19,7 @@ mod interrupt;
 
 use clap::{Command, value_parser};
 use dpakit::ErrorCode;
-use dpakit::comm_channel::{Endpoint, PeerAddr, Received};
+use dpakit::comm_channel::{Endpoint, Event, PeerAddr};
 use dpakit::dev::{Dev, DevRep};
 use std::collections::{HashMap, VecDeque};
 use std::process::ExitCode;
@@ -126,7 +126,7 @@ fn serve(flags: &Flags) -> Result<u64, Box<dyn std::error::Error>> {
             other => other?,
         };
         match received {
-            Received::Message { len, peer } => {
+            Event::Message { len, peer } => {
                 let answer = if flags.text.is_empty() {
                     &buf[..len]
                 } else {
@@ -150,7 +150,7 @@ fn serve(flags: &Flags) -> Result<u64, Box<dyn std::error::Error>> {
                 }
                 answered += 1;
             }
-            Received::Reset { peer } => {
+            Event::Reset { peer } => {
                 println!("a client disconnected");
                 backlog.remove(&peer);
                 ep.disconnect(peer)?;

@@ -18,7 +18,7 @@ mod interrupt;
 
 use clap::{Command, value_parser};
 use dpakit::ErrorCode;
-use dpakit::comch::{Connection, Consumer, Producer, Received, Server};
+use dpakit::comch::{Connection, Consumer, Producer, ReceivedBuf, Server};
 use dpakit::dev::{Dev, DevRep};
 use dpakit::pe::Pe;
 use std::cell::{Cell, RefCell};
@@ -154,7 +154,7 @@ impl Echo {
 
     /// The consumer's callback. The receive buffer is posted again when it returns, so what
     /// cannot be sent at once is kept in the backlog.
-    fn received(&self, r: &Received<'_>) {
+    fn received(&self, r: &ReceivedBuf<'_>) {
         if self.stopping.get() {
             return;
         }

@@ -9,6 +9,37 @@ pub use dpakit_abi::{RpcKernel, ThreadKernel};
 pub use dpakit_dev::{dpa_app, extern_thread_kernel, rpc_kernel, thread_kernel};
 pub use dpakit_host::*;
 
+/// The names most programs use, in one import: `use dpakit::prelude::*;`.
+///
+/// DOCA's objects (device, progress engine, DPA context and thread, mmap, DMA, MsgQ path, Comch
+/// server and client with their events), the error types, the immediate message type and the
+/// kernel macros. The soft device's own settings stay in [`soft`], so code meant for hardware
+/// does not reach them by accident.
+///
+/// ```
+/// use dpakit::prelude::*;
+/// use std::os::fd::AsFd;
+///
+/// fn main() -> Result<()> {
+///     let pe = Pe::new()?;
+///     // The notification handle, for poll/epoll or an async runtime's reactor.
+///     let _handle = pe.as_fd();
+///     assert!(!pe.progress(), "nothing connected, nothing to do");
+///     Ok(())
+/// }
+/// ```
+pub mod prelude {
+    pub use dpakit_abi::{ImmMessage, RpcKernel, SubmitFlags, ThreadKernel};
+    pub use dpakit_dev::{dpa_app, rpc_kernel, thread_kernel};
+    pub use dpakit_host::comch::{Client, ClientEvent, Connection, Server, ServerEvent};
+    pub use dpakit_host::dev::{Dev, DevRep};
+    pub use dpakit_host::dma::Dma;
+    pub use dpakit_host::dpa::{Dpa, DpaThread};
+    pub use dpakit_host::mmap::Mmap;
+    pub use dpakit_host::pe::Pe;
+    pub use dpakit_host::{Error, ErrorCode, MsgqPath, Reply, Result, open_dpa_dev};
+}
+
 /// The kit's kernels, as typed references (from `dpakit-kernels`; feature `kit-kernels`).
 #[cfg(feature = "kit-kernels")]
 pub mod kernels {

@@ -140,7 +140,7 @@ fn control_and_fast_path_allocate_nothing_after_warm_up() {
 }
 
 fn comm_channel_round_trips_allocate_nothing_after_warm_up() {
-    use dpakit::comm_channel::{Endpoint, Received};
+    use dpakit::comm_channel::{Endpoint, Event};
     runtime_dir();
     let arm = Dev::open_by_pci("03:00.0").unwrap();
     let rep = DevRep::open_by_pci(&arm, "b1:00.0").unwrap();
@@ -158,11 +158,11 @@ fn comm_channel_round_trips_allocate_nothing_after_warm_up() {
     let mut buf = [0u8; 64];
     let round_trip = |i: u64, buf: &mut [u8; 64]| {
         client.send(to_service, &i.to_le_bytes()).unwrap();
-        let Received::Message { len, peer } = service.recv(buf).unwrap() else {
+        let Event::Message { len, peer } = service.recv(buf).unwrap() else {
             panic!("a reset")
         };
         service.send(peer, &buf[..len]).unwrap();
-        let Received::Message { len, .. } = client.recv(buf).unwrap() else {
+        let Event::Message { len, .. } = client.recv(buf).unwrap() else {
             panic!("a reset")
         };
         assert_eq!(&buf[..len], &i.to_le_bytes());

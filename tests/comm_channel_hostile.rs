@@ -19,7 +19,7 @@ mod procs;
 
 use dpakit::ErrorCode;
 use dpakit::abi::soft::limits::COMM_CHANNEL_PEER_STALL_TIMEOUT_MS;
-use dpakit::comm_channel::{Endpoint, PeerAddr, Received};
+use dpakit::comm_channel::{Endpoint, Event, PeerAddr};
 use dpakit::dev::{Dev, DevRep};
 use procs::{Proc, cpu_seconds, ev, open_fds, rss_kib, shared_runtime_dir, var};
 use std::collections::VecDeque;
@@ -97,7 +97,7 @@ fn service_role() {
             drop_client(&mut backlogs, peer);
         }
         match ep.try_recv(&mut buf) {
-            Ok(Received::Message { len, peer }) => {
+            Ok(Event::Message { len, peer }) => {
                 if let Some((_, waiting)) = backlogs.iter_mut().find(|(p, _)| *p == peer) {
                     if waiting.len() < BACKLOG {
                         waiting.push_back(buf[..len].to_vec());
@@ -112,7 +112,7 @@ fn service_role() {
                     Err(_) => drop_client(&mut backlogs, peer),
                 }
             }
-            Ok(Received::Reset { peer }) => drop_client(&mut backlogs, peer),
+            Ok(Event::Reset { peer }) => drop_client(&mut backlogs, peer),
             Err(e) if e.code() == ErrorCode::Again => {
                 ep.arm_recv().unwrap();
                 let wait = if backlogs.is_empty() { 100 } else { 10 };
@@ -312,7 +312,7 @@ impl Witness {
             let start = Instant::now();
             self.ep.send(self.peer, &i.to_le_bytes()).unwrap();
             match self.ep.recv_timeout(&mut buf, Duration::from_secs(5)) {
-                Ok(Received::Message { len: 8, peer }) if peer == self.peer => {
+                Ok(Event::Message { len: 8, peer }) if peer == self.peer => {
                     assert_eq!(buf[..8], i.to_le_bytes(), "an answer out of turn");
                 }
                 other => panic!("the service stopped serving the witness: {other:?}"),

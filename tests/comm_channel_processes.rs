@@ -6,7 +6,7 @@
 #[path = "support/procs.rs"]
 mod procs;
 
-use dpakit::comm_channel::{Endpoint, PeerAddr, Received};
+use dpakit::comm_channel::{Endpoint, Event, PeerAddr};
 use dpakit::dev::{Dev, DevRep};
 use procs::{Proc, ev, leftovers, runtime_dir, var, var_u64};
 use std::collections::HashMap;
@@ -44,7 +44,7 @@ fn service_role() {
     let mut buf = [0u8; 4080];
     while gone < exit_after {
         match ep.recv_timeout(&mut buf, T).unwrap() {
-            Received::Message { len, peer } => {
+            Event::Message { len, peer } => {
                 let n = u64::from_le_bytes(buf[..8].try_into().unwrap());
                 let want = next.entry(peer).or_insert(0);
                 assert_eq!(n, *want, "message {n} from {peer:?}, expected {want}");
@@ -52,7 +52,7 @@ fn service_role() {
                 total += 1;
                 ep.send(peer, &buf[..len]).unwrap();
             }
-            Received::Reset { peer } => {
+            Event::Reset { peer } => {
                 gone += 1;
                 ev(format_args!("disconnect {gone} after {total} messages"));
                 ep.disconnect(peer).unwrap();
@@ -93,7 +93,7 @@ fn client_role() {
         }
         // Something is in flight: the loop above sends at least one message when nothing is.
         match ep.recv_timeout(&mut buf, T).unwrap() {
-            Received::Message { len, peer: from } => {
+            Event::Message { len, peer: from } => {
                 assert_eq!((len, from), (size, peer));
                 let n = u64::from_le_bytes(buf[..8].try_into().unwrap());
                 assert_eq!(n, echoed, "echo {n}, expected {echoed}");
@@ -103,7 +103,7 @@ fn client_role() {
                 );
                 echoed += 1;
             }
-            Received::Reset { .. } => {
+            Event::Reset { .. } => {
                 ev(format_args!("lost"));
                 return;
             }
@@ -127,7 +127,7 @@ fn client_role() {
     ));
     if var("HOLD") == "1" {
         match ep.recv_timeout(&mut buf, T) {
-            Ok(Received::Reset { .. }) => ev(format_args!("lost")),
+            Ok(Event::Reset { .. }) => ev(format_args!("lost")),
             other => panic!("{other:?}"),
         }
         return;

@@ -55,9 +55,9 @@ pub struct PeerStats {
     pub send_in_flight_messages: u64,
 }
 
-/// What a receive found.
+/// What a receive found: a message, or a peer that went away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Received {
+pub enum Event {
     /// A message of `len` bytes (at the start of the buffer) from `peer`.
     Message {
         /// Its length.
@@ -332,7 +332,7 @@ impl Endpoint {
     /// `doca_comm_channel_ep_recvfrom`, once: the next message into `buf`, or a connection's
     /// error; `AGAIN` when nothing waits.
     #[doc(alias = "doca_comm_channel_ep_recvfrom")]
-    pub fn try_recv(&self, buf: &mut [u8]) -> Result<Received> {
+    pub fn try_recv(&self, buf: &mut [u8]) -> Result<Event> {
         let mut len = buf.len();
         let mut peer = null_mut();
         match doca!(doca_comm_channel_ep_recvfrom(
@@ -342,12 +342,12 @@ impl Endpoint {
             sys::DOCA_CC_MSG_FLAG_NONE as i32,
             &mut peer
         )) {
-            Ok(()) => Ok(Received::Message {
+            Ok(()) => Ok(Event::Message {
                 len,
                 peer: PeerAddr { raw: peer },
             }),
             Err(e) if e.code() == ErrorCode::ConnectionReset && !peer.is_null() => {
-                Ok(Received::Reset {
+                Ok(Event::Reset {
                     peer: PeerAddr { raw: peer },
                 })
             }
@@ -356,16 +356,16 @@ impl Endpoint {
     }
 
     /// The next message or connection error, waiting for one on the receive channel.
-    pub fn recv(&self, buf: &mut [u8]) -> Result<Received> {
+    pub fn recv(&self, buf: &mut [u8]) -> Result<Event> {
         self.recv_until(buf, None)
     }
 
     /// As [`recv`](Self::recv), `TIME_OUT` after `timeout`.
-    pub fn recv_timeout(&self, buf: &mut [u8], timeout: Duration) -> Result<Received> {
+    pub fn recv_timeout(&self, buf: &mut [u8], timeout: Duration) -> Result<Event> {
         self.recv_until(buf, Some(Instant::now() + timeout))
     }
 
-    fn recv_until(&self, buf: &mut [u8], deadline: Option<Instant>) -> Result<Received> {
+    fn recv_until(&self, buf: &mut [u8], deadline: Option<Instant>) -> Result<Event> {
         loop {
             match self.try_recv(buf) {
                 Err(e) if e.code() == ErrorCode::Again => {

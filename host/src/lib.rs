@@ -38,7 +38,7 @@ pub use dev::open_dpa_dev;
 pub use dpakit_abi as abi;
 pub use dpakit_abi::{ErrorCode, ImmMessage, SubmitFlags};
 pub use error::{Error, Result};
-pub use path::{MsgqPath, MsgqPathBuilder, Received};
+pub use path::{MsgqPath, MsgqPathBuilder, Reply};
 
 /// The 64 bits of a `union doca_data`, whichever member was written.
 #[inline]

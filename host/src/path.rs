@@ -44,9 +44,9 @@ const CHECK_EVERY: u32 = 64;
 /// Polls [`MsgqPath::recv`] makes before it starts its clock for the timeout.
 const POLLS_BEFORE_CLOCK: u32 = 256;
 
-/// A received message.
+/// A reply of the kernel serving a [`MsgqPath`]: the immediate it sent back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Received {
+pub struct Reply {
     /// The immediate, zero-filled past `len`.
     pub msg: ImmMessage,
     /// Bytes the DPA sent.
@@ -55,7 +55,7 @@ pub struct Received {
     pub producer_id: u32,
 }
 
-impl Received {
+impl Reply {
     /// The bytes the DPA sent.
     pub fn bytes(&self) -> &[u8] {
         &self.msg.as_bytes()[..(self.len as usize).min(dpakit_abi::MAX_IMM_DATA_LEN)]
@@ -76,7 +76,7 @@ impl Received {
 /// Objects are declared so that `Drop` tears them down in DOCA's order: endpoints before their
 /// queues and completion contexts, the thread last.
 pub struct MsgqPath {
-    received: Rc<RefCell<VecDeque<Received>>>,
+    received: Rc<RefCell<VecDeque<Reply>>>,
     cpu_producer: CpuProducer,
     cpu_consumer: CpuConsumer,
     dpa_consumer: DpaConsumer,
@@ -201,7 +201,7 @@ impl<'a, A: Pod + 'static> MsgqPathBuilder<'a, A> {
                 owed.set(owed.get() + 1);
                 seen.set(seen.get() + 1);
                 let msg = ImmMessage::from_bytes(c.imm).unwrap_or(ImmMessage::ZEROED);
-                sink.borrow_mut().push_back(Received {
+                sink.borrow_mut().push_back(Reply {
                     msg,
                     len: c.imm.len() as u32,
                     producer_id: c.producer_id,
@@ -329,7 +329,7 @@ impl MsgqPath {
     /// Fails with the DPA's fatal error if the kernel faulted (looked at every few empty polls:
     /// asking costs a call into the device).
     #[inline]
-    pub fn try_recv(&self) -> Result<Option<Received>> {
+    pub fn try_recv(&self) -> Result<Option<Reply>> {
         if self.received.borrow().is_empty() {
             self.repost()?;
             self.pe.progress();
@@ -358,7 +358,7 @@ impl MsgqPath {
     /// Waits for the next reply: spins on progress, then sleeps on the PE's notification handle.
     /// Fails with the DPA's fatal error if the kernel faults, or TIME_OUT naming the kernel and
     /// what its thread is doing.
-    pub fn recv(&self, timeout: Duration) -> Result<Received> {
+    pub fn recv(&self, timeout: Duration) -> Result<Reply> {
         // A reply usually comes within a few polls: poll before reading the clock, which costs
         // as much as several polls, and without a pause between polls, which delays seeing the
         // reply by about as much as the kernel takes to answer.
@@ -406,7 +406,7 @@ impl MsgqPath {
     }
 
     /// Sends `msg` and waits for the reply.
-    pub fn round_trip(&self, msg: &ImmMessage, timeout: Duration) -> Result<Received> {
+    pub fn round_trip(&self, msg: &ImmMessage, timeout: Duration) -> Result<Reply> {
         self.send_msg(msg)?;
         self.recv(timeout)
     }

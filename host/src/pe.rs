@@ -6,7 +6,7 @@ use dpakit_sys as sys;
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -268,6 +268,22 @@ impl Pe {
                 idle_since = Instant::now();
             }
         }
+    }
+}
+
+/// The notification handle ([`Pe::notification_handle`]), for `poll`, `epoll` or an async
+/// runtime's reactor: readable once work arrives after [`Pe::request_notification`].
+impl AsFd for Pe {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the handle belongs to the PE, which closes it only when destroyed, after the
+        // last clone (and so the last borrow of `self`) is gone.
+        unsafe { BorrowedFd::borrow_raw(self.inner.handle) }
+    }
+}
+
+impl AsRawFd for Pe {
+    fn as_raw_fd(&self) -> RawFd {
+        self.inner.handle
     }
 }
 

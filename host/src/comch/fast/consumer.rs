@@ -15,7 +15,7 @@ use std::mem::ManuallyDrop;
 /// A message a consumer received, valid during its callback (the buffer is posted again when
 /// the callback returns: copy what must outlive it). Callbacks run in [`Pe::progress`].
 #[derive(Debug)]
-pub struct Received<'a> {
+pub struct ReceivedBuf<'a> {
     /// The bytes the producer wrote.
     pub data: &'a [u8],
     /// The immediate data sent with them.
@@ -24,7 +24,7 @@ pub struct Received<'a> {
     pub producer_id: u32,
 }
 
-type RecvCb = Box<dyn FnMut(&Received<'_>)>;
+type RecvCb = Box<dyn FnMut(&ReceivedBuf<'_>)>;
 
 /// What the consumer's callbacks reach through its context's user data.
 struct ConsumerInner {
@@ -97,7 +97,7 @@ unsafe extern "C" fn recv_done(
     };
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_recv.borrow_mut().as_mut() {
-            cb(&Received {
+            cb(&ReceivedBuf {
                 data,
                 imm,
                 producer_id,
@@ -170,7 +170,7 @@ impl<'a> ConsumerBuilder<'a> {
     }
 
     /// The receive callback, run by [`Pe::progress`].
-    pub fn on_recv(mut self, cb: impl FnMut(&Received<'_>) + 'static) -> Self {
+    pub fn on_recv(mut self, cb: impl FnMut(&ReceivedBuf<'_>) + 'static) -> Self {
         self.on_recv = Some(Box::new(cb));
         self
     }
