@@ -17,6 +17,7 @@ use dpakit::abi::{DmaOffloadDesc, ImmMessage, OffloadResult, checksum64};
 use dpakit::dpa::Dpa;
 use dpakit::mmap::{AccessFlags, Mmap};
 use dpakit::pe::Pe;
+use dpakit::soft::SoftSettings;
 use dpakit::soft::{ExecMode, SchedMode};
 use dpakit::{MsgqPath, ThreadKernel, kernels, kit_app, open_dpa_dev};
 use std::time::Duration;

@@ -18,6 +18,7 @@ mod support;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use dpakit::dpa::{Dpa, KernelLaunch};
 use dpakit::soft::SchedMode;
+use dpakit::soft::SoftSettings;
 use dpakit::sync_event::SyncEvent;
 use dpakit::{kernels, kit_app, open_dpa_dev};
 use std::hint::black_box;

@@ -11,6 +11,7 @@ use dpakit::dpa::Dpa;
 use dpakit::mmap::{AccessFlags, Mmap};
 use dpakit::pe::Pe;
 use dpakit::soft::SchedMode;
+use dpakit::soft::SoftSettings;
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

@@ -14,6 +14,7 @@ use dpakit::abi::{DmaOffloadDesc, Echo, ImmMessage, OffloadResult, PingPong, Pod
 use dpakit::dpa::Dpa;
 use dpakit::mmap::{AccessFlags, Mmap};
 use dpakit::pe::Pe;
+use dpakit::soft::SoftSettings;
 use dpakit::soft::{ExecMode, IsaProfile, SchedMode};
 use dpakit::{MsgqPath, ThreadKernel, kernels, kit_app, open_dpa_dev};
 use std::path::PathBuf;

@@ -10,6 +10,7 @@ use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
 use dpakit::soft::SchedMode;
+use dpakit::soft::SoftSettings;
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

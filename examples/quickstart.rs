@@ -15,6 +15,7 @@
 use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
+use dpakit::soft::SoftSettings;
 use dpakit::soft::{ExecMode, SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::process::ExitCode;

@@ -13,6 +13,7 @@ mod support;
 use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
+use dpakit::soft::SoftSettings;
 use dpakit::soft::{SchedMode, pin_current_thread};
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::time::{Duration, Instant};

@@ -57,7 +57,7 @@ pub fn kit_app() -> &'static dpa::App {
 }
 
 /// Where `cargo xtask build-dpa --release` writes the DPA image of the kit's own kernels, in the
-/// kit's workspace: what the soft device runs in ISA mode (`DpaBuilder::isa_image`). A program's
+/// kit's workspace: what the soft device runs in ISA mode (`SoftSettings::isa_image`). A program's
 /// own kernels are found with [`dpa_image!`].
 pub fn kit_image() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -68,10 +68,11 @@ pub fn kit_image() -> std::path::PathBuf {
 }
 
 /// The DPA image of `app` (a [`dpa::App`], e.g. `my_kernels::APP`) for the soft device's ISA mode
-/// ([`dpa::DpaBuilder::isa_image`]): the one `cargo xtask build-dpa` linked in the workspace of
+/// ([`soft::SoftSettings::isa_image`]): the one `cargo xtask build-dpa` linked in the workspace of
 /// the crate that uses the macro (see [`image::find`]). A `Result<PathBuf>`.
 ///
 /// ```ignore
+/// use dpakit::soft::{ExecMode, SoftSettings};
 /// let dpa = Dpa::builder(&dev)
 ///     .app(&my_kernels::APP)
 ///     .exec_mode(ExecMode::Isa)

@@ -9,6 +9,7 @@ use counting::allocations;
 use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
+use dpakit::soft::SoftSettings;
 use dpakit::soft::{ExecMode, SchedMode};
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::time::Duration;

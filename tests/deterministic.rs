@@ -4,6 +4,7 @@ use dpakit::abi::args::RankedPathArgs;
 use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
+use dpakit::soft::SoftSettings;
 use dpakit::soft::{SchedMode, TraceEvent};
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::time::Duration;

@@ -11,6 +11,7 @@
 use dpakit::dpa::Dpa;
 use dpakit::open_dpa_dev;
 use dpakit::soft::ExecMode;
+use dpakit::soft::SoftSettings;
 use dpakit_fixture_faulty_kernels as faulty;
 
 /// The fixture's DPA image (`cargo xtask build-dpa --faulty-fixture`).

@@ -4,6 +4,7 @@
 
 use dpakit::dpa::{Dpa, KernelLaunch};
 use dpakit::soft::ExecMode;
+use dpakit::soft::SoftSettings;
 use dpakit::sync_event::SyncEvent;
 use dpakit::{ErrorCode, kernels, kit_app, open_dpa_dev};
 use std::time::{Duration, Instant};

@@ -10,6 +10,7 @@ use dpakit::abi::{
 use dpakit::dpa::{Dpa, DpaBuilder};
 use dpakit::mmap::{AccessFlags, Mmap};
 use dpakit::pe::Pe;
+use dpakit::soft::SoftSettings;
 use dpakit::soft::{ExecMode, SchedMode};
 use dpakit::sync_event::SyncEvent;
 use dpakit::{MsgqPath, ThreadKernel, kernels, kit_app, open_dpa_dev};

@@ -5,6 +5,7 @@ mod one_message;
 
 use dpakit::dpa::Dpa;
 use dpakit::soft::SchedMode;
+use dpakit::soft::SoftSettings;
 use dpakit::{ErrorCode, kit_app, open_dpa_dev};
 
 /// A DPA context of the kit's app with one worker in `mode`.

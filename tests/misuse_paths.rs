@@ -7,6 +7,7 @@ use dpakit::dpa::{ConsumerCompletion, Dpa, DpaThread};
 use dpakit::msgq::Msgq;
 use dpakit::pe::Pe;
 use dpakit::soft::SchedMode;
+use dpakit::soft::SoftSettings;
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::time::Duration;
 

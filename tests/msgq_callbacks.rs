@@ -8,6 +8,7 @@ use dpakit::abi::{Echo, ErrorCode, ImmMessage};
 use dpakit::comch::{CpuConsumer, CpuProducer};
 use dpakit::dpa::Dpa;
 use dpakit::soft::SchedMode;
+use dpakit::soft::SoftSettings;
 use dpakit::{kit_app, open_dpa_dev};
 use echo_path::EchoPath;
 use std::cell::RefCell;

@@ -2,6 +2,7 @@
 
 use dpakit::dev::DevList;
 use dpakit::dpa::{Dpa, DpaThread, EuAffinity};
+use dpakit::soft::SoftSettings;
 use dpakit::sync_event::SyncEvent;
 use dpakit::{ErrorCode, kit_app, open_dpa_dev};
 

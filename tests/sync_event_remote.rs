@@ -9,6 +9,7 @@ mod procs;
 use dpakit::ErrorCode;
 use dpakit::dev::Dev;
 use dpakit::pe::Pe;
+use dpakit::soft::SoftSettings;
 use dpakit::sync_event::{SyncEvent, SyncEventContext, TaskKind};
 use dpakit_sys as sys;
 use procs::{Proc, ev, runtime_dir, var, var_u64};

@@ -24,6 +24,7 @@ pub use ping_pong::PingPong;
 
 use dpakit::dpa::Dpa;
 use dpakit::soft::SchedMode;
+use dpakit::soft::SoftSettings;
 use dpakit::{kit_app, open_dpa_dev};
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Finding the DPA image of an app: the riscv64 executable `cargo xtask build-dpa` links
 //! (dpakit-build's `<target dir>/dpa/<profile>/<lib>.elf`), which the soft device runs in ISA
-//! mode ([`DpaBuilder::isa_image`](crate::dpa::DpaBuilder::isa_image)).
+//! mode ([`SoftSettings::isa_image`](crate::soft::SoftSettings::isa_image)).
 //!
 //! Host code names its own image with `dpakit::dpa_image!`, which looks from the
 //! calling crate's directory; nothing points into the kit's tree.

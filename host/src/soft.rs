@@ -35,24 +35,59 @@ fn api(what: &str) -> Result<&'static SoftApi> {
     sys::soft::api().ok_or_else(|| soft_only(what))
 }
 
-impl DpaBuilder {
+/// The soft device's settings of a [`DpaBuilder`], apart from DOCA's own so that code meant
+/// for hardware cannot set them by accident: `use dpakit::soft::SoftSettings` to reach them. On
+/// DOCA's own libraries they are ignored.
+///
+/// ```
+/// use dpakit_host::dpa::Dpa;
+/// use dpakit_host::soft::{SchedMode, SoftSettings};
+///
+/// # fn main() -> dpakit_host::Result<()> {
+/// let dev = dpakit_host::open_dpa_dev()?;
+/// // Activations run inside the host's progress calls, in an order the seed fixes.
+/// let builder = Dpa::builder(&dev).sched_mode(SchedMode::Deterministic { seed: 1 });
+/// # drop(builder);
+/// # Ok(())
+/// # }
+/// ```
+pub trait SoftSettings: Sized {
     /// How activations are scheduled (`dpakit_soft_dpa_set_sched_mode`; default
-    /// `DPAKIT_SOFT_SCHED` from the environment, else busy-polling). Like every soft setting of
-    /// the builder, ignored on DOCA's own libraries.
-    pub fn sched_mode(mut self, mode: SchedMode) -> Self {
+    /// `DPAKIT_SOFT_SCHED` from the environment, else busy-polling).
+    fn sched_mode(self, mode: SchedMode) -> Self;
+
+    /// Number of worker threads (`dpakit_soft_dpa_set_num_workers`; default one less than the
+    /// machine's cores, at least one).
+    fn workers(self, n: usize) -> Self;
+
+    /// Pins worker `i` to CPU `cpus[i % cpus.len()]` (`dpakit_soft_dpa_set_worker_cpus`).
+    fn pin_workers(self, cpus: Vec<usize>) -> Self;
+
+    /// How kernels run (`dpakit_soft_dpa_set_exec_mode`; default `DPAKIT_SOFT_EXEC` from the
+    /// environment, else native). ISA mode runs the app's DPA image in the interpreter.
+    fn exec_mode(self, mode: ExecMode) -> Self;
+
+    /// ISA mode: the DPA image to run (`dpakit_soft_dpa_set_isa_image`) instead of
+    /// `DPAKIT_SOFT_DPA_IMAGE` or the image the app names.
+    fn isa_image(self, path: impl Into<std::path::PathBuf>) -> Self;
+
+    /// ISA mode: instructions one activation may retire before it is stopped as a runaway
+    /// loop (`dpakit_soft_dpa_set_isa_budget`; default 100,000,000).
+    fn isa_budget(self, instructions: u64) -> Self;
+}
+
+impl SoftSettings for DpaBuilder {
+    fn sched_mode(mut self, mode: SchedMode) -> Self {
         self.soft.mode = Some(mode);
         self
     }
 
-    /// Number of worker threads (`dpakit_soft_dpa_set_num_workers`; default one less than the
-    /// machine's cores, at least one).
-    pub fn workers(mut self, n: usize) -> Self {
+    fn workers(mut self, n: usize) -> Self {
         self.soft.workers = Some(u32::try_from(n).unwrap_or(u32::MAX));
         self
     }
 
-    /// Pins worker `i` to CPU `cpus[i % cpus.len()]` (`dpakit_soft_dpa_set_worker_cpus`).
-    pub fn pin_workers(mut self, cpus: Vec<usize>) -> Self {
+    fn pin_workers(mut self, cpus: Vec<usize>) -> Self {
         self.soft.pin = Some(
             cpus.into_iter()
                 .map(|c| u32::try_from(c).unwrap_or(u32::MAX))
@@ -60,26 +95,18 @@ impl DpaBuilder {
         );
         self
     }
-}
 
-impl DpaBuilder {
-    /// How kernels run (`dpakit_soft_dpa_set_exec_mode`; default `DPAKIT_SOFT_EXEC` from the
-    /// environment, else native). ISA mode runs the app's DPA image in the interpreter.
-    pub fn exec_mode(mut self, mode: ExecMode) -> Self {
+    fn exec_mode(mut self, mode: ExecMode) -> Self {
         self.soft.exec = Some(mode);
         self
     }
 
-    /// ISA mode: the DPA image to run (`dpakit_soft_dpa_set_isa_image`) instead of
-    /// `DPAKIT_SOFT_DPA_IMAGE` or the image the app names.
-    pub fn isa_image(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+    fn isa_image(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         self.soft.isa_image = Some(path.into());
         self
     }
 
-    /// ISA mode: instructions one activation may retire before it is stopped as a runaway
-    /// loop (`dpakit_soft_dpa_set_isa_budget`; default 100,000,000).
-    pub fn isa_budget(mut self, instructions: u64) -> Self {
+    fn isa_budget(mut self, instructions: u64) -> Self {
         self.soft.isa_budget = Some(instructions);
         self
     }

@@ -297,7 +297,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                     format!(
                         "ran {} instructions in one activation without making progress (taking \
                          a message or a completion, posting a send or a copy): the ISA budget, \
-                         DPAKIT_SOFT_ISA_BUDGET (DpaBuilder::isa_budget). A loop that never \
+                         DPAKIT_SOFT_ISA_BUDGET (SoftSettings::isa_budget). A loop that never \
                          ends its activation? End it (return, thread_reschedule) between \
                          messages, or raise the budget; stopped before the next instruction",
                         program.budget
