@@ -31,6 +31,8 @@ pub mod mmap;
 pub mod msgq;
 mod path;
 pub mod pe;
+#[cfg(feature = "tokio")]
+mod pe_async;
 pub mod soft;
 pub mod sync_event;
 

@@ -21,11 +21,18 @@ struct PeInner {
     /// Teardowns of contexts dropped inside a callback, finished when the outermost progress
     /// call returns (see [`Pe::defer_teardown`]).
     teardowns: RefCell<Vec<Box<dyn FnOnce()>>>,
+    /// The notification handle in a tokio reactor, once an async wait registered it.
+    #[cfg(feature = "tokio")]
+    reactor: crate::pe_async::Reactor,
 }
 
 impl Drop for PeInner {
     #[doc(alias = "doca_pe_destroy")]
     fn drop(&mut self) {
+        // Out of the reactor while the handle is still open: once closed, its number may name
+        // another descriptor.
+        #[cfg(feature = "tokio")]
+        drop(self.reactor.take());
         // Contexts keep a clone of their PE, so none is connected any more.
         let _ = doca!(doca_pe_destroy(self.raw));
     }
@@ -63,8 +70,15 @@ impl Pe {
                 panic: Cell::new(None),
                 depth: Cell::new(0),
                 teardowns: RefCell::new(Vec::new()),
+                #[cfg(feature = "tokio")]
+                reactor: Default::default(),
             }),
         })
+    }
+
+    #[cfg(feature = "tokio")]
+    pub(crate) fn reactor_cell(&self) -> &crate::pe_async::Reactor {
+        &self.inner.reactor
     }
 
     pub(crate) fn raw(&self) -> *mut sys::doca_pe {

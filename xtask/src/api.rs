@@ -66,11 +66,20 @@ fn diff(krate: &str, old: &str, new: &str) -> String {
     out
 }
 
+/// Crates whose optional features add public API: the listing is made with them on.
+const FEATURES: &[(&str, &str)] = &[("dpakit", "tokio"), ("dpakit-host", "tokio")];
+
 /// rustdoc's JSON of `krate`'s library, made with nightly in its own target directory.
 fn rustdoc_json(krate: &str) -> Result<Value> {
     let target = workspace_root().join("target").join("api");
+    let features = FEATURES
+        .iter()
+        .filter(|(k, _)| *k == krate)
+        .flat_map(|(_, f)| ["--features", f]);
     let status = Command::new("cargo")
-        .args(["+nightly", "rustdoc", "-q", "-p", krate, "--lib", "--"])
+        .args(["+nightly", "rustdoc", "-q", "-p", krate, "--lib"])
+        .args(features)
+        .arg("--")
         .args(["-Z", "unstable-options", "--output-format", "json"])
         .env("CARGO_TARGET_DIR", &target)
         .current_dir(workspace_root())

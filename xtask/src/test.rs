@@ -34,11 +34,14 @@ pub fn run() -> Result {
     rustfmt_every_file()?;
     // No module imports another that imports it back, in any crate of the workspace.
     modules::run(&[], true, false)?;
+    // With feature `tokio` too: the async waits and their example and test are only built then.
     cargo(
         &[
             "clippy",
             "--workspace",
             "--all-targets",
+            "--features",
+            "tokio",
             "--",
             "-D",
             "warnings",
@@ -58,6 +61,15 @@ pub fn run() -> Result {
     )?;
     clock.lap("DPA builds, bindings");
     cargo(&["test", "--workspace"], &[])?;
+    // Async Comch on tokio: a hundred clients, an idle wait that sleeps, and the example.
+    cargo(
+        &["test", "--features", "tokio", "--test", "comch_async"],
+        &[],
+    )?;
+    cargo(
+        &["run", "--features", "tokio", "--example", "async_server"],
+        &[],
+    )?;
     // What a debug build would take minutes for: the ISA budget's 100,000 messages of 14,000
     // instructions (the release dependencies are the isa_profile example's, built above).
     cargo(&["test", "--release", "--test", "dpa_edges"], &[])?;

@@ -160,6 +160,24 @@ impl Client {
         }
     }
 
+    /// [`connect`](Self::connect) as a future (feature `tokio`): progresses in tokio's reactor
+    /// until the client is RUNNING; bound it with `tokio::time::timeout`.
+    #[cfg(feature = "tokio")]
+    pub async fn connect_async(&self) -> Result<Connection> {
+        loop {
+            match self.state()? {
+                CtxState::Running => return self.connection(),
+                CtxState::Idle => bail!(
+                    ConnectionAborted,
+                    "the client stopped before connecting (the server refused the connection; \
+                     its reason is on stderr)"
+                ),
+                _ => {}
+            }
+            self.inner.pe.progressed().await?;
+        }
+    }
+
     /// `doca_comch_client_get_connection`: the connection once RUNNING.
     #[doc(alias = "doca_comch_client_get_connection")]
     pub fn connection(&self) -> Result<Connection> {
@@ -179,6 +197,15 @@ impl Client {
     /// [`interrupt`](crate::interrupt)); `BAD_STATE` inside a callback of the PE.
     pub fn next_event(&self, timeout: std::time::Duration) -> Result<Option<ClientEvent>> {
         self.inner.next_event(timeout, "Client::next_event")
+    }
+
+    /// [`next_event`](Self::next_event) as a future (feature `tokio`): the PE's notification
+    /// handle sleeps in tokio's reactor while nothing is ready, so an idle task costs nothing.
+    /// On a current-thread runtime or a `LocalSet` (a PE stays on its thread); the runtime's
+    /// own signal handling (`tokio::signal`) ends it with a `select!`.
+    #[cfg(feature = "tokio")]
+    pub async fn next_event_async(&self) -> Result<ClientEvent> {
+        self.inner.next_event_async().await
     }
 
     /// Sends and counters, outside the callbacks.

@@ -281,6 +281,17 @@ impl Inner {
             Err(e) => Err(e),
         }
     }
+
+    /// The next event, waiting in tokio's reactor while nothing is ready (feature `tokio`).
+    #[cfg(feature = "tokio")]
+    pub(super) async fn next_event_async(&self) -> Result<Event> {
+        loop {
+            if let Some(e) = self.try_event() {
+                return Ok(e);
+            }
+            self.pe.progressed().await?;
+        }
+    }
 }
 
 impl super::HasStateCallback for Inner {

@@ -175,6 +175,15 @@ impl Server {
         self.inner.next_event(timeout, "Server::next_event")
     }
 
+    /// [`next_event`](Self::next_event) as a future (feature `tokio`): the PE's notification
+    /// handle sleeps in tokio's reactor while nothing is ready, so an idle task costs nothing.
+    /// On a current-thread runtime or a `LocalSet` (a PE stays on its thread); the runtime's
+    /// own signal handling (`tokio::signal`) ends it with a `select!`.
+    #[cfg(feature = "tokio")]
+    pub async fn next_event_async(&self) -> Result<ServerEvent> {
+        self.inner.next_event_async().await
+    }
+
     /// Sends, disconnects and counters, outside the callbacks.
     pub fn channel(&self) -> Channel<'_> {
         Channel::new(&self.inner)
