@@ -23,7 +23,19 @@ struct PeInner {
     teardowns: RefCell<Vec<Box<dyn FnOnce()>>>,
     /// The notification handle in a tokio reactor, once an async wait registered it.
     #[cfg(feature = "tokio")]
-    reactor: crate::pe_async::Reactor,
+    reactor: std::cell::OnceCell<tokio::io::unix::AsyncFd<ReactorHandle>>,
+}
+
+/// The notification handle as a tokio reactor holds it (the PE owns and closes it).
+#[cfg(feature = "tokio")]
+#[derive(Debug)]
+pub(crate) struct ReactorHandle(pub(crate) RawFd);
+
+#[cfg(feature = "tokio")]
+impl AsRawFd for ReactorHandle {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
 }
 
 impl Drop for PeInner {
@@ -77,7 +89,9 @@ impl Pe {
     }
 
     #[cfg(feature = "tokio")]
-    pub(crate) fn reactor_cell(&self) -> &crate::pe_async::Reactor {
+    pub(crate) fn reactor_cell(
+        &self,
+    ) -> &std::cell::OnceCell<tokio::io::unix::AsyncFd<ReactorHandle>> {
         &self.inner.reactor
     }
 

@@ -4,22 +4,9 @@
 //! runtime or a `LocalSet`.
 
 use crate::error::{Result, bail};
-use crate::pe::Pe;
-use std::os::fd::{AsRawFd, RawFd};
+use crate::pe::{Pe, ReactorHandle as Handle};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
-
-/// The notification handle as the reactor holds it (the PE owns and closes it).
-#[derive(Debug)]
-pub(crate) struct Handle(RawFd);
-
-impl AsRawFd for Handle {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0
-    }
-}
-
-pub(crate) type Reactor = std::cell::OnceCell<AsyncFd<Handle>>;
 
 impl Pe {
     /// Waits until a progress pass runs a callback (or delivers an event): progresses once,
