@@ -4,6 +4,36 @@
 //! kernel author needs to write and name kernels ([`thread_kernel!`], [`rpc_kernel!`],
 //! [`extern_thread_kernel!`] for C kernels, [`dpa_app!`], [`ThreadKernel`], [`RpcKernel`]) and
 //! the kit's own kernels ([`kernels`], [`kit_app`]).
+//!
+//! `use dpakit::prelude::*` brings the names most programs use.
+//!
+//! # DOCA's objects and their Rust types
+//!
+//! Every type keeps DOCA's name as a search alias (`doca_comch_server` finds [`comch::Server`]).
+//!
+//! | DOCA | Rust |
+//! |---|---|
+//! | `doca_devinfo`, `doca_dev`, `doca_dev_rep` | [`dev::Devinfo`], [`dev::Dev`], [`dev::DevRep`] |
+//! | `doca_pe` | [`pe::Pe`] (also `AsFd`; async waits with feature `tokio`) |
+//! | `doca_ctx` states | [`ctx::CtxState`] |
+//! | `doca_mmap` | [`mmap::Mmap`] |
+//! | `doca_buf`, `doca_buf_inventory`, `doca_buf_pool` | [`buf::Buf`], [`buf::BufInventory`], [`buf_pool::BufPool`] |
+//! | `doca_dma` | [`dma::Dma`] |
+//! | `doca_dpa`, `doca_dpa_thread` | [`dpa::Dpa`], [`dpa::DpaThread`] |
+//! | `doca_dpa_completion`, `doca_comch_consumer_completion`, `doca_dpa_notification_completion` | [`dpa::DpaCompletion`], [`dpa::ConsumerCompletion`], [`dpa::NotificationCompletion`] |
+//! | `doca_dpa_kernel_launch_update_*` | [`dpa::KernelLaunch`] |
+//! | `doca_comch_msgq` | [`msgq::Msgq`] |
+//! | `doca_comch_producer` of a MsgQ, on the CPU / the DPA | [`comch::CpuProducer`] / [`comch::DpaProducer`] |
+//! | `doca_comch_consumer` of a MsgQ, on the CPU / the DPA | [`comch::CpuConsumer`] / [`comch::DpaConsumer`] |
+//! | the usual CPU → DPA → CPU pair of MsgQs, wired | [`MsgqPath`] |
+//! | `doca_comch_server`, `doca_comch_client`, `doca_comch_connection` | [`comch::Server`], [`comch::Client`], [`comch::Connection`] |
+//! | `doca_comch_event_*` callbacks | [`comch::Event`] values, or the builders' `on_*` callbacks |
+//! | `doca_comch_producer`, `doca_comch_consumer` on a connection | [`comch::Producer`], [`comch::Consumer`] |
+//! | `doca_comm_channel_ep_t` | [`comm_channel::Endpoint`] |
+//! | `doca_sync_event` | [`sync_event::SyncEvent`] |
+//! | `doca_error_t` | [`ErrorCode`], carried by [`Error`] |
+//! | DPA kernels (`__dpa_global__`), RPCs | [`thread_kernel!`], [`rpc_kernel!`], [`ThreadKernel`], [`RpcKernel`] |
+//! | the soft device's own settings (`dpakit_soft.h`) | [`soft`], [`soft::SoftSettings`] |
 pub use dpakit_abi as abi;
 pub use dpakit_abi::{RpcKernel, ThreadKernel};
 pub use dpakit_dev::{dpa_app, extern_thread_kernel, rpc_kernel, thread_kernel};

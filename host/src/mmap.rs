@@ -87,6 +87,24 @@ impl Drop for Owned {
 }
 
 /// `doca_mmap`. Configure (memrange, permissions, devices), then [`start`](Mmap::start).
+///
+/// ```
+/// use dpakit::mmap::{AccessFlags, Mmap};
+///
+/// # fn main() -> dpakit::Result<()> {
+/// let dev = dpakit::open_dpa_dev()?;
+/// // 4 KiB the mmap owns, which the device may read and write.
+/// let mut mmap = Mmap::alloc(4096)?;
+/// // Filled before start: once started, devices may read it at any time.
+/// mmap.as_mut_slice()?[..5].copy_from_slice(b"hello");
+/// mmap.set_permissions(AccessFlags::LOCAL_READ_WRITE)?;
+/// mmap.add_dev(&dev)?;
+/// mmap.start()?;
+/// // Its handle travels to a DPA kernel, which reaches the memory through it.
+/// let _handle = mmap.dpa_handle(&dev)?;
+/// # Ok(())
+/// # }
+/// ```
 #[doc(alias = "doca_mmap")]
 pub struct Mmap {
     raw: *mut sys::doca_mmap,

@@ -75,6 +75,24 @@ impl Reply {
 ///
 /// Objects are declared so that `Drop` tears them down in DOCA's order: endpoints before their
 /// queues and completion contexts, the thread last.
+///
+/// ```
+/// use dpakit::dpa::Dpa;
+/// use dpakit::pe::Pe;
+/// use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
+/// use std::time::Duration;
+///
+/// # fn main() -> dpakit::Result<()> {
+/// let dpa = Dpa::builder(&open_dpa_dev()?).app(kit_app()).start()?;
+/// let pe = Pe::new()?;
+/// // The kit's echo kernel answers every message with the same bytes.
+/// let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO).depth(16).start()?;
+/// path.send(b"hello, DPA")?;
+/// let reply = path.recv(Duration::from_secs(5))?;
+/// assert_eq!(reply.bytes(), b"hello, DPA");
+/// # Ok(())
+/// # }
+/// ```
 pub struct MsgqPath {
     received: Rc<RefCell<VecDeque<Reply>>>,
     cpu_producer: CpuProducer,

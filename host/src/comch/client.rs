@@ -30,6 +30,31 @@ impl fmt::Debug for ClientBuilder<'_> {
 
 /// `doca_comch_client`: connects to the server of a name on its PCI function. Starting
 /// returns at once (STARTING); progress connects, and [`state`](Self::state) turns RUNNING.
+///
+/// A round trip with the echo server of [`Server`](super::Server)'s example:
+///
+/// ```no_run
+/// use dpakit::comch::{Client, ClientEvent};
+/// use dpakit::dev::Dev;
+/// use dpakit::pe::Pe;
+/// use std::time::Duration;
+///
+/// # fn main() -> dpakit::Result<()> {
+/// let wait = Duration::from_secs(5);
+/// let pe = Pe::new()?;
+/// let client = Client::builder(&Dev::open_by_pci("b1:00.0")?, "echo", &pe).start()?;
+/// let conn = client.connect(wait)?;
+/// client.channel().send(conn, b"ping", 0)?;
+/// while let Some(event) = client.next_event(wait)? {
+///     if let ClientEvent::Message { msg, .. } = event {
+///         assert_eq!(&*msg, b"ping");
+///         break;
+///     }
+/// }
+/// client.stop()?;
+/// # Ok(())
+/// # }
+/// ```
 #[doc(alias = "doca_comch_client")]
 pub struct Client {
     /// Taken only by `Drop`, which hands it to the teardown.

@@ -29,8 +29,45 @@ impl fmt::Debug for ServerBuilder<'_> {
 }
 
 /// `doca_comch_server`: listens under a name for the clients on the host function its
-/// representor stands for. Callbacks run in [`Pe::progress`]; they get a [`Channel`] to answer
-/// on.
+/// representor stands for. Built without event callbacks it hands its events out as values
+/// ([`next_event`](Self::next_event)); with them, they run in [`Pe::progress`] and get a
+/// [`Channel`] to answer on.
+///
+/// An echo, with the client in the same program (on hardware it runs on the host):
+///
+/// ```
+/// use dpakit::comch::{Client, Server, ServerEvent};
+/// use dpakit::dev::{Dev, DevRep};
+/// use dpakit::pe::Pe;
+/// use std::time::Duration;
+///
+/// # fn main() -> dpakit::Result<()> {
+/// let wait = Duration::from_secs(5);
+/// // The Arm side: the BlueField's device and the representor of the clients' host function.
+/// let arm = Dev::open_by_pci("03:00.0")?;
+/// let rep = DevRep::open_by_pci(&arm, "b1:00.0")?;
+/// let pe = Pe::new()?;
+/// let server = Server::builder(&arm, &rep, "doc-echo-server", &pe).start()?;
+///
+/// // The host side.
+/// let host = Dev::open_by_pci("b1:00.0")?;
+/// let client = Client::builder(&host, "doc-echo-server", &pe).start()?;
+/// let conn = client.connect(wait)?;
+/// client.channel().send(conn, b"ping", 0)?;
+///
+/// loop {
+///     match server.next_event(wait)? {
+///         Some(ServerEvent::Message { conn, msg }) => {
+///             server.channel().send(conn, &msg, 0)?;
+///             break;
+///         }
+///         Some(_) => {} // the connection, …
+///         None => panic!("no message within {wait:?}"),
+///     }
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[doc(alias = "doca_comch_server")]
 pub struct Server {
     /// Taken only by `Drop`, which hands it to the teardown.

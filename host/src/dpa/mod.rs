@@ -56,6 +56,18 @@ impl Drop for DpaInner {
 
 /// `doca_dpa`: a DPA context running one app. Clones share the context; it is destroyed when
 /// the last clone and everything created on it are gone.
+///
+/// ```
+/// use dpakit::dpa::Dpa;
+///
+/// # fn main() -> dpakit::Result<()> {
+/// // The first DPA-capable device, and a context running the kit's kernels.
+/// let dev = dpakit::open_dpa_dev()?;
+/// let dpa = Dpa::builder(&dev).app(dpakit::kit_app()).start()?;
+/// assert!(dpa.total_num_eus_available()? > 0);
+/// # Ok(())
+/// # }
+/// ```
 #[doc(alias = "doca_dpa")]
 #[derive(Clone)]
 pub struct Dpa {
