@@ -18,13 +18,11 @@ mod cli;
 
 use clap::{Command, value_parser};
 use dpakit::ErrorCode;
-use dpakit::comch::{Client, Consumer, Producer};
+use dpakit::comch::{Client, ClientEvent, Consumer, Producer};
 use dpakit::ctx::CtxState;
 use dpakit::dev::Dev;
 use dpakit::pe::Pe;
-use std::cell::Cell;
 use std::process::ExitCode;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -89,18 +87,6 @@ fn pattern(n: u64, i: usize) -> u8 {
         .wrapping_add((i >> 8) * 13) as u8
 }
 
-/// What the callbacks record.
-#[derive(Default)]
-struct Exchange {
-    /// The server's consumer, once announced, and whether it expired since.
-    peer: Cell<Option<u32>>,
-    peer_gone: Cell<bool>,
-    /// Echoes received: the number of the one due next.
-    echoes: Cell<u64>,
-    mismatches: Cell<u64>,
-    send_errors: Cell<u64>,
-}
-
 fn main() -> ExitCode {
     match run(&flags()) {
         Ok(0) => ExitCode::SUCCESS,
@@ -112,22 +98,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// The echo; how many echoes (or sends) went wrong.
+/// The echo; how many echoes went wrong.
 fn run(flags: &Flags) -> Result<u64, Box<dyn std::error::Error>> {
     let dev = Dev::open_by_pci(&flags.pci_addr)?;
     let pe = Pe::new()?;
-    let x = Rc::new(Exchange::default());
-    let (on_consumer, on_echo, on_sent) = (x.clone(), x.clone(), x.clone());
-    let client = Client::builder(&dev, &flags.server_name, &pe)
-        .on_consumer(move |_, _, id, created| {
-            // The server puts one consumer on the connection: the first is the one to send to.
-            match (created, on_consumer.peer.get()) {
-                (true, None) => on_consumer.peer.set(Some(id)),
-                (false, Some(peer)) if peer == id => on_consumer.peer_gone.set(true),
-                _ => {}
-            }
-        })
-        .start()?;
+    // No callbacks anywhere: the client's events, the received buffers and the failed sends are
+    // values the loop below takes.
+    let client = Client::builder(&dev, &flags.server_name, &pe).start()?;
     // The client connects in the background while it progresses.
     let conn = client
         .connect(CONNECT_TIMEOUT)
@@ -147,52 +124,31 @@ fn run(flags: &Flags) -> Result<u64, Box<dyn std::error::Error>> {
         .num_recv(NUM_RECV)
         .buf_size(size)
         .imm_data_len(8)
-        .on_recv(move |r| {
-            // The echo due next, carrying its own number: anything else is a mismatch.
-            let n = on_echo.echoes.get();
-            let intact = r.imm == n.to_le_bytes()
-                && r.data.len() == size
-                && r.data.iter().enumerate().all(|(i, &b)| b == pattern(n, i));
-            if !intact {
-                on_echo.mismatches.set(on_echo.mismatches.get() + 1);
-            }
-            on_echo.echoes.set(n + 1);
-        })
         .start()?;
     let producer = Producer::builder(conn, &dev, &pe)
         .num_send(1)
         .buf_size(size)
-        .on_send_complete(move |done| {
-            if done.status == ErrorCode::Success {
-                return;
-            }
-            on_sent.send_errors.set(on_sent.send_errors.get() + 1);
-            if done.status == ErrorCode::InvalidValue {
-                eprintln!(
-                    "message {} does not fit the server's receive buffers: give the server -b {size}",
-                    done.user_data
-                );
-            } else {
-                eprintln!("message {} failed: {:?}", done.user_data, done.status);
-            }
-        })
         .start()?;
 
-    // The server answers our consumer with its own; only then is there somewhere to send.
-    let running = || client.state().is_ok_and(|s| s == CtxState::Running);
-    if !busy_progress(&pe, CONNECT_TIMEOUT, || {
-        x.peer.get().is_some() || !running()
-    }) || x.peer.get().is_none()
-    {
-        return Err(format!(
-            "server `{}` put no consumer on the connection within {} s: is it data_path_server?",
-            flags.server_name,
-            CONNECT_TIMEOUT.as_secs()
-        )
-        .into());
-    }
-    let peer = x.peer.get().expect("announced");
+    // The server answers our consumer with its own; only then is there somewhere to send. It
+    // puts one consumer on the connection: the first is the one to send to.
+    let peer = loop {
+        match client.next_event(CONNECT_TIMEOUT)? {
+            Some(ClientEvent::ConsumerNew { id, .. }) => break id,
+            Some(_) => {}
+            None => {
+                return Err(format!(
+                    "server `{}` put no consumer on the connection within {} s: is it \
+                     data_path_server?",
+                    flags.server_name,
+                    CONNECT_TIMEOUT.as_secs()
+                )
+                .into());
+            }
+        }
+    };
 
+    let (mut echoes, mut mismatches) = (0u64, 0u64);
     let start = Instant::now();
     for n in 0..u64::from(flags.count) {
         let mut loan = producer.loan(size)?;
@@ -200,29 +156,53 @@ fn run(flags: &Flags) -> Result<u64, Box<dyn std::error::Error>> {
             *b = pattern(n, i);
         }
         loan.send(peer, &n.to_le_bytes(), n)?;
-        // The echo is back and the send complete (its buffer free again), or something broke.
-        let over = || {
-            (x.echoes.get() > n && producer.in_flight() == 0)
-                || x.send_errors.get() > 0
-                || x.peer_gone.get()
-                || !running()
-        };
-        if !busy_progress(&pe, ECHO_TIMEOUT, over) {
-            let secs = ECHO_TIMEOUT.as_secs();
-            return Err(format!("no echo of message {n} within {secs} s").into());
-        }
-        if x.send_errors.get() > 0 {
-            return Err(format!("message {n} was not delivered").into());
-        }
-        if x.peer_gone.get() || !running() {
-            return Err(format!("the server left after {} echoes", x.echoes.get()).into());
+        // Busy until the echo is back and the send complete (its buffer free again), or
+        // something broke: an echo comes back within microseconds, sooner than a sleep ends.
+        let deadline = Instant::now() + ECHO_TIMEOUT;
+        let mut passes = 0u32;
+        while echoes <= n || producer.in_flight() > 0 {
+            pe.progress();
+            if let Some(echo) = consumer.try_recv() {
+                // The echo due next, carrying its own number: anything else is a mismatch.
+                let intact = echo.imm() == echoes.to_le_bytes()
+                    && echo.data().len() == size
+                    && echo
+                        .data()
+                        .iter()
+                        .enumerate()
+                        .all(|(i, &b)| b == pattern(echoes, i));
+                mismatches += u64::from(!intact);
+                echoes += 1;
+            }
+            while let Some(event) = client.try_event() {
+                if matches!(event, ClientEvent::ConsumerExpired { id, .. } if id == peer) {
+                    return Err(format!("the server left after {echoes} echoes").into());
+                }
+            }
+            if producer.failed_sends() > 0 {
+                return Err(format!(
+                    "message {n} was not delivered (does it fit the server's receive buffers? \
+                     give the server -b {size})"
+                )
+                .into());
+            }
+            passes += 1;
+            if passes % 1024 == 0 {
+                if client.state()? != CtxState::Running {
+                    return Err(format!("the server left after {echoes} echoes").into());
+                }
+                if Instant::now() > deadline {
+                    let secs = ECHO_TIMEOUT.as_secs();
+                    return Err(format!("no echo of message {n} within {secs} s").into());
+                }
+            }
         }
     }
     let elapsed = start.elapsed().as_secs_f64();
     println!(
-        "{} messages of {size} bytes, {} mismatched, average round trip {:.1} µs, {:.1} MB/s each way",
+        "{} messages of {size} bytes, {mismatches} mismatched, average round trip {:.1} µs, \
+         {:.1} MB/s each way",
         flags.count,
-        x.mismatches.get(),
         elapsed * 1e6 / f64::from(flags.count),
         f64::from(flags.count) * size as f64 / elapsed / 1e6
     );
@@ -231,17 +211,5 @@ fn run(flags: &Flags) -> Result<u64, Box<dyn std::error::Error>> {
     consumer.stop()?;
     drop((producer, consumer));
     client.stop()?;
-    Ok(x.mismatches.get() + x.send_errors.get())
-}
-
-/// Progresses until `done()` holds; false after `timeout`. Busy, because an echo comes back
-/// within microseconds, sooner than a sleep on the notification handle would end.
-fn busy_progress(pe: &Pe, timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        if !pe.progress() && Instant::now() > deadline {
-            return false;
-        }
-    }
-    true
+    Ok(mismatches)
 }

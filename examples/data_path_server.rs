@@ -5,7 +5,9 @@
 //! function. Once a client has put its consumer on the connection, the server puts a consumer
 //! and a producer of its own there and echoes every message its consumer receives back to the
 //! client's consumer, bytes and immediate data alike. It exits once it has echoed COUNT messages
-//! and every client has disconnected (or on Ctrl-C).
+//! and every client has disconnected (or on Ctrl-C, which ends its wait on the progress
+//! engine: no signal handler of its own). Its endpoints have no callbacks: the server's events,
+//! the received buffers and the failed sends are all values the main loop takes.
 //!
 //! ```sh
 //! cargo run --release --example data_path_server [-- -p 03:00.0 -r b1:00.0 -s NAME -c COUNT -b SIZE]
@@ -13,18 +15,14 @@
 
 #[path = "support/cli.rs"]
 mod cli;
-#[path = "support/interrupt.rs"]
-mod interrupt;
 
 use clap::{Command, value_parser};
-use dpakit::ErrorCode;
-use dpakit::comch::{Connection, Consumer, Producer, ReceivedBuf, Server};
+use dpakit::comch::{Connection, Consumer, Producer, Server, ServerEvent};
 use dpakit::dev::{Dev, DevRep};
 use dpakit::pe::Pe;
-use std::cell::{Cell, RefCell};
+use dpakit::{ErrorCode, Result};
 use std::collections::{HashMap, VecDeque};
 use std::process::ExitCode;
-use std::rc::Rc;
 use std::time::Duration;
 
 /// Per client: receives posted, and sends in flight.
@@ -94,144 +92,110 @@ fn flags() -> Flags {
     }
 }
 
-/// What the callbacks count.
+/// What the server counts.
 #[derive(Default)]
 struct Stats {
-    clients: Cell<u32>,
-    served: Cell<u32>,
-    received: Cell<u64>,
-    echoed: Cell<u64>,
-    errors: Cell<u64>,
+    clients: u32,
+    served: u32,
+    received: u64,
+    echoed: u64,
+    errors: u64,
 }
 
 impl Stats {
-    fn error(&self, what: impl std::fmt::Display) {
+    fn error(&mut self, what: impl std::fmt::Display) {
         eprintln!("{what}");
-        self.errors.set(self.errors.get() + 1);
+        self.errors += 1;
     }
 }
 
-/// What the server's callbacks report. Producers and consumers start and stop in the main
-/// loop, outside the callbacks.
-enum Event {
-    Connected(Connection),
-    Disconnected(Connection),
-    Consumer(Connection, u32, bool),
-}
-
-/// One client's echo: our producer, and what the consumer's callback needs to use it.
-struct Echo {
+/// Our producer and consumer on a client's connection, and the echoes that wait for a send
+/// buffer.
+struct FastPath {
     producer: Producer,
+    consumer: Consumer,
     /// The client's consumer.
     peer: u32,
     /// Messages that found every send buffer in flight, sent once one is free. A client that
     /// waits for each echo never fills it.
-    backlog: RefCell<VecDeque<(Vec<u8>, Vec<u8>)>>,
-    /// Set while the fast path is torn down: flushed sends are expected then.
-    stopping: Rc<Cell<bool>>,
-    stats: Rc<Stats>,
+    backlog: VecDeque<(Vec<u8>, Vec<u8>)>,
 }
 
-impl Echo {
+impl FastPath {
+    fn start(conn: Connection, peer: u32, dev: &Dev, pe: &Pe, size: usize) -> Result<FastPath> {
+        // The producer first: an echo may be due as soon as the client sees our consumer.
+        // Neither has a callback: received buffers are taken from the consumer, and failed
+        // sends are counted by the producer.
+        let producer = Producer::builder(conn, dev, pe)
+            .num_send(NUM_BUFS)
+            .buf_size(size)
+            .start()?;
+        let consumer = Consumer::builder(conn, dev, pe)
+            .num_recv(NUM_BUFS)
+            .buf_size(size)
+            .start()?;
+        Ok(FastPath {
+            producer,
+            consumer,
+            peer,
+            backlog: VecDeque::new(),
+        })
+    }
+
     /// Copies a message into a loaned send buffer and sends it; `false` if none is free.
-    fn send(&self, data: &[u8], imm: &[u8]) -> bool {
+    fn send(&self, data: &[u8], imm: &[u8], stats: &mut Stats) -> bool {
         match self.producer.loan(data.len()) {
             Ok(mut loan) => {
                 loan.as_mut_slice().copy_from_slice(data);
-                if let Err(e) = loan.send(self.peer, imm, 0) {
-                    self.stats.error(format!("cannot send an echo: {e}"));
+                match loan.send(self.peer, imm, 0) {
+                    Ok(()) => stats.echoed += 1,
+                    Err(e) => stats.error(format!("cannot send an echo: {e}")),
                 }
                 true
             }
             Err(e) if e.code() == ErrorCode::NoMemory => false,
             Err(e) => {
-                self.stats
-                    .error(format!("cannot loan a buffer for an echo: {e}"));
+                stats.error(format!("cannot loan a buffer for an echo: {e}"));
                 true
             }
         }
     }
 
-    /// The consumer's callback. The receive buffer is posted again when it returns, so what
-    /// cannot be sent at once is kept in the backlog.
-    fn received(&self, r: &ReceivedBuf<'_>) {
-        if self.stopping.get() {
-            return;
-        }
-        self.stats.received.set(self.stats.received.get() + 1);
-        if self.backlog.borrow().is_empty() && self.send(r.data, r.imm) {
-            return;
-        }
-        self.backlog
-            .borrow_mut()
-            .push_back((r.data.to_vec(), r.imm.to_vec()));
-    }
-
-    /// Sends what waited, in order, while send buffers are free.
-    fn drain(&self) {
-        loop {
-            let Some((data, imm)) = self.backlog.borrow_mut().pop_front() else {
-                return;
-            };
-            if !self.send(&data, &imm) {
-                self.backlog.borrow_mut().push_front((data, imm));
-                return;
+    /// Sends what waited, then echoes what arrived, in order; whether anything happened. A
+    /// received buffer is posted again when its sample drops, so what cannot be sent at once
+    /// is copied into the backlog.
+    fn pump(&mut self, stats: &mut Stats) -> bool {
+        let mut busy = false;
+        while let Some((data, imm)) = self.backlog.pop_front() {
+            if !self.send(&data, &imm, stats) {
+                self.backlog.push_front((data, imm));
+                return busy;
             }
+            busy = true;
         }
-    }
-}
-
-/// Our producer and consumer on a client's connection.
-struct FastPath {
-    echo: Rc<Echo>,
-    consumer: Consumer,
-}
-
-impl FastPath {
-    fn start(
-        conn: Connection,
-        peer: u32,
-        dev: &Dev,
-        pe: &Pe,
-        size: usize,
-        stats: &Rc<Stats>,
-    ) -> dpakit::Result<FastPath> {
-        let (on_sent, stopping) = (stats.clone(), Rc::new(Cell::new(false)));
-        let flushed = stopping.clone();
-        // The producer first: an echo may be due as soon as the client sees our consumer.
-        let producer = Producer::builder(conn, dev, pe)
-            .num_send(NUM_BUFS)
-            .buf_size(size)
-            .on_send_complete(move |done| {
-                if done.status == ErrorCode::Success {
-                    on_sent.echoed.set(on_sent.echoed.get() + 1);
-                } else if !flushed.get() {
-                    on_sent.error(format!("an echo failed: {:?}", done.status));
-                }
-            })
-            .start()?;
-        let echo = Rc::new(Echo {
-            producer,
-            peer,
-            backlog: RefCell::default(),
-            stopping,
-            stats: stats.clone(),
-        });
-        let on_recv = echo.clone();
-        let consumer = Consumer::builder(conn, dev, pe)
-            .num_recv(NUM_BUFS)
-            .buf_size(size)
-            .on_recv(move |r| on_recv.received(r))
-            .start()?;
-        Ok(FastPath { echo, consumer })
+        while let Some(sample) = self.consumer.try_recv() {
+            busy = true;
+            stats.received += 1;
+            if self.backlog.is_empty() && self.send(sample.data(), sample.imm(), stats) {
+                continue;
+            }
+            self.backlog
+                .push_back((sample.data().to_vec(), sample.imm().to_vec()));
+        }
+        busy
     }
 
-    /// DOCA's order: the producer stops (sends still waiting fail), then the consumer (its
-    /// posted receives are flushed); both are destroyed when dropped.
-    fn stop(self) -> dpakit::Result<()> {
-        self.echo.stopping.set(true);
-        self.echo.producer.stop()?;
-        self.consumer.stop()
+    /// DOCA's order: the producer stops (sends still waiting fail, as expected now), then the
+    /// consumer (its posted receives are flushed); both are destroyed when dropped. Sends that
+    /// failed before the stop are errors.
+    fn stop(self, stats: &mut Stats) {
+        let failed = self.producer.failed_sends();
+        if failed > 0 {
+            stats.error(format!("{failed} echo(es) failed"));
+        }
+        if let Err(e) = self.producer.stop().and_then(|()| self.consumer.stop()) {
+            stats.error(format!("cannot stop a client's producer and consumer: {e}"));
+        }
     }
 }
 
@@ -242,11 +206,14 @@ struct Session {
     fast: Option<FastPath>,
 }
 
+/// Passes without anything to do before the loop sleeps on the notification handle: an echo
+/// client answers within microseconds, sooner than a sleep would end.
+const SPIN_PASSES: u32 = 4096;
+
 fn main() -> ExitCode {
     let flags = flags();
-    interrupt::install();
     match serve(&flags) {
-        Ok(stats) if stats.errors.get() == 0 => ExitCode::SUCCESS,
+        Ok(stats) if stats.errors == 0 => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("data_path_server: {e}");
@@ -255,145 +222,117 @@ fn main() -> ExitCode {
     }
 }
 
-fn serve(flags: &Flags) -> Result<Rc<Stats>, Box<dyn std::error::Error>> {
+fn serve(flags: &Flags) -> std::result::Result<Stats, Box<dyn std::error::Error>> {
     let dev = Dev::open_by_pci(&flags.pci_addr)?;
     let rep = DevRep::open_by_pci(&dev, &flags.rep_pci)?;
     let pe = Pe::new()?;
-    let stats = Rc::new(Stats::default());
-    let events: Rc<RefCell<Vec<Event>>> = Rc::default();
-    let (on_connect, on_disconnect) = (stats.clone(), stats.clone());
-    let (connected, disconnected, consumers) = (events.clone(), events.clone(), events.clone());
-    let server = Server::builder(&dev, &rep, &flags.server_name, &pe)
-        .on_connect(move |_, conn, ok| {
-            if !ok {
-                eprintln!("a client could not connect");
-                return;
-            }
-            let s = &on_connect;
-            s.clients.set(s.clients.get() + 1);
-            s.served.set(s.served.get() + 1);
-            println!("a client connected ({} connected)", s.clients.get());
-            connected.borrow_mut().push(Event::Connected(conn));
-        })
-        .on_disconnect(move |_, conn, _| {
-            let s = &on_disconnect;
-            s.clients.set(s.clients.get() - 1);
-            println!(
-                "a client disconnected ({} connected, {} messages echoed so far)",
-                s.clients.get(),
-                s.echoed.get()
-            );
-            disconnected.borrow_mut().push(Event::Disconnected(conn));
-        })
-        .on_consumer(move |_, conn, id, created| {
-            consumers
-                .borrow_mut()
-                .push(Event::Consumer(conn, id, created))
-        })
-        .start()?;
+    // No callbacks: the server hands out its events as values.
+    let server = Server::builder(&dev, &rep, &flags.server_name, &pe).start()?;
     println!(
         "server `{}` listening on {} for clients of {}, echoing up to {} bytes",
         flags.server_name, flags.pci_addr, flags.rep_pci, flags.size
     );
 
+    let mut s = Stats::default();
     let mut sessions: HashMap<Connection, Session> = HashMap::new();
-    let stop_fast_path = |fast: FastPath| {
-        if let Err(e) = fast.stop() {
-            stats.error(format!("cannot stop a client's producer and consumer: {e}"));
+    let mut idle = 0u32;
+    while !(s.echoed >= flags.count && s.served > 0 && s.clients == 0 && sessions.is_empty()) {
+        let mut busy = pe.progress();
+        while let Some(event) = server.try_event() {
+            busy = true;
+            handle(event, &mut sessions, &mut s, &server, &dev, &pe, flags.size);
         }
-    };
-    loop {
-        let finished = |sessions: &HashMap<Connection, Session>| {
-            stats.echoed.get() >= flags.count
-                && stats.served.get() > 0
-                && stats.clients.get() == 0
-                && sessions.is_empty()
-        };
-        if finished(&sessions) || interrupt::interrupted() {
-            break;
-        }
-        let backlog = || {
-            sessions.values().any(|s| {
-                s.fast
-                    .as_ref()
-                    .is_some_and(|f| !f.echo.backlog.borrow().is_empty())
-            })
-        };
-        // Busy for a moment after each event, then asleep on the notification handle; the
-        // timeout only bounds how long a signal may wait to be noticed.
-        match pe.progress_until(Duration::from_millis(100), || {
-            !events.borrow().is_empty() || backlog() || interrupt::interrupted()
-        }) {
-            // A signal may cut the wait short with an error; the flag is what counts then.
-            Err(e) if e.code() != ErrorCode::TimeOut && !interrupt::interrupted() => {
-                return Err(e.into());
-            }
-            _ => {}
-        }
-        for s in sessions.values() {
-            if let Some(fast) = &s.fast {
-                fast.echo.drain();
+        for session in sessions.values_mut() {
+            if let Some(fast) = &mut session.fast {
+                busy |= fast.pump(&mut s);
             }
         }
-        let happened = std::mem::take(&mut *events.borrow_mut());
-        for event in happened {
-            match event {
-                Event::Connected(conn) => {
-                    sessions.insert(conn, Session::default());
-                }
-                // A client puts one consumer on its connection: the first is the one to echo to.
-                Event::Consumer(conn, id, true) => {
-                    let Some(s) = sessions.get_mut(&conn) else {
-                        continue;
-                    };
-                    if s.peer.is_some() {
-                        continue;
-                    }
-                    s.peer = Some(id);
-                    match FastPath::start(conn, id, &dev, &pe, flags.size, &stats) {
-                        Ok(fast) => s.fast = Some(fast),
-                        Err(e) => {
-                            // The client learns it from the disconnection rather than waiting.
-                            stats.error(format!("cannot start a client's fast path: {e}"));
-                            let _ = server.channel().disconnect(conn);
-                        }
-                    }
-                }
-                // The client's consumer is gone: the client is leaving.
-                Event::Consumer(conn, id, false) => {
-                    let Some(s) = sessions.get_mut(&conn) else {
-                        continue;
-                    };
-                    if s.peer == Some(id) {
-                        if let Some(fast) = s.fast.take() {
-                            stop_fast_path(fast);
-                        }
-                    }
-                }
-                Event::Disconnected(conn) => {
-                    if let Some(fast) = sessions.remove(&conn).and_then(|s| s.fast) {
-                        stop_fast_path(fast);
-                    }
-                }
-            }
+        idle = if busy { 0 } else { idle + 1 };
+        if idle < SPIN_PASSES {
+            continue;
         }
-    }
-    if interrupt::interrupted() {
-        println!("interrupted: stopping");
+        // Asleep on the notification handle; Ctrl-C ends the wait (once) with SHUTDOWN.
+        match pe.wait(Duration::from_millis(100)) {
+            Ok(_) => {}
+            Err(e) if e.code() == ErrorCode::Shutdown => {
+                println!("interrupted: stopping");
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     // Fast paths first: a connection with producers or consumers on it cannot close.
-    for (_, s) in sessions.drain() {
-        if let Some(fast) = s.fast {
-            stop_fast_path(fast);
+    for (_, session) in sessions.drain() {
+        if let Some(fast) = session.fast {
+            fast.stop(&mut s);
         }
     }
     server.stop()?;
     println!(
         "{} client(s) served, {} messages received, {} echoed, {} errors",
-        stats.served.get(),
-        stats.received.get(),
-        stats.echoed.get(),
-        stats.errors.get()
+        s.served, s.received, s.echoed, s.errors
     );
-    Ok(stats)
+    Ok(s)
+}
+
+/// What the main loop does with one of the server's events.
+fn handle(
+    event: ServerEvent,
+    sessions: &mut HashMap<Connection, Session>,
+    s: &mut Stats,
+    server: &Server,
+    dev: &Dev,
+    pe: &Pe,
+    size: usize,
+) {
+    match event {
+        ServerEvent::Connected { conn } => {
+            s.clients += 1;
+            s.served += 1;
+            println!("a client connected ({} connected)", s.clients);
+            sessions.insert(conn, Session::default());
+        }
+        ServerEvent::ConnectFailed { .. } => eprintln!("a client could not connect"),
+        // A client puts one consumer on its connection: the first is the one to echo to.
+        ServerEvent::ConsumerNew { conn, id } => {
+            let Some(session) = sessions.get_mut(&conn) else {
+                return;
+            };
+            if session.peer.is_some() {
+                return;
+            }
+            session.peer = Some(id);
+            match FastPath::start(conn, id, dev, pe, size) {
+                Ok(fast) => session.fast = Some(fast),
+                Err(e) => {
+                    // The client learns it from the disconnection rather than waiting.
+                    s.error(format!("cannot start a client's fast path: {e}"));
+                    let _ = server.channel().disconnect(conn);
+                }
+            }
+        }
+        // The client's consumer is gone: the client is leaving.
+        ServerEvent::ConsumerExpired { conn, id } => {
+            let Some(session) = sessions.get_mut(&conn) else {
+                return;
+            };
+            if session.peer == Some(id) {
+                if let Some(fast) = session.fast.take() {
+                    fast.stop(s);
+                }
+            }
+        }
+        ServerEvent::Disconnected { conn } => {
+            s.clients -= 1;
+            println!(
+                "a client disconnected ({} connected, {} messages echoed so far)",
+                s.clients, s.echoed
+            );
+            if let Some(fast) = sessions.remove(&conn).and_then(|x| x.fast) {
+                fast.stop(s);
+            }
+        }
+        ServerEvent::Lagged { dropped } => s.error(format!("{dropped} server events were lost")),
+        _ => {}
+    }
 }

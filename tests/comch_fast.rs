@@ -283,3 +283,63 @@ fn chained_buffers_are_not_supported() {
         unsafe { dpakit_sys::doca_buf_dec_refcount(buf, &mut left) };
     }
 }
+
+#[test]
+fn a_consumer_without_a_callback_hands_out_samples_posted_again_when_dropped() {
+    let p = pair("fast-samples");
+    let cpe2 = Pe::new().unwrap();
+    // Two buffers: a third message waits until a sample is dropped.
+    let consumer = dpakit::comch::Consumer::builder(p.cconn, &p.host, &cpe2)
+        .num_recv(2)
+        .buf_size(4096)
+        .start()
+        .unwrap();
+    until(&p, &[], || !p.consumers.borrow().is_empty());
+    let spe2 = Pe::new().unwrap();
+    let producer = dpakit::comch::Producer::builder(p.sconn, &p.arm, &spe2)
+        .num_send(4)
+        .buf_size(4096)
+        .start()
+        .unwrap();
+    for i in 0..3u64 {
+        let mut loan = producer.loan(100).unwrap();
+        fast::fill(loan.as_mut_slice(), i);
+        loan.send(consumer.id(), &i.to_le_bytes(), i).unwrap();
+    }
+    let wait = Duration::from_secs(5);
+    let progress_all = || {
+        p.spe.progress();
+        p.cpe.progress();
+        spe2.progress();
+    };
+    let mut held = Vec::new();
+    for i in 0..2u64 {
+        progress_all();
+        let sample = consumer.next_recv(wait).unwrap().expect("a message");
+        assert!(fast::check(sample.data(), i), "message {i} intact");
+        assert_eq!(sample.imm(), &i.to_le_bytes());
+        assert_eq!(sample.producer_id(), producer.id());
+        held.push(sample);
+    }
+    // Both buffers are held: the third message cannot land.
+    for _ in 0..100 {
+        progress_all();
+        cpe2.progress();
+    }
+    assert!(consumer.try_recv().is_none(), "no buffer was posted for it");
+    drop(held);
+    let deadline = Instant::now() + wait;
+    let third = loop {
+        progress_all();
+        if let Some(s) = consumer.next_recv(Duration::from_millis(10)).unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the third message never came");
+    };
+    assert!(fast::check(third.data(), 2));
+    drop(third);
+    drop(producer);
+    consumer.stop().unwrap();
+    drop(consumer);
+    p.client.stop().unwrap();
+}

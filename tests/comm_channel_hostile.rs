@@ -12,7 +12,7 @@
 //! talks to it (CPU time over a second), be back to its descriptors and near its memory from
 //! before, and exit promptly on SIGTERM. Each attack prints its figures.
 
-#[path = "../examples/support/interrupt.rs"]
+#[path = "support/interrupt.rs"]
 mod interrupt;
 #[path = "support/procs.rs"]
 mod procs;

@@ -237,15 +237,30 @@ impl AsRawFd for EventChannel<'_> {
     }
 }
 
-/// Waits up to `ms` (-1: for ever) for `fd` to turn readable.
-fn wait_readable(fd: RawFd, ms: i32) {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one pollfd for the duration of the call.
-    unsafe { libc::poll(&mut p, 1, ms) };
+/// Waits up to `ms` (-1: for ever) for `fd` to turn readable. `SHUTDOWN` on SIGINT or SIGTERM
+/// (Ctrl-C), once per signal (see [`interrupt`](crate::interrupt)).
+fn wait_readable(fd: RawFd, ms: i32, what: &str) -> Result<()> {
+    crate::interrupt::catch();
+    let mut p = [
+        libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: crate::interrupt::fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: two pollfds for the duration of the call (a negative fd is skipped).
+    let rc = unsafe { libc::poll(p.as_mut_ptr(), 2, ms) };
+    let interrupted =
+        rc < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted;
+    if (interrupted || (rc > 0 && p[1].revents != 0)) && crate::interrupt::take_unreported() {
+        return Err(crate::interrupt::shutdown_error(what));
+    }
+    Ok(())
 }
 
 /// Milliseconds left before `deadline` for `poll` (-1: none).
@@ -316,13 +331,14 @@ impl Endpoint {
 
     /// Sends `msg` to `peer`, waiting on the send channel while its queue is full: for the
     /// peer's stall time at most (`COMM_CHANNEL_PEER_STALL_TIMEOUT_MS` on the soft device), then
-    /// `CONNECTION_ABORTED`, the connection in the error state.
+    /// `CONNECTION_ABORTED`, the connection in the error state. `SHUTDOWN` on Ctrl-C, as for
+    /// [`recv`](Self::recv).
     pub fn send(&self, peer: PeerAddr, msg: &[u8]) -> Result<()> {
         loop {
             match self.try_send(peer, msg) {
                 Err(e) if e.code() == ErrorCode::Again => {
                     self.arm_send()?;
-                    wait_readable(self.send_channel()?.as_raw_fd(), 100);
+                    wait_readable(self.send_channel()?.as_raw_fd(), 100, "Endpoint::send")?;
                 }
                 done => return done,
             }
@@ -356,6 +372,8 @@ impl Endpoint {
     }
 
     /// The next message or connection error, waiting for one on the receive channel.
+    /// `SHUTDOWN` if SIGINT or SIGTERM (Ctrl-C) arrives while it waits, once per signal (see
+    /// [`interrupt`](crate::interrupt)).
     pub fn recv(&self, buf: &mut [u8]) -> Result<Event> {
         self.recv_until(buf, None)
     }
@@ -373,7 +391,8 @@ impl Endpoint {
                         bail!(TimeOut, "no message arrived in time");
                     }
                     self.arm_recv()?;
-                    wait_readable(self.recv_channel()?.as_raw_fd(), left_ms(deadline).min(100));
+                    let fd = self.recv_channel()?.as_raw_fd();
+                    wait_readable(fd, left_ms(deadline).min(100), "Endpoint::recv")?;
                 }
                 done => return done,
             }

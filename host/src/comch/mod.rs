@@ -14,7 +14,7 @@ mod server;
 
 pub use client::{Client, ClientBuilder};
 pub use ctrl::{Channel, ClientEvent, Connection, Counters, EVENT_QUEUE_CAP, Event, ServerEvent};
-pub use fast::{Consumer, ConsumerBuilder, Loan, Producer, ProducerBuilder, ReceivedBuf};
+pub use fast::{Consumer, ConsumerBuilder, Loan, Producer, ProducerBuilder, ReceivedBuf, Sample};
 pub use server::{Server, ServerBuilder};
 
 pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};

@@ -26,6 +26,104 @@ pub struct ReceivedBuf<'a> {
 
 type RecvCb = Box<dyn FnMut(&ReceivedBuf<'_>)>;
 
+/// A received buffer the program holds, taken with [`Consumer::try_recv`] or
+/// [`Consumer::next_recv`] from a consumer built without a receive callback. It is posted again
+/// (the peer may fill it) when dropped: drop it before stopping the consumer.
+pub struct Sample<'a> {
+    /// The consumer, whose memory the data lies in.
+    _consumer: std::marker::PhantomData<&'a Consumer>,
+    task: *mut sys::doca_comch_consumer_task_post_recv,
+    data: &'a [u8],
+    imm: [u8; MAX_IMM_DATA_LEN],
+    imm_len: usize,
+    producer_id: u32,
+}
+
+impl fmt::Debug for Sample<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sample")
+            .field("len", &self.data.len())
+            .field("imm", &self.imm())
+            .field("producer_id", &self.producer_id)
+            .finish()
+    }
+}
+
+impl Sample<'_> {
+    /// The bytes the producer wrote.
+    pub fn data(&self) -> &[u8] {
+        self.data
+    }
+
+    /// The immediate data sent with them.
+    pub fn imm(&self) -> &[u8] {
+        &self.imm[..self.imm_len]
+    }
+
+    /// `doca_comch_consumer_task_post_recv_get_producer_id`.
+    pub fn producer_id(&self) -> u32 {
+        self.producer_id
+    }
+}
+
+impl Drop for Sample<'_> {
+    fn drop(&mut self) {
+        // SAFETY: a completed task of ours that this sample held; nothing refers to its buffer
+        // once the sample is gone.
+        unsafe { repost(self.task) };
+    }
+}
+
+/// Posts a completed receive again, emptied; a stopping consumer takes the task back instead.
+///
+/// # Safety
+/// `task` is a completed post-receive task of a live consumer, owned by the caller.
+unsafe fn repost(task: *mut sys::doca_comch_consumer_task_post_recv) {
+    // SAFETY: per the contract.
+    unsafe {
+        sys::doca_buf_reset_data_len(sys::doca_comch_consumer_task_post_recv_get_buf(task));
+        let t = sys::doca_comch_consumer_task_post_recv_as_task(task);
+        if sys::doca_task_submit(t) != sys::DOCA_SUCCESS {
+            sys::doca_task_free(t);
+        }
+    }
+}
+
+/// What a completed receive holds: its data, immediate and producer id.
+///
+/// # Safety
+/// `task` is a completed post-receive task of ours, not posted again while the slices live.
+unsafe fn contents<'a>(
+    task: *mut sys::doca_comch_consumer_task_post_recv,
+) -> (&'a [u8], &'a [u8], u32) {
+    // SAFETY: per the contract: the buffer and immediate are readable until the task is posted
+    // again.
+    unsafe {
+        let buf = sys::doca_comch_consumer_task_post_recv_get_buf(task);
+        let mut ptr = std::ptr::null_mut();
+        let mut len = 0;
+        sys::doca_buf_get_data(buf, &mut ptr);
+        sys::doca_buf_get_data_len(buf, &mut len);
+        let data: &[u8] = if len == 0 {
+            &[]
+        } else {
+            std::slice::from_raw_parts(ptr.cast(), len)
+        };
+        let imm_len = sys::doca_comch_consumer_task_post_recv_get_imm_data_len(task) as usize;
+        let imm_ptr = sys::doca_comch_consumer_task_post_recv_get_imm_data(task);
+        let imm: &[u8] = if imm_len == 0 || imm_ptr.is_null() {
+            &[]
+        } else {
+            std::slice::from_raw_parts(imm_ptr, imm_len.min(MAX_IMM_DATA_LEN))
+        };
+        (
+            data,
+            imm,
+            sys::doca_comch_consumer_task_post_recv_get_producer_id(task),
+        )
+    }
+}
+
 /// What the consumer's callbacks reach through its context's user data.
 struct ConsumerInner {
     raw: *mut sys::doca_comch_consumer,
@@ -37,6 +135,10 @@ struct ConsumerInner {
     repost: RefCell<Vec<*mut sys::doca_comch_consumer_task_post_recv>>,
     /// Receives that failed (their status), e.g. flushed by a stop.
     failed: Cell<u64>,
+    /// Without a receive callback: completed receives wait here for the program (at most
+    /// `num_recv`, reserved up front), posted again when their [`Sample`] drops.
+    ready:
+        Option<RefCell<std::collections::VecDeque<*mut sys::doca_comch_consumer_task_post_recv>>>,
 }
 
 impl crate::comch::HasStateCallback for ConsumerInner {
@@ -69,32 +171,13 @@ unsafe extern "C" fn recv_done(
 ) {
     // SAFETY: the consumer's user data is its boxed inner state.
     let inner = unsafe { &*ctx_data.ptr.cast::<ConsumerInner>() };
-    // SAFETY: a completed task of ours: its buffer and immediate data are readable until it is
-    // posted again, which happens after the callback.
-    let (data, imm, producer_id) = unsafe {
-        let buf = sys::doca_comch_consumer_task_post_recv_get_buf(task);
-        let mut ptr = std::ptr::null_mut();
-        let mut len = 0;
-        sys::doca_buf_get_data(buf, &mut ptr);
-        sys::doca_buf_get_data_len(buf, &mut len);
-        let data: &[u8] = if len == 0 {
-            &[]
-        } else {
-            std::slice::from_raw_parts(ptr.cast(), len)
-        };
-        let imm_len = sys::doca_comch_consumer_task_post_recv_get_imm_data_len(task) as usize;
-        let imm_ptr = sys::doca_comch_consumer_task_post_recv_get_imm_data(task);
-        let imm: &[u8] = if imm_len == 0 || imm_ptr.is_null() {
-            &[]
-        } else {
-            std::slice::from_raw_parts(imm_ptr, imm_len.min(MAX_IMM_DATA_LEN))
-        };
-        (
-            data,
-            imm,
-            sys::doca_comch_consumer_task_post_recv_get_producer_id(task),
-        )
-    };
+    if let Some(ready) = &inner.ready {
+        // Held for the program; never more than the tasks, reserved.
+        ready.borrow_mut().push_back(task);
+        return;
+    }
+    // SAFETY: a completed task of ours, posted again only after the callback.
+    let (data, imm, producer_id) = unsafe { contents(task) };
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_recv.borrow_mut().as_mut() {
             cb(&ReceivedBuf {
@@ -104,15 +187,8 @@ unsafe extern "C" fn recv_done(
             });
         }
     });
-    // Posted again at once, emptied; a stopping consumer takes the task back instead.
-    // SAFETY: our buffer and task, completed.
-    unsafe {
-        sys::doca_buf_reset_data_len(sys::doca_comch_consumer_task_post_recv_get_buf(task));
-        let t = sys::doca_comch_consumer_task_post_recv_as_task(task);
-        if sys::doca_task_submit(t) != sys::DOCA_SUCCESS {
-            sys::doca_task_free(t);
-        }
-    }
+    // SAFETY: our completed task; the callback's view of it is gone.
+    unsafe { repost(task) };
 }
 
 unsafe extern "C" fn recv_failed(
@@ -169,7 +245,8 @@ impl<'a> ConsumerBuilder<'a> {
         self
     }
 
-    /// The receive callback, run by [`Pe::progress`].
+    /// The receive callback, run by [`Pe::progress`]. Without one, the program takes received
+    /// buffers itself ([`Consumer::try_recv`], [`Consumer::next_recv`]).
     pub fn on_recv(mut self, cb: impl FnMut(&ReceivedBuf<'_>) + 'static) -> Self {
         self.on_recv = Some(Box::new(cb));
         self
@@ -199,11 +276,17 @@ impl<'a> ConsumerBuilder<'a> {
         // SAFETY: a consumer we just created.
         let ctx = unsafe { sys::doca_comch_consumer_as_ctx(raw) };
         let mut id = 0;
+        let ready_queue = self.on_recv.is_none().then(|| {
+            RefCell::new(std::collections::VecDeque::with_capacity(
+                self.num_recv as usize,
+            ))
+        });
         let consumer = Consumer {
             inner: ManuallyDrop::new(Box::new(ConsumerInner {
                 raw,
                 ctx,
                 pe: self.pe.clone(),
+                ready: ready_queue,
                 on_recv: RefCell::new(self.on_recv),
                 on_state_changed: self.on_state_changed,
                 repost: RefCell::new(Vec::with_capacity(self.num_recv as usize)),
@@ -284,6 +367,49 @@ impl Consumer {
         ctx::state(self.inner.ctx)
     }
 
+    /// The oldest received buffer, without progressing, for a consumer built without a receive
+    /// callback; `None` if none arrived (or the consumer has a callback).
+    pub fn try_recv(&self) -> Option<Sample<'_>> {
+        let task = self.inner.ready.as_ref()?.borrow_mut().pop_front()?;
+        // SAFETY: a completed task of ours, posted again only when the sample drops; the
+        // buffer's memory (the slots) lives as long as the consumer the sample borrows.
+        let (data, imm, producer_id) = unsafe { contents(task) };
+        let mut copy = [0u8; MAX_IMM_DATA_LEN];
+        copy[..imm.len()].copy_from_slice(imm);
+        Some(Sample {
+            _consumer: std::marker::PhantomData,
+            task,
+            data,
+            imm: copy,
+            imm_len: imm.len(),
+            producer_id,
+        })
+    }
+
+    /// The next received buffer: progresses the PE (sleeping on its notification handle when
+    /// idle) until one arrives; `None` after `timeout`. `SHUTDOWN` on Ctrl-C (see
+    /// [`interrupt`](crate::interrupt)); `BAD_STATE` for a consumer with a receive callback.
+    pub fn next_recv(&self, timeout: std::time::Duration) -> Result<Option<Sample<'_>>> {
+        let Some(ready) = &self.inner.ready else {
+            crate::error::bail!(
+                BadState,
+                "this consumer has a receive callback: its buffers go there, not to next_recv"
+            );
+        };
+        if ready.borrow().is_empty() {
+            match self
+                .inner
+                .pe
+                .progress_until(timeout, || !ready.borrow().is_empty())
+            {
+                Ok(()) => {}
+                Err(e) if e.code() == crate::ErrorCode::TimeOut => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(self.try_recv())
+    }
+
     /// `doca_ctx_stop`, progressing until idle: the peer hears the consumer expired. Inside a
     /// callback of its PE it returns once the stop is requested, and the consumer becomes idle
     /// through later progress.
@@ -294,9 +420,19 @@ impl Consumer {
 }
 
 impl ConsumerInner {
-    /// Tasks waiting to be posted again are ours: freed, so a stop can finish.
+    /// Tasks waiting to be posted again, or for the program to take, are ours: freed, so a
+    /// stop can finish.
     fn free_unposted(&self) {
-        for task in self.repost.borrow_mut().drain(..) {
+        let ready = self
+            .ready
+            .as_ref()
+            .map(|r| std::mem::take(&mut *r.borrow_mut()));
+        for task in self
+            .repost
+            .borrow_mut()
+            .drain(..)
+            .chain(ready.into_iter().flatten())
+        {
             // SAFETY: owned by us, not submitted.
             unsafe { sys::doca_task_free(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
         }

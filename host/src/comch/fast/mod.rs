@@ -9,7 +9,7 @@ use dpakit_sys as sys;
 mod consumer;
 mod producer;
 
-pub use consumer::{Consumer, ConsumerBuilder, ReceivedBuf};
+pub use consumer::{Consumer, ConsumerBuilder, ReceivedBuf, Sample};
 pub use producer::{Loan, Producer, ProducerBuilder};
 
 /// An mmap the endpoint allocates and its buffers, `size` bytes each.

@@ -24,6 +24,8 @@ struct ProducerInner {
     user_data: RefCell<Vec<u64>>,
     on_send: RefCell<Option<SendCb>>,
     on_state_changed: Option<StateChangedCb>,
+    /// Sends that completed with an error (flushed by a stop, or refused by the peer).
+    failed: std::cell::Cell<u64>,
 }
 
 impl crate::comch::HasStateCallback for ProducerInner {
@@ -71,6 +73,9 @@ unsafe extern "C" fn send_finished(
         .unwrap_or(0);
     inner.free.borrow_mut().push(slot);
     let status = ErrorCode::from_raw(raw as i32).unwrap_or(ErrorCode::Unknown);
+    if status != ErrorCode::Success {
+        inner.failed.set(inner.failed.get() + 1);
+    }
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_send.borrow_mut().as_mut() {
             cb(SendCompletion { user_data, status });
@@ -144,6 +149,7 @@ impl<'a> ProducerBuilder<'a> {
                 user_data: RefCell::new(vec![0; self.num_send as usize]),
                 on_send: RefCell::new(self.on_send),
                 on_state_changed: self.on_state_changed,
+                failed: std::cell::Cell::new(0),
             })),
             id: 0,
             slots: ManuallyDrop::new(slots),
@@ -311,6 +317,12 @@ impl Producer {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Sends that completed with an error so far (with or without a completion callback): a
+    /// stop flushes the sends still waiting for a receive, a peer may refuse one.
+    pub fn failed_sends(&self) -> u64 {
+        self.inner.failed.get()
     }
 
     /// Sends in flight.

@@ -1,5 +1,5 @@
-//! SIGINT and SIGTERM as a flag the Comch servers poll, so they stop cleanly (their clients
-//! are told).
+//! SIGINT and SIGTERM as a flag a test service polls, so it stops cleanly (its clients are told):
+//! the service of a test that checks a program with a handler of its own.
 // A signal handler may only touch a lock-free atomic: a bare static one, outside any facade.
 #![allow(clippy::disallowed_types)]
 
