@@ -12,23 +12,26 @@ use std::any::{Any, TypeId};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::fmt;
+use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::Duration;
 
 /// Turns the path's handles into the kernel's argument block.
 type ArgsMaker<A> = Box<dyn FnOnce(MsgqPathArgs) -> A>;
 
-/// Configuration of a [`MsgqPath`] whose kernel takes an `A`.
-pub struct MsgqPathBuilder<'a, A: 'static = MsgqPathArgs> {
+/// Configuration of a [`MsgqPath`] whose kernel takes an `A`, carrying requests of type `Req`
+/// and responses of type `Resp`.
+pub struct MsgqPathBuilder<'a, A: 'static = MsgqPathArgs, Req = ImmMessage, Resp = ImmMessage> {
     dpa: &'a Dpa,
     pe: &'a Pe,
     kernel: ThreadKernel<A>,
     depth: u32,
     flags: SubmitFlags,
     args: Option<ArgsMaker<A>>,
+    messages: PhantomData<fn(&Req) -> Resp>,
 }
 
-impl<A> fmt::Debug for MsgqPathBuilder<'_, A> {
+impl<A, Req, Resp> fmt::Debug for MsgqPathBuilder<'_, A, Req, Resp> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MsgqPathBuilder")
             .field("kernel", &self.kernel.name())
@@ -93,7 +96,7 @@ impl Reply {
 /// # Ok(())
 /// # }
 /// ```
-pub struct MsgqPath {
+pub struct MsgqPath<Req = ImmMessage, Resp = ImmMessage> {
     received: Rc<RefCell<VecDeque<Reply>>>,
     cpu_producer: CpuProducer,
     cpu_consumer: CpuConsumer,
@@ -110,9 +113,11 @@ pub struct MsgqPath {
     /// Messages sent and replies landed, for [`MsgqPath::send`]'s receive window.
     sent: Cell<u64>,
     landed: Rc<Cell<u64>>,
+    /// What [`request`](MsgqPath::request) sends and [`response`](MsgqPath::response) reads.
+    messages: PhantomData<fn(&Req) -> Resp>,
 }
 
-impl fmt::Debug for MsgqPath {
+impl<Req, Resp> fmt::Debug for MsgqPath<Req, Resp> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MsgqPath")
             .field("thread", &self.thread)
@@ -121,7 +126,24 @@ impl fmt::Debug for MsgqPath {
     }
 }
 
-impl<'a, A: Pod + 'static> MsgqPathBuilder<'a, A> {
+impl<'a, A: Pod + 'static, Req, Resp> MsgqPathBuilder<'a, A, Req, Resp> {
+    /// The types of the path's messages: requests the program sends ([`MsgqPath::request`])
+    /// and responses the kernel answers with ([`MsgqPath::response`]), each an [`Immediate`]
+    /// (at most 32 bytes, checked at compile time).
+    pub fn messages<Req2: Immediate, Resp2: Immediate>(
+        self,
+    ) -> MsgqPathBuilder<'a, A, Req2, Resp2> {
+        MsgqPathBuilder {
+            dpa: self.dpa,
+            pe: self.pe,
+            kernel: self.kernel,
+            depth: self.depth,
+            flags: self.flags,
+            args: self.args,
+            messages: PhantomData,
+        }
+    }
+
     /// Messages in flight each way: queue sizes, credits and task pools (default 64).
     pub fn depth(mut self, depth: u32) -> Self {
         self.depth = depth;
@@ -147,7 +169,7 @@ impl<'a, A: Pod + 'static> MsgqPathBuilder<'a, A> {
 
     /// Creates everything, writes the kernel's argument block, runs the thread, posts the DPA
     /// consumer's credits (RPC) and the CPU consumer's receives.
-    pub fn start(self) -> Result<MsgqPath> {
+    pub fn start(self) -> Result<MsgqPath<Req, Resp>> {
         let MsgqPathBuilder {
             dpa,
             pe,
@@ -155,6 +177,7 @@ impl<'a, A: Pod + 'static> MsgqPathBuilder<'a, A> {
             depth,
             flags,
             args: make,
+            messages: _,
         } = self;
         let make: ArgsMaker<A> = match make {
             Some(make) => make,
@@ -260,13 +283,15 @@ impl<'a, A: Pod + 'static> MsgqPathBuilder<'a, A> {
             owed_receives,
             sent: Cell::new(0),
             landed,
+            messages: PhantomData,
         })
     }
 }
 
 impl MsgqPath {
     /// A path served by `kernel` on `dpa`, driven by `pe`. The kernel takes the path's
-    /// [`MsgqPathArgs`], or an `A` built from them ([`MsgqPathBuilder::args`]).
+    /// [`MsgqPathArgs`], or an `A` built from them ([`MsgqPathBuilder::args`]). Its messages are
+    /// [`ImmMessage`]s unless [`MsgqPathBuilder::messages`] says otherwise.
     pub fn builder<'a, A>(
         dpa: &'a Dpa,
         pe: &'a Pe,
@@ -279,9 +304,32 @@ impl MsgqPath {
             depth: 64,
             flags: SubmitFlags::FLUSH,
             args: None,
+            messages: PhantomData,
         }
     }
+}
 
+impl<Req: Immediate, Resp: Immediate> MsgqPath<Req, Resp> {
+    /// Sends a request (its `size_of::<Req>()` bytes), as [`send`](Self::send) does.
+    #[inline]
+    pub fn request(&self, req: &Req) -> Result<()> {
+        self.send(dpakit_abi::bytes_of(req))
+    }
+
+    /// Waits for the next response, as [`recv`](Self::recv) does: `INVALID_VALUE` if the kernel
+    /// answered with another size than `size_of::<Resp>()`.
+    pub fn response(&self, timeout: Duration) -> Result<Resp> {
+        Ok(self.recv(timeout)?.value::<Resp>()?)
+    }
+
+    /// A request and its response.
+    pub fn call(&self, req: &Req, timeout: Duration) -> Result<Resp> {
+        self.request(req)?;
+        self.response(timeout)
+    }
+}
+
+impl<Req, Resp> MsgqPath<Req, Resp> {
     /// Sends an immediate to the kernel. Waits (progressing) while every send task is in flight;
     /// a message never jumps the queue or gets lost. Replies keep landing meanwhile, so a
     /// program may send any number of messages before it receives: the replies wait in order.
@@ -481,7 +529,7 @@ impl Drop for DevBlock<'_> {
     }
 }
 
-impl Drop for MsgqPath {
+impl<Req, Resp> Drop for MsgqPath<Req, Resp> {
     fn drop(&mut self) {
         // A kernel that never ends its activation makes this TIME_OUT after a bound; said, not
         // ignored.
