@@ -28,14 +28,37 @@
 /// which the host's builders start only with an `A` (they place it in DPA memory and pass its
 /// device address, the `u64` DOCA hands the kernel).
 ///
-/// ```ignore
-/// dpakit_dev::thread_kernel! {
-///     /// Counts messages.
-///     pub COUNT: fn count(args: &CountArgs) {
-///         // … use args.consumer, args.completion …
-///         dpakit_dev::thread::reschedule()
+/// ```
+/// use dpakit::abi::args::MsgqPathArgs;
+/// use dpakit::{ImmMessage, MsgqPath};
+/// use std::time::Duration;
+///
+/// dpakit::thread_kernel! {
+///     /// Answers every message with its bytes reversed.
+///     pub REVERSE: fn doc_reverse(args: &MsgqPathArgs) {
+///         dpakit_dev::serve::serve(args, |msg, producer, flags| {
+///             let mut bytes = [0u8; 32];
+///             let imm = msg.imm();
+///             for (i, b) in imm.iter().rev().enumerate() {
+///                 bytes[i] = *b;
+///             }
+///             let _ = producer.post_send_imm_only(args.cpu_consumer_id, &bytes[..imm.len()], flags);
+///         })
 ///     }
 /// }
+/// dpakit::dpa_app! {
+///     /// The example's app.
+///     pub APP = doc_thread_app [REVERSE]
+/// }
+///
+/// # fn main() -> dpakit::Result<()> {
+/// let dpa = dpakit::dpa::Dpa::builder(&dpakit::open_dpa_dev()?).app(&APP).start()?;
+/// let pe = dpakit::pe::Pe::new()?;
+/// let path = MsgqPath::builder(&dpa, &pe, &REVERSE).start()?;
+/// path.send(b"abc")?;
+/// assert_eq!(path.recv(Duration::from_secs(5))?.bytes(), b"cba");
+/// # Ok(())
+/// # }
 /// ```
 ///
 /// A kernel may also take the `u64` as it is (`fn name(arg: u64)`, a
@@ -130,13 +153,23 @@ macro_rules! extern_thread_kernel {
 }
 
 /// Declares a DPA RPC kernel (up to four `u64` arguments, returns `u64`) and a typed reference
-/// to it.
+/// to it, which `Dpa::rpc` calls with a tuple of the arguments.
 ///
-/// ```ignore
-/// dpakit_dev::rpc_kernel! {
+/// ```
+/// dpakit::rpc_kernel! {
 ///     /// Adds two numbers on the DPA.
-///     pub ADD: fn add(a: u64, b: u64) -> u64 { a + b }
+///     pub ADD: fn doc_add(a: u64, b: u64) -> u64 { a + b }
 /// }
+/// dpakit::dpa_app! {
+///     /// The example's app.
+///     pub APP = doc_rpc_app [ADD]
+/// }
+///
+/// # fn main() -> dpakit::Result<()> {
+/// let dpa = dpakit::dpa::Dpa::builder(&dpakit::open_dpa_dev()?).app(&APP).start()?;
+/// assert_eq!(dpa.rpc(&ADD, (40, 2))?, 42);
+/// # Ok(())
+/// # }
 /// ```
 #[macro_export]
 macro_rules! rpc_kernel {

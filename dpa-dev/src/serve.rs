@@ -1,14 +1,32 @@
 //! The receive loop of a kernel that answers messages, written once: a kernel serving a
 //! [`MsgqPathArgs`] says what to reply and nothing else.
 //!
-//! ```ignore
-//! dpakit_dev::thread_kernel! {
+//! ```
+//! use dpakit::abi::args::MsgqPathArgs;
+//!
+//! dpakit::thread_kernel! {
 //!     /// Replies to each message with the same bytes.
-//!     pub ECHO: fn echo(args: &MsgqPathArgs) {
+//!     pub MY_ECHO: fn doc_serve_echo(args: &MsgqPathArgs) {
 //!         dpakit_dev::serve::echo(args)
 //!     }
 //! }
+//! dpakit::dpa_app! {
+//!     /// The example's app.
+//!     pub APP = doc_serve_app [MY_ECHO]
+//! }
+//!
+//! # fn main() -> dpakit::Result<()> {
+//! let dpa = dpakit::dpa::Dpa::builder(&dpakit::open_dpa_dev()?).app(&APP).start()?;
+//! let pe = dpakit::pe::Pe::new()?;
+//! let path = dpakit::MsgqPath::builder(&dpa, &pe, &MY_ECHO).start()?;
+//! path.send(b"ping")?;
+//! assert_eq!(path.recv(std::time::Duration::from_secs(5))?.bytes(), b"ping");
+//! # Ok(())
+//! # }
 //! ```
+//!
+//! [`serve`] is the loop with a reply of the kernel's own (the example of
+//! [`thread_kernel!`](crate::thread_kernel) reverses the bytes).
 //!
 //! The loop keeps the rules a kernel must keep on the device: it answers only while the CPU
 //! consumer has a receive posted (`is_consumer_empty`), gives each consumed message's credit
