@@ -202,6 +202,42 @@ fn c_name(name: &str) -> Result<CString> {
 
 /// `doca_comm_channel_ep_t`: a service or a client endpoint. Destroying it
 /// (`doca_comm_channel_ep_destroy`, on drop) disconnects every connection.
+///
+/// A service and a client in one program (on hardware the client runs on the host):
+///
+/// ```
+/// use dpakit::comm_channel::{Endpoint, Event};
+/// use dpakit::dev::{Dev, DevRep};
+/// use std::time::{Duration, Instant};
+///
+/// # fn main() -> dpakit::Result<()> {
+/// let wait = Duration::from_secs(5);
+/// let arm = Dev::open_by_pci("03:00.0")?;
+/// let rep = DevRep::open_by_pci(&arm, "b1:00.0")?;
+/// let service = Endpoint::builder(&arm).representor(&rep).listen("doc-comm-channel")?;
+/// let host = Dev::open_by_pci("b1:00.0")?;
+/// let (client, to_service) = Endpoint::builder(&host).start_connect("doc-comm-channel")?;
+/// // In one thread the service accepts while it looks for messages.
+/// let mut buf = [0u8; 64];
+/// let deadline = Instant::now() + wait;
+/// while !client.is_connected(to_service)? && Instant::now() < deadline {
+///     let _ = service.try_recv(&mut buf);
+/// }
+/// client.send(to_service, b"hello")?;
+/// match service.recv_timeout(&mut buf, wait)? {
+///     Event::Message { len, peer } => {
+///         let answer = buf[..len].to_vec();
+///         service.send(peer, &answer)?;
+///     }
+///     Event::Reset { .. } => panic!("the client went away"),
+/// }
+/// let Event::Message { len, .. } = client.recv_timeout(&mut buf, wait)? else {
+///     panic!("no answer");
+/// };
+/// assert_eq!(&buf[..len], b"hello");
+/// # Ok(())
+/// # }
+/// ```
 #[doc(alias = "doca_comm_channel_ep_t")]
 pub struct Endpoint {
     raw: *mut sys::doca_comm_channel_ep_t,

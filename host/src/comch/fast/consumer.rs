@@ -148,7 +148,51 @@ impl crate::comch::HasStateCallback for ConsumerInner {
 }
 
 /// `doca_comch_consumer` on a connection: receives into buffers of its own memory, posted
-/// again after each callback.
+/// again after each callback (or, without one, when the program drops the [`Sample`]).
+///
+/// The client receives, the server sends, both in one program here:
+///
+/// ```
+/// use dpakit::comch::{Client, Consumer, Producer, Server, ServerEvent};
+/// use dpakit::dev::{Dev, DevRep};
+/// use dpakit::pe::Pe;
+/// use std::time::Duration;
+///
+/// # fn main() -> dpakit::Result<()> {
+/// let wait = Duration::from_secs(5);
+/// let (arm, host) = (Dev::open_by_pci("03:00.0")?, Dev::open_by_pci("b1:00.0")?);
+/// let rep = DevRep::open_by_pci(&arm, "b1:00.0")?;
+/// let pe = Pe::new()?;
+/// let server = Server::builder(&arm, &rep, "doc-fast-path", &pe).start()?;
+/// let client = Client::builder(&host, "doc-fast-path", &pe).start()?;
+/// let conn = client.connect(wait)?;
+///
+/// // The client's consumer: four buffers of 4 KiB, posted at start.
+/// let consumer = Consumer::builder(conn, &host, &pe).num_recv(4).buf_size(4096).start()?;
+/// // The server hears of the connection, then of the consumer, and sends into it.
+/// let (mut at_server, mut consumer_id) = (None, None);
+/// while consumer_id.is_none() {
+///     match server.next_event(wait)? {
+///         Some(ServerEvent::Connected { conn }) => at_server = Some(conn),
+///         Some(ServerEvent::ConsumerNew { id, .. }) => consumer_id = Some(id),
+///         _ => {}
+///     }
+/// }
+/// let producer = Producer::builder(at_server.unwrap(), &arm, &pe).start()?;
+/// let mut loan = producer.loan(5)?;
+/// loan.as_mut_slice().copy_from_slice(b"hello");
+/// loan.send(consumer_id.unwrap(), b"imm", 0)?;
+///
+/// let sample = consumer.next_recv(wait)?.expect("the message arrives");
+/// assert_eq!((sample.data(), sample.imm()), (&b"hello"[..], &b"imm"[..]));
+/// drop(sample); // the buffer is posted again
+///
+/// // DOCA's order: producers and consumers before their connection.
+/// producer.stop()?;
+/// consumer.stop()?;
+/// # Ok(())
+/// # }
+/// ```
 #[doc(alias = "doca_comch_consumer")]
 pub struct Consumer {
     /// Taken only by `Drop`, which hands them to the teardown.

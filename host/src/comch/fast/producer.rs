@@ -35,7 +35,17 @@ impl crate::comch::HasStateCallback for ProducerInner {
 }
 
 /// `doca_comch_producer` on a connection: loans buffers of its own memory to write and sends
-/// them to the peer's consumers.
+/// them to the peer's consumers ([`Consumer`](super::Consumer)'s example sends with one).
+///
+/// ```no_run
+/// # fn send(producer: &dpakit::comch::Producer, consumer_id: u32) -> dpakit::Result<()> {
+/// // Loan, write in place, send: no copy beyond the one into the peer's buffer.
+/// let mut loan = producer.loan(4096)?;
+/// loan.as_mut_slice().fill(0xab);
+/// loan.send(consumer_id, &7u64.to_le_bytes(), 7)?;
+/// # Ok(())
+/// # }
+/// ```
 #[doc(alias = "doca_comch_producer")]
 pub struct Producer {
     /// Taken only by `Drop`, which hands them to the teardown.
