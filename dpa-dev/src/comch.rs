@@ -1,6 +1,7 @@
 //! Comch MsgQ endpoints on the DPA: the consumer that receives from CPU producers and the
 //! producer that sends to CPU consumers.
 
+use crate::mmap::HostMem;
 use crate::sys;
 use core::marker::PhantomData;
 use dpakit_abi::handles::{
@@ -130,6 +131,20 @@ pub struct DmaCopy {
     pub src_addr: u64,
     /// Bytes to copy; source and destination ranges must not overlap.
     pub length: usize,
+}
+
+impl DmaCopy {
+    /// A copy of all of `src` into `dst`; `None` unless they are the same length.
+    #[inline]
+    pub fn between(dst: &HostMem, src: &HostMem) -> Option<DmaCopy> {
+        (dst.len() == src.len()).then(|| DmaCopy {
+            dst_mmap: dst.mmap(),
+            dst_addr: dst.addr(),
+            src_mmap: src.mmap(),
+            src_addr: src.addr(),
+            length: src.len() as usize,
+        })
+    }
 }
 
 impl Producer {

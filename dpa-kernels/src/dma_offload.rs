@@ -3,23 +3,22 @@
 use dpakit_dev::abi::args::DmaOffloadArgs;
 use dpakit_dev::abi::{DmaOffloadDesc, ErrorCode, ImmMessage, OffloadResult, checksum64};
 use dpakit_dev::comch::DmaCopy;
+use dpakit_dev::mmap::HostMem;
 use dpakit_dev::serve::serve;
-use dpakit_dev::{mmap, thread_kernel};
+use dpakit_dev::thread_kernel;
 
-/// Source and destination addresses of a descriptor, or why it is refused.
-fn plan(args: &DmaOffloadArgs, desc: &DmaOffloadDesc) -> Result<(u64, u64), ErrorCode> {
-    let fits = |offset: u64, range: u64| {
-        offset
-            .checked_add(desc.length)
-            .is_some_and(|end| end <= range)
-    };
-    if !fits(desc.src_offset, args.src_len) || !fits(desc.dst_offset, args.dst_len) {
-        return Err(ErrorCode::InvalidValue);
+/// The source and destination of a descriptor inside the ranges the host handed over, or why it
+/// is refused.
+fn plan(args: &DmaOffloadArgs, desc: &DmaOffloadDesc) -> Result<(HostMem, HostMem), ErrorCode> {
+    let src = HostMem::from_parts(args.src_mmap, args.src_base, args.src_len);
+    let dst = HostMem::from_parts(args.dst_mmap, args.dst_base, args.dst_len);
+    match (
+        src.sub(desc.src_offset, desc.length),
+        dst.sub(desc.dst_offset, desc.length),
+    ) {
+        (Some(src), Some(dst)) => Ok((src, dst)),
+        _ => Err(ErrorCode::InvalidValue),
     }
-    Ok((
-        args.src_base + desc.src_offset,
-        args.dst_base + desc.dst_offset,
-    ))
 }
 
 thread_kernel! {
@@ -34,27 +33,18 @@ thread_kernel! {
             let request = msg.message();
             let seq = request.header.seq;
             let planned = request.view::<DmaOffloadDesc>().map_err(|_| ErrorCode::InvalidValue).and_then(|desc| {
-                plan(args, &desc).map(|addrs| (desc, addrs))
+                plan(args, &desc).map(|ranges| (desc, ranges))
             });
             match planned {
-                Ok((desc, (src_addr, dst_addr))) => {
+                Ok((desc, (src, dst))) => {
                     let checksum = if request.header.flags & DmaOffloadDesc::FLAG_NO_CHECKSUM != 0 {
                         0
                     } else {
-                        let src = mmap::external_ptr(args.src_mmap, src_addr);
-                        // SAFETY: plan() proved [src_addr, +length) lies inside the source range
-                        // the host registered, and the external pointer maps it for reading.
-                        let data = unsafe { core::slice::from_raw_parts(src.raw() as usize as *const u8, desc.length as usize) };
-                        checksum64(data)
+                        src.with_bytes(checksum64)
                     };
                     let result = OffloadResult { status: 0, reserved: 0, length: desc.length, checksum };
-                    let copy = DmaCopy {
-                        dst_mmap: args.dst_mmap,
-                        dst_addr,
-                        src_mmap: args.src_mmap,
-                        src_addr,
-                        length: desc.length as usize,
-                    };
+                    // Same length by construction: both are `desc.length` bytes.
+                    let Some(copy) = DmaCopy::between(&dst, &src) else { return };
                     // A 32-byte ImmMessage always fits.
                     let _ = producer.dma_copy(path.cpu_consumer_id, copy, ImmMessage::new(seq, &result).as_bytes(), flags);
                 }

@@ -2,7 +2,7 @@
 
 use crate::dev::Dev;
 use crate::error::{Result, bail, check, doca};
-use dpakit_abi::handles::MmapHandle;
+use dpakit_abi::handles::{MemRange, MmapHandle};
 use dpakit_sys as sys;
 use std::alloc::Layout;
 use std::cell::Cell;
@@ -264,6 +264,17 @@ impl Mmap {
         let mut h = 0;
         doca!(doca_mmap_dev_get_dpa_handle(self.raw, dev.raw(), &mut h))?;
         Ok(MmapHandle(h))
+    }
+
+    /// The whole mmap as DPA kernels of `dev` reach it: its handle and memory range, typed, for
+    /// a kernel's argument block (`dpakit_dev::mmap::HostMem` checks every access against it).
+    pub fn dpa_range(&self, dev: &Dev) -> Result<MemRange> {
+        Ok(MemRange {
+            base: self.range.0 as u64,
+            len: self.range.1 as u64,
+            mmap: self.dpa_handle(dev)?,
+            reserved: 0,
+        })
     }
 
     pub(crate) fn raw(&self) -> *mut sys::doca_mmap {

@@ -42,3 +42,20 @@ handles! {
     /// A sync event exported to a DPA (`doca_sync_event_get_dpa_handle`).
     SyncEventHandle(u64) = "doca_dpa_dev_sync_event_t";
 }
+
+crate::pod_struct! {
+    /// A range of memory registered in an mmap, as the host hands it to a kernel: the mmap's DPA
+    /// handle and the range's start address and length. A kernel reaches it through
+    /// `dpakit_dev::mmap::HostMem`, whose reads and copies stay inside it.
+    #[derive(Debug, PartialEq, Eq, Default, Hash)]
+    pub struct MemRange {
+        /// Start address of the range (host virtual address, as DOCA's DPA mmap calls take it).
+        pub base: u64,
+        /// Length of the range in bytes.
+        pub len: u64,
+        /// The mmap's DPA handle (`doca_mmap_dev_get_dpa_handle`).
+        pub mmap: MmapHandle,
+        /// Zero.
+        pub reserved: u32,
+    }
+}
