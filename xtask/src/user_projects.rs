@@ -112,6 +112,14 @@ pub fn rust_template() -> Result {
             ));
         }
     }
+    let said = String::from_utf8_lossy(&isa.stdout);
+    if !said.contains("instructions and made") {
+        return Err(format!(
+            "the project's ISA run did not print its kernel's instructions per message: {said}"
+        ));
+    }
+    // The project's own tests: both modes, and a deterministic profile that repeats exactly.
+    run(cargo(&["test", "--release"]), false)?;
 
     // The user changes the kernel: every scaled value is off by one now, and the program, which
     // still expects value * factor, must see it in both modes.
