@@ -1,9 +1,13 @@
 //! dpakit: offload datapath loops to the BlueField DPA from Rust.
 //!
-//! This facade re-exports the host API ([`dpakit_host`]), the shared ABI ([`abi`]), what a
+//! This facade re-exports the host API ([`dpakit_host`]), the shared ABI ([`abi`]) and what a
 //! kernel author needs to write and name kernels ([`thread_kernel!`], [`rpc_kernel!`],
-//! [`extern_thread_kernel!`] for C kernels, [`dpa_app!`], [`ThreadKernel`], [`RpcKernel`]) and
-//! the kit's own kernels ([`kernels`], [`kit_app`]).
+//! [`extern_thread_kernel!`] for C kernels, [`dpa_app!`], [`ThreadKernel`], [`RpcKernel`]).
+#![cfg_attr(
+    feature = "kit-kernels",
+    doc = "With feature `kit-kernels` (a default) it also carries the kit's own kernels \
+           ([`kernels`], [`kit_app`], [`kit_image`])."
+)]
 //!
 //! `use dpakit::prelude::*` brings the names most programs use.
 //!
@@ -88,7 +92,8 @@ pub fn kit_app() -> &'static dpa::App {
 
 /// Where `cargo xtask build-dpa --release` writes the DPA image of the kit's own kernels, in the
 /// kit's workspace: what the soft device runs in ISA mode (`SoftSettings::isa_image`). A program's
-/// own kernels are found with [`dpa_image!`].
+/// own kernels are found with [`dpa_image!`] (feature `kit-kernels`).
+#[cfg(feature = "kit-kernels")]
 pub fn kit_image() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target")

@@ -78,6 +78,19 @@ pub fn run() -> Result {
         &["doc", "--no-deps", "--workspace"],
         &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
+    // The facade as a user project sees it: the soft device without the kit's own kernels.
+    cargo(
+        &[
+            "doc",
+            "--no-deps",
+            "-p",
+            "dpakit",
+            "--no-default-features",
+            "--features",
+            "soft",
+        ],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
     clock.lap("docs");
     let prefix = soft_sdk::run(&soft_sdk::default_prefix())?;
     eprintln!("soft DOCA SDK in {}", prefix.display());
