@@ -97,3 +97,52 @@ fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
     consumer.stop().unwrap();
     path.dpa.check().unwrap();
 }
+
+#[test]
+fn a_consumer_without_a_callback_hands_out_every_reply_as_a_value() {
+    const ROUNDS: u32 = 500;
+    const TASKS: u32 = 4;
+    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
+        .app(kit_app())
+        .sched_mode(SchedMode::BusyPoll)
+        .workers(1)
+        .start()
+        .unwrap();
+    let path = EchoPath::new(dpa);
+    let producer = CpuProducer::builder(&path.to_dpa, &path.pe)
+        .start()
+        .unwrap();
+    let consumer = CpuConsumer::builder(&path.from_dpa, &path.pe)
+        .num_recv_tasks(TASKS)
+        .start()
+        .unwrap();
+    path.run(consumer.id());
+    for i in 0..u64::from(TASKS) {
+        consumer.post_recv(i).unwrap();
+    }
+    // Every receive posted: one more is refused until a message is taken.
+    assert_eq!(
+        consumer.post_recv(99).unwrap_err().code(),
+        ErrorCode::NoMemory
+    );
+    let wait = Duration::from_secs(10);
+    for seq in 0..ROUNDS {
+        let msg = ImmMessage::new(seq, &Echo::default());
+        producer
+            .send(msg.as_bytes(), path.dpa_consumer.id(), u64::from(seq))
+            .unwrap();
+        let reply = consumer.next_recv(wait).unwrap().expect("the echo");
+        assert_eq!(reply.status, ErrorCode::Success);
+        assert_eq!(ImmMessage::from_bytes(reply.imm()).unwrap().header.seq, seq);
+        assert_eq!(
+            reply.user_data,
+            u64::from(seq % TASKS),
+            "receives complete in order"
+        );
+        // Its task is free again: post it with the user data it had.
+        consumer.post_recv(reply.user_data).unwrap();
+    }
+    assert_eq!(consumer.try_recv(), None);
+    consumer.stop().unwrap();
+    path.dpa.check().unwrap();
+}

@@ -50,6 +50,27 @@ impl RecvCompletion<'_> {
 
 type RecvCb = Box<dyn FnMut(&RecvCompletion<'_>)>;
 
+/// A message a [`CpuConsumer`] built without a receive callback received, as a value (taken
+/// with [`CpuConsumer::try_recv`] or [`CpuConsumer::next_recv`]); or a receive a stop flushed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConsumerMessage {
+    bytes: [u8; MAX_IMM_DATA_LEN],
+    len: u8,
+    /// `doca_comch_consumer_task_post_recv_get_producer_id`.
+    pub producer_id: u32,
+    /// The user data given to [`CpuConsumer::post_recv`].
+    pub user_data: u64,
+    /// `Success`, or why the receive failed (a stopping consumer flushes its receives).
+    pub status: ErrorCode,
+}
+
+impl ConsumerMessage {
+    /// The immediate data the DPA producer sent (empty for a failed receive).
+    pub fn imm(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
 /// Configuration of a [`CpuConsumer`].
 pub struct CpuConsumerBuilder<'a> {
     msgq: &'a Msgq,
@@ -83,6 +104,9 @@ struct Inner {
     spare: RefCell<Vec<(*mut sys::doca_comch_consumer_task_post_recv, u64)>>,
     /// Stopping: completed tasks are freed, not kept, so the context can reach IDLE.
     stopping: Cell<bool>,
+    /// Without a receive callback: what arrived, for the program to take (at most
+    /// `num_tasks`: a receive is posted only while the queue and the posted ones leave room).
+    ready: Option<RefCell<std::collections::VecDeque<ConsumerMessage>>>,
     on_recv: RefCell<Option<RecvCb>>,
     on_state_changed: Option<StateChangedCb>,
     _msgq: Msgq,
@@ -114,6 +138,16 @@ impl Inner {
     /// Resubmits a kept task, or allocates one while fewer than `num_tasks` exist.
     #[inline]
     fn post_recv(&self, user_data: u64) -> Result<()> {
+        if let Some(ready) = &self.ready {
+            if self.posted.get() as usize + ready.borrow().len() >= self.num_tasks as usize {
+                bail!(
+                    NoMemory,
+                    "{} receives are posted or hold messages not taken yet (the pool's size): \
+                     take messages with try_recv or next_recv before posting more",
+                    self.num_tasks
+                );
+            }
+        }
         let spare = self.spare.borrow_mut().pop();
         let (recv, carried) = match spare {
             Some((task, carried)) => (task, Some(carried)),
@@ -222,6 +256,17 @@ fn deliver(
         // SAFETY: a completed task of ours, not kept anywhere.
         unsafe { sys::doca_task_free(sys::doca_comch_consumer_task_post_recv_as_task(task)) };
     }
+    if let Some(ready) = &inner.ready {
+        // Within the capacity reserved: post_recv keeps posted + queued within the pool.
+        ready.borrow_mut().push_back(ConsumerMessage {
+            bytes: copy,
+            len: len as u8,
+            producer_id,
+            user_data,
+            status,
+        });
+        return;
+    }
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_recv.borrow_mut().as_mut() {
             cb(&RecvCompletion {
@@ -252,6 +297,8 @@ impl<'a> CpuConsumerBuilder<'a> {
     }
 
     /// The post-receive completion callback (success or error), run by [`Pe::progress`].
+    /// Without one, the program takes what arrives as values ([`CpuConsumer::try_recv`],
+    /// [`CpuConsumer::next_recv`]).
     pub fn on_recv(mut self, cb: impl FnMut(&RecvCompletion<'_>) + 'static) -> Self {
         self.on_recv = Some(Box::new(cb));
         self
@@ -288,6 +335,11 @@ impl<'a> CpuConsumerBuilder<'a> {
                 posted: Cell::new(0),
                 spare: RefCell::new(Vec::with_capacity(self.num_tasks as usize)),
                 stopping: Cell::new(false),
+                ready: self.on_recv.is_none().then(|| {
+                    RefCell::new(std::collections::VecDeque::with_capacity(
+                        self.num_tasks as usize,
+                    ))
+                }),
                 on_recv: RefCell::new(self.on_recv),
                 on_state_changed: self.on_state_changed,
                 _msgq: self.msgq.clone(),
@@ -342,6 +394,37 @@ impl CpuConsumer {
     /// Receives posted and not completed yet.
     pub fn posted(&self) -> u32 {
         self.inner.posted.get()
+    }
+
+    /// The oldest message that arrived, without progressing, for a consumer built without a
+    /// receive callback; `None` if none did (or the consumer has a callback). Its receive task
+    /// is free for the next [`post_recv`](Self::post_recv).
+    pub fn try_recv(&self) -> Option<ConsumerMessage> {
+        self.inner.ready.as_ref()?.borrow_mut().pop_front()
+    }
+
+    /// The next message: progresses the PE (sleeping on its notification handle when idle)
+    /// until one arrives; `None` after `timeout`. `SHUTDOWN` on Ctrl-C (see
+    /// [`interrupt`](crate::interrupt)); `BAD_STATE` for a consumer with a receive callback.
+    pub fn next_recv(&self, timeout: std::time::Duration) -> Result<Option<ConsumerMessage>> {
+        let Some(ready) = &self.inner.ready else {
+            bail!(
+                BadState,
+                "this consumer has a receive callback: its messages go there, not to next_recv"
+            );
+        };
+        if ready.borrow().is_empty() {
+            match self
+                .inner
+                .pe
+                .progress_until(timeout, || !ready.borrow().is_empty())
+            {
+                Ok(()) => {}
+                Err(e) if e.code() == ErrorCode::TimeOut => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(self.try_recv())
     }
 
     /// `doca_ctx_get_state`.

@@ -17,7 +17,7 @@ pub use ctrl::{Channel, ClientEvent, Connection, Counters, EVENT_QUEUE_CAP, Even
 pub use fast::{Consumer, ConsumerBuilder, Loan, Producer, ProducerBuilder, ReceivedBuf, Sample};
 pub use server::{Server, ServerBuilder};
 
-pub use cpu_consumer::{CpuConsumer, CpuConsumerBuilder, RecvCompletion};
+pub use cpu_consumer::{ConsumerMessage, CpuConsumer, CpuConsumerBuilder, RecvCompletion};
 pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCompletion};
 pub use dpa_endpoints::{DpaConsumer, DpaConsumerBuilder, DpaProducer, DpaProducerBuilder};
 
