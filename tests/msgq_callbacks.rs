@@ -24,16 +24,20 @@ struct Seen {
     reposts: Vec<Result<(), ErrorCode>>,
 }
 
-#[test]
-fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
-    const ROUNDS: u32 = 1_000;
-    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
+/// The kit's kernels on one busy-polling worker.
+fn busy_dpa() -> Dpa {
+    Dpa::builder(&open_dpa_dev().unwrap())
         .app(kit_app())
         .sched_mode(SchedMode::BusyPoll)
         .workers(1)
         .start()
-        .unwrap();
-    let path = EchoPath::new(dpa);
+        .unwrap()
+}
+
+#[test]
+fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
+    const ROUNDS: u32 = 1_000;
+    let path = EchoPath::new(busy_dpa());
     let producer = CpuProducer::builder(&path.to_dpa, &path.pe)
         .start()
         .unwrap();
@@ -102,13 +106,7 @@ fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
 fn a_consumer_without_a_callback_hands_out_every_reply_as_a_value() {
     const ROUNDS: u32 = 500;
     const TASKS: u32 = 4;
-    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
-        .app(kit_app())
-        .sched_mode(SchedMode::BusyPoll)
-        .workers(1)
-        .start()
-        .unwrap();
-    let path = EchoPath::new(dpa);
+    let path = EchoPath::new(busy_dpa());
     let producer = CpuProducer::builder(&path.to_dpa, &path.pe)
         .start()
         .unwrap();

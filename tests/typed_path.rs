@@ -21,13 +21,18 @@ dpakit::abi::pod_struct! {
 }
 dpakit::abi::impl_immediate!(Wide, Narrow);
 
-#[test]
-fn requests_and_responses_travel_as_typed_values() {
+/// The kit's kernels, and a PE for the path.
+fn kit_dpa() -> (Dpa, Pe) {
     let dpa = Dpa::builder(&open_dpa_dev().unwrap())
         .app(kit_app())
         .start()
         .unwrap();
-    let pe = Pe::new().unwrap();
+    (dpa, Pe::new().unwrap())
+}
+
+#[test]
+fn requests_and_responses_travel_as_typed_values() {
+    let (dpa, pe) = kit_dpa();
     let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
         .depth(8)
         .messages::<Echo, Echo>()
@@ -56,11 +61,7 @@ fn requests_and_responses_travel_as_typed_values() {
 
 #[test]
 fn a_response_of_another_size_is_refused_not_misread() {
-    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
-        .app(kit_app())
-        .start()
-        .unwrap();
-    let pe = Pe::new().unwrap();
+    let (dpa, pe) = kit_dpa();
     // The echo answers with the request's 8 bytes; the program expects 4.
     let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
         .messages::<Wide, Narrow>()
