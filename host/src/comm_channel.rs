@@ -274,29 +274,13 @@ impl AsRawFd for EventChannel<'_> {
 }
 
 /// Waits up to `ms` (-1: for ever) for `fd` to turn readable. `SHUTDOWN` on SIGINT or SIGTERM
-/// (Ctrl-C), once per signal (see [`interrupt`](crate::interrupt)).
+/// (Ctrl-C), once per signal (see [`interrupt`](crate::interrupt)); any other outcome sends the
+/// caller back to look at its endpoint.
 fn wait_readable(fd: RawFd, ms: i32, what: &str) -> Result<()> {
-    crate::interrupt::catch();
-    let mut p = [
-        libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: crate::interrupt::fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    // SAFETY: two pollfds for the duration of the call (a negative fd is skipped).
-    let rc = unsafe { libc::poll(p.as_mut_ptr(), 2, ms) };
-    let interrupted =
-        rc < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted;
-    if (interrupted || (rc > 0 && p[1].revents != 0)) && crate::interrupt::take_unreported() {
-        return Err(crate::interrupt::shutdown_error(what));
+    match crate::interrupt::poll_readable(fd, ms, what) {
+        Err(e) if e.code() == ErrorCode::Shutdown => Err(e),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Milliseconds left before `deadline` for `poll` (-1: none).

@@ -95,6 +95,39 @@ pub(crate) fn take_unreported() -> bool {
     UNREPORTED.swap(false, Ordering::SeqCst)
 }
 
+/// Polls `fd` for reading for up to `ms` milliseconds (-1: for ever) beside the signal pipe,
+/// installing the handler first: whether `fd` turned readable. `SHUTDOWN` naming `what` when
+/// SIGINT or SIGTERM arrived (once per signal), `OPERATING_SYSTEM` if poll itself failed.
+pub(crate) fn poll_readable(fd: RawFd, ms: i32, what: &str) -> crate::Result<bool> {
+    catch();
+    let mut pfds = [
+        libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: self::fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    // SAFETY: two valid pollfds for the duration of the call (a negative fd is skipped).
+    let rc = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
+    let e = std::io::Error::last_os_error();
+    let interrupted = rc < 0 && e.kind() == std::io::ErrorKind::Interrupted;
+    if (interrupted || (rc > 0 && pfds[1].revents != 0)) && take_unreported() {
+        return Err(shutdown_error(what));
+    }
+    if rc < 0 && !interrupted {
+        return Err(crate::Error::new(
+            crate::ErrorCode::OperatingSystem,
+            format!("{what}: poll failed: {e}"),
+        ));
+    }
+    Ok(rc > 0 && pfds[0].revents != 0)
+}
+
 /// The error a wait ends with on a signal.
 #[cold]
 pub(crate) fn shutdown_error(what: &str) -> crate::Error {

@@ -217,41 +217,12 @@ impl Pe {
     /// woke it. `SHUTDOWN` if SIGINT or SIGTERM (Ctrl-C) arrives, once per signal (see
     /// [`interrupt`](crate::interrupt)).
     pub fn wait(&self, timeout: Duration) -> Result<bool> {
-        crate::interrupt::catch();
         self.request_notification()?;
-        let mut pfds = [
-            libc::pollfd {
-                fd: self.inner.handle,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: crate::interrupt::fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: two valid pollfds for the duration of the call (a negative fd is skipped).
-        let rc = unsafe { libc::poll(pfds.as_mut_ptr(), 2, ms) };
-        // Read before clearing, whose own system call overwrites errno.
-        let e = std::io::Error::last_os_error();
+        let woken = crate::interrupt::poll_readable(self.inner.handle, ms, "Pe::wait");
+        // Cleared whatever the poll found: the next wait arms afresh.
         self.clear_notification()?;
-        if (rc > 0 && pfds[1].revents != 0)
-            || (rc < 0 && e.kind() == std::io::ErrorKind::Interrupted)
-        {
-            if crate::interrupt::take_unreported() {
-                return Err(crate::interrupt::shutdown_error("Pe::wait"));
-            }
-            return Ok(pfds[0].revents != 0);
-        }
-        if rc < 0 {
-            bail!(
-                OperatingSystem,
-                "poll on the PE notification handle failed: {e}"
-            );
-        }
-        Ok(rc > 0)
+        woken
     }
 
     /// Progresses until `done()` holds: spins for a short while, then sleeps on the
@@ -259,8 +230,23 @@ impl Pe {
     /// the kernels whose activation had run for a while meanwhile (what the wait may be for).
     /// `BAD_STATE` inside a callback of this PE, which cannot progress until the callback
     /// returns. `SHUTDOWN` on SIGINT or SIGTERM (Ctrl-C), once per signal.
-    pub fn progress_until(&self, timeout: Duration, mut done: impl FnMut() -> bool) -> Result<()> {
+    pub fn progress_until(&self, timeout: Duration, done: impl FnMut() -> bool) -> Result<()> {
         self.require_outside_callback("Pe::progress_until")?;
+        if self.progress_within(timeout, done)? {
+            Ok(())
+        } else {
+            Err(timed_out(timeout))
+        }
+    }
+
+    /// [`progress_until`](Self::progress_until) for a caller to whom the timeout is an answer
+    /// (a wait for an event that may not come): `false` after `timeout`, with no error built.
+    /// The caller checks it is outside a callback of this PE.
+    pub(crate) fn progress_within(
+        &self,
+        timeout: Duration,
+        mut done: impl FnMut() -> bool,
+    ) -> Result<bool> {
         const SPIN: Duration = Duration::from_micros(50);
         // Reading the clock costs about a progress pass; look at it every so often.
         const CLOCK_EVERY: u32 = 64;
@@ -270,7 +256,7 @@ impl Pe {
         loop {
             let progressed = self.progress();
             if done() {
-                return Ok(());
+                return Ok(true);
             }
             passes += 1;
             if progressed {
@@ -283,7 +269,7 @@ impl Pe {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(timed_out(timeout));
+                return Ok(false);
             }
             if crate::interrupt::requested() && crate::interrupt::take_unreported() {
                 return Err(crate::interrupt::shutdown_error("Pe::progress_until"));

@@ -163,14 +163,8 @@ impl Client {
         self.inner.pe.require_outside_callback("Client::connect")?;
         let deadline = std::time::Instant::now() + timeout;
         loop {
-            match self.state()? {
-                CtxState::Running => return self.connection(),
-                CtxState::Idle => bail!(
-                    ConnectionAborted,
-                    "the client stopped before connecting (the server refused the connection; \
-                     its reason is on stderr)"
-                ),
-                _ => {}
+            if let Some(conn) = self.connected()? {
+                return Ok(conn);
             }
             if std::time::Instant::now() > deadline {
                 bail!(
@@ -180,7 +174,11 @@ impl Client {
                 );
             }
             if !self.inner.pe.progress() {
-                let _ = self.inner.pe.wait(Duration::from_millis(5));
+                // Only a signal ends the connect early (SHUTDOWN); the rest is looked at again.
+                match self.inner.pe.wait(Duration::from_millis(5)) {
+                    Err(e) if e.code() == crate::ErrorCode::Shutdown => return Err(e),
+                    _ => {}
+                }
             }
         }
     }
@@ -190,16 +188,24 @@ impl Client {
     #[cfg(feature = "tokio")]
     pub async fn connect_async(&self) -> Result<Connection> {
         loop {
-            match self.state()? {
-                CtxState::Running => return self.connection(),
-                CtxState::Idle => bail!(
-                    ConnectionAborted,
-                    "the client stopped before connecting (the server refused the connection; \
-                     its reason is on stderr)"
-                ),
-                _ => {}
+            if let Some(conn) = self.connected()? {
+                return Ok(conn);
             }
             self.inner.pe.progressed().await?;
+        }
+    }
+
+    /// The connection once RUNNING, `None` while connecting, `CONNECTION_ABORTED` if the client
+    /// went back to IDLE (the server refused it).
+    fn connected(&self) -> Result<Option<Connection>> {
+        match self.state()? {
+            CtxState::Running => self.connection().map(Some),
+            CtxState::Idle => bail!(
+                ConnectionAborted,
+                "the client stopped before connecting (the server refused the connection; its \
+                 reason is on stderr)"
+            ),
+            _ => Ok(None),
         }
     }
 

@@ -413,17 +413,12 @@ impl CpuConsumer {
                 "this consumer has a receive callback: its messages go there, not to next_recv"
             );
         };
-        if ready.borrow().is_empty() {
-            match self
-                .inner
-                .pe
-                .progress_until(timeout, || !ready.borrow().is_empty())
-            {
-                Ok(()) => {}
-                Err(e) if e.code() == ErrorCode::TimeOut => return Ok(None),
-                Err(e) => return Err(e),
-            }
+        if !ready.borrow().is_empty() {
+            return Ok(self.try_recv());
         }
+        let pe = &self.inner.pe;
+        pe.require_outside_callback("CpuConsumer::next_recv")?;
+        pe.progress_within(timeout, || !ready.borrow().is_empty())?;
         Ok(self.try_recv())
     }
 

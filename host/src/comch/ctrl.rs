@@ -272,14 +272,10 @@ impl Inner {
             return Ok(Some(e));
         }
         self.pe.require_outside_callback(what)?;
-        let waited = self.pe.progress_until(timeout, || {
+        self.pe.progress_within(timeout, || {
             self.dropped.get() > 0 || !self.events.borrow().is_empty()
-        });
-        match waited {
-            Ok(()) => Ok(self.try_event()),
-            Err(e) if e.code() == ErrorCode::TimeOut => Ok(None),
-            Err(e) => Err(e),
-        }
+        })?;
+        Ok(self.try_event())
     }
 
     /// The next event, waiting in tokio's reactor while nothing is ready (feature `tokio`).
