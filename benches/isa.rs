@@ -40,9 +40,8 @@ impl Offload {
             .app(kit_app())
             .sched_mode(SchedMode::Deterministic { seed: 1 })
             .exec_mode(ExecMode::Isa)
-            .isa_image(dpakit::kit_image())
             .start()
-            .expect("ISA mode needs the DPA image: cargo xtask build-dpa --release");
+            .expect("ISA mode: the DPA image the kit's app embeds");
         let mmap = |flags| {
             let mut m = Mmap::alloc(LEN).unwrap();
             m.set_permissions(flags).unwrap();

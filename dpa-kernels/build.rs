@@ -8,7 +8,9 @@
 //! With feature `doca` nothing is compiled: the DPA app library provides every kernel.
 //!
 //! Either way it sets the crate's build id (`dpakit_build::build_id`): the app descriptor and the
-//! DPA image record it, and ISA mode refuses an image built from other sources than the app.
+//! DPA image record it, and ISA mode refuses an image built from other sources than the app. In
+//! host builds it also builds the DPA image and embeds it in the app (`dpakit_build::kernel_crate`),
+//! so ISA mode runs the current kernels after a plain `cargo build`.
 //!
 //! DOCA's device headers come from `dpakit-doca-headers` (`DEP_DPAKIT_DOCA_HEADERS_INCLUDE`), a
 //! dependency, so the build id covers them with every other file of the dependency tree.
@@ -28,7 +30,7 @@ fn main() {
     }
     // Another checkout sharing the target directory has sources of its own (.cargo/config.toml).
     println!("cargo::rerun-if-env-changed=DPAKIT_CHECKOUT");
-    dpakit_build::build_id::emit();
+    dpakit_build::kernel_crate();
     if std::env::var_os("CARGO_FEATURE_DOCA").is_some() {
         return;
     }

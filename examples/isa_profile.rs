@@ -17,12 +17,9 @@ use dpakit::pe::Pe;
 use dpakit::soft::SoftSettings;
 use dpakit::soft::{ExecMode, IsaProfile, SchedMode};
 use dpakit::{MsgqPath, ThreadKernel, kernels, kit_app, open_dpa_dev};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
-
-#[path = "support/image.rs"]
-mod support;
 
 type Error = Box<dyn std::error::Error>;
 
@@ -52,10 +49,9 @@ fn main() -> ExitCode {
             },
         }
     }
-    let rows = image
-        .map_or_else(support::ensure_kit_image, Ok)
-        .map_err(Error::from)
-        .and_then(|image| profile_all(&image, messages));
+    // The image the kit's app embeds, unless one is named (`build-dpa --profile` names the one
+    // it just linked).
+    let rows = profile_all(image.as_deref(), messages);
     match rows {
         Ok(rows) if json => {
             println!("{}", to_json(&rows));
@@ -74,16 +70,18 @@ fn main() -> ExitCode {
 
 const T: Duration = Duration::from_secs(10);
 
-fn dpa(image: &PathBuf) -> Result<Dpa, Error> {
-    Ok(Dpa::builder(&open_dpa_dev()?)
+fn dpa(image: Option<&Path>) -> Result<Dpa, Error> {
+    let mut dpa = Dpa::builder(&open_dpa_dev()?)
         .app(kit_app())
         .sched_mode(SchedMode::Deterministic { seed: 1 })
-        .exec_mode(ExecMode::Isa)
-        .isa_image(image)
-        .start()?)
+        .exec_mode(ExecMode::Isa);
+    if let Some(image) = image {
+        dpa = dpa.isa_image(image);
+    }
+    Ok(dpa.start()?)
 }
 
-fn profile_all(image: &PathBuf, n: u64) -> Result<Vec<Row>, Error> {
+fn profile_all(image: Option<&Path>, n: u64) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
     for kernel in [&kernels::ECHO, &kernels::ECHO_C] {
         rows.push(echo_like(image, kernel, |path| path, n)?);
@@ -117,7 +115,7 @@ fn row<A>(
 }
 
 fn echo_like<A: Pod>(
-    image: &PathBuf,
+    image: Option<&Path>,
     kernel: &ThreadKernel<A>,
     args: impl FnOnce(MsgqPathArgs) -> A + 'static,
     n: u64,
@@ -142,7 +140,7 @@ fn echo_like<A: Pod>(
     row(kernel, "32-byte echo round trip", n, &path)
 }
 
-fn ping_pong(image: &PathBuf, n: u64) -> Result<Row, Error> {
+fn ping_pong(image: Option<&Path>, n: u64) -> Result<Row, Error> {
     let dpa = dpa(image)?;
     let pe = Pe::new()?;
     let path = MsgqPath::builder(&dpa, &pe, &kernels::PING_PONG).start()?;
@@ -160,7 +158,7 @@ fn ping_pong(image: &PathBuf, n: u64) -> Result<Row, Error> {
 }
 
 fn dma_offload(
-    image: &PathBuf,
+    image: Option<&Path>,
     kernel: &ThreadKernel<DmaOffloadArgs>,
     n: u64,
 ) -> Result<Row, Error> {
@@ -208,7 +206,7 @@ fn dma_offload(
     row(kernel, "4 KiB DMA copy + checksum reply", n, &path)
 }
 
-fn sink(image: &PathBuf, n: u64) -> Result<Row, Error> {
+fn sink(image: Option<&Path>, n: u64) -> Result<Row, Error> {
     let dpa = dpa(image)?;
     let pe = Pe::new()?;
     let path = MsgqPath::builder(&dpa, &pe, &kernels::SINK)

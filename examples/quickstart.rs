@@ -21,9 +21,6 @@ use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-#[path = "support/image.rs"]
-mod support;
-
 fn main() -> ExitCode {
     let mut isa = false;
     let mut messages = 200_000usize;
@@ -59,9 +56,8 @@ fn run(messages: usize, isa: bool) -> Result<(), Box<dyn std::error::Error>> {
         .workers(1)
         .pin_workers(vec![1 % cpus]);
     if isa {
-        dpa = dpa
-            .exec_mode(ExecMode::Isa)
-            .isa_image(support::ensure_kit_image()?);
+        // The kit's app carries its DPA image, built with the kernels by `cargo build`.
+        dpa = dpa.exec_mode(ExecMode::Isa);
     }
     let dpa = dpa.start()?;
     let pe = Pe::new()?;

@@ -12,9 +12,6 @@
 //! valgrind --tool=callgrind target/release/examples/round_trip_profile 10000 [--isa|--one-way]
 //! ```
 
-#[path = "support/image.rs"]
-mod image;
-
 use dpakit::abi::{Echo, ImmMessage, PingPong};
 use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
@@ -30,9 +27,7 @@ fn main() -> Result<(), dpakit::Error> {
         .app(kit_app())
         .sched_mode(SchedMode::Deterministic { seed: 1 });
     if args.iter().any(|a| a == "--isa") {
-        let image = image::ensure_kit_image()
-            .map_err(|e| dpakit::Error::new(dpakit::ErrorCode::NotFound, e))?;
-        dpa = dpa.exec_mode(dpakit::soft::ExecMode::Isa).isa_image(image);
+        dpa = dpa.exec_mode(dpakit::soft::ExecMode::Isa);
     }
     let dpa = dpa.start()?;
     let pe = Pe::new()?;

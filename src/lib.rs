@@ -90,36 +90,12 @@ pub fn kit_app() -> &'static dpa::App {
     &dpakit_kernels::APP
 }
 
-/// Where `cargo xtask build-dpa --release` writes the DPA image of the kit's own kernels, in the
-/// kit's workspace: what the soft device runs in ISA mode (`SoftSettings::isa_image`). A program's
-/// own kernels are found with [`dpa_image!`] (feature `kit-kernels`).
+/// The file of the DPA image of the kit's own kernels, which [`kit_app`] embeds: built with
+/// the kernels by their build script wherever dpakit comes from (this checkout, a registry, git).
+/// ISA mode needs no path (the app carries its image); this is for tools that read the file.
+/// `None` when the build could not make one (the DPA's toolchain missing: the build warned) or
+/// with feature `doca` (feature `kit-kernels`).
 #[cfg(feature = "kit-kernels")]
-pub fn kit_image() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target")
-        .join("dpa")
-        .join("release")
-        .join("dpakit_kernels.elf")
-}
-
-/// The DPA image of `app` (a [`dpa::App`], e.g. `my_kernels::APP`) for the soft device's ISA mode
-/// ([`soft::SoftSettings::isa_image`]): the one `cargo xtask build-dpa` linked in the workspace of
-/// the crate that uses the macro (see [`image::find`]). A `Result<PathBuf>`.
-///
-/// ```ignore
-/// use dpakit::soft::{ExecMode, SoftSettings};
-/// let dpa = Dpa::builder(&dev)
-///     .app(&my_kernels::APP)
-///     .exec_mode(ExecMode::Isa)
-///     .isa_image(dpakit::dpa_image!(my_kernels::APP)?)
-///     .start()?;
-/// ```
-#[macro_export]
-macro_rules! dpa_image {
-    ($app:expr) => {
-        $crate::image::find(
-            ::std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
-            $app.name(),
-        )
-    };
+pub fn kit_image() -> Option<&'static std::path::Path> {
+    dpakit_kernels::IMAGE.map(std::path::Path::new)
 }

@@ -51,9 +51,6 @@ fn allocations_during(path: &MsgqPath, round_trips: u64, pipelined: bool) -> u64
     allocations() - before
 }
 
-#[path = "../examples/support/image.rs"]
-mod image;
-
 fn main() {
     counting::run(&[(
         "round_trips_allocate_nothing_after_warm_up",
@@ -62,22 +59,19 @@ fn main() {
 }
 
 fn round_trips_allocate_nothing_after_warm_up() {
-    let isa_image = image::ensure_kit_image().unwrap();
     for (mode, exec) in [
         (SchedMode::BusyPoll, ExecMode::Native),
         (SchedMode::Sleep, ExecMode::Native),
         (SchedMode::BusyPoll, ExecMode::Isa),
         (SchedMode::Sleep, ExecMode::Isa),
     ] {
-        let mut builder = Dpa::builder(&open_dpa_dev().unwrap())
+        let dpa = Dpa::builder(&open_dpa_dev().unwrap())
             .app(kit_app())
             .sched_mode(mode)
             .workers(1)
-            .exec_mode(exec);
-        if exec == ExecMode::Isa {
-            builder = builder.isa_image(&isa_image);
-        }
-        let dpa = builder.start().unwrap();
+            .exec_mode(exec)
+            .start()
+            .unwrap();
         let pe = Pe::new().unwrap();
         let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
             .depth(16)

@@ -14,30 +14,15 @@ use dpakit::soft::ExecMode;
 use dpakit::soft::SoftSettings;
 use dpakit_fixture_faulty_kernels as faulty;
 
-/// The fixture's DPA image (`cargo xtask build-dpa --faulty-fixture`).
-fn fixture_image() -> std::path::PathBuf {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target/dpa/fixtures/release/dpakit_fixture_faulty_kernels.elf");
-    assert!(
-        path.is_file(),
-        "{} is missing: build it with `cargo xtask build-dpa --faulty-fixture`",
-        path.display()
-    );
-    path
-}
-
-/// A DPA context running the fixture's kernels in `mode`.
+/// A DPA context running the fixture's kernels in `mode` (in ISA mode, the image the fixture's
+/// app embeds).
 fn fixture_dpa(mode: ExecMode) -> Dpa {
-    let builder = Dpa::builder(&open_dpa_dev().unwrap())
+    Dpa::builder(&open_dpa_dev().unwrap())
         .app(&faulty::APP)
         .workers(1)
-        .exec_mode(mode);
-    match mode {
-        ExecMode::Native => builder,
-        ExecMode::Isa => builder.isa_image(fixture_image()),
-    }
-    .start()
-    .unwrap()
+        .exec_mode(mode)
+        .start()
+        .unwrap()
 }
 
 #[test]
@@ -95,7 +80,6 @@ fn isa_dpa_with_budget(budget: u64) -> Dpa {
         .app(&faulty::APP)
         .workers(1)
         .exec_mode(ExecMode::Isa)
-        .isa_image(fixture_image())
         .isa_budget(budget)
         .start()
         .unwrap()

@@ -9,20 +9,13 @@ use dpakit::sync_event::SyncEvent;
 use dpakit::{ErrorCode, kernels, kit_app, open_dpa_dev};
 use std::time::{Duration, Instant};
 
-#[path = "../examples/support/image.rs"]
-mod image;
-
 fn dpa(mode: ExecMode) -> Dpa {
-    let b = Dpa::builder(&open_dpa_dev().unwrap())
+    Dpa::builder(&open_dpa_dev().unwrap())
         .app(kit_app())
         .workers(1)
-        .exec_mode(mode);
-    match mode {
-        ExecMode::Native => b,
-        ExecMode::Isa => b.isa_image(image::ensure_kit_image().unwrap()),
-    }
-    .start()
-    .unwrap()
+        .exec_mode(mode)
+        .start()
+        .unwrap()
 }
 
 /// Events as DOCA's launch sample makes them: the host publishes what the DPA waits for, the

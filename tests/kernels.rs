@@ -16,8 +16,6 @@ use dpakit::sync_event::SyncEvent;
 use dpakit::{MsgqPath, ThreadKernel, kernels, kit_app, open_dpa_dev};
 use std::time::Duration;
 
-#[path = "../examples/support/image.rs"]
-mod image;
 #[path = "support/one_message.rs"]
 mod one_message;
 
@@ -35,16 +33,12 @@ fn dpa(mode: ExecMode) -> Dpa {
 }
 
 /// A busy-polling DPA running the kit's kernels in `mode`: natively, or from the kit's DPA image
-/// in the soft device's interpreter (built first if missing).
+/// in the soft device's interpreter (the image the kit's app embeds).
 fn builder(mode: ExecMode) -> DpaBuilder {
-    let b = Dpa::builder(&open_dpa_dev().unwrap())
+    Dpa::builder(&open_dpa_dev().unwrap())
         .app(kit_app())
         .sched_mode(SchedMode::BusyPoll)
-        .exec_mode(mode);
-    match mode {
-        ExecMode::Native => b,
-        ExecMode::Isa => b.isa_image(image::ensure_kit_image().unwrap()),
-    }
+        .exec_mode(mode)
 }
 
 fn ping_pong_counts_each_leg(mode: ExecMode) {
@@ -508,27 +502,33 @@ fn a_c_kernel_finishes_its_thread_on_a_bad_argument_or_local_storage() {
     }
 }
 
-/// A crate finds its app's DPA image from its own directory; a missing one is NOT_FOUND naming
-/// where it looked and how to build it.
+/// The kit's app carries the DPA image its build script built from the same sources: ISA mode
+/// runs it with no path named, the file stays for tools, and a file named explicitly wins
+/// (a missing one is NOT_FOUND naming it).
 #[test]
-fn a_crate_finds_its_own_dpa_image() {
-    let built = image::ensure_kit_image().unwrap();
-    let found = dpakit::dpa_image!(kit_app()).unwrap();
-    assert_eq!(found.file_name(), built.file_name());
-    assert_eq!(
-        found.parent().and_then(|p| p.parent()),
-        built.parent().and_then(|p| p.parent()),
-        "{found:?} is in this workspace's target/dpa"
-    );
-    let e = dpakit::image::find(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")),
-        "no_such_app",
-    )
-    .unwrap_err();
+fn the_kit_app_embeds_its_dpa_image() {
+    let file = dpakit::kit_image().expect("the kernels' build script built the image");
+    assert!(file.is_file(), "{}", file.display());
+    assert_eq!(file.file_name().unwrap(), "dpakit_kernels.elf");
+    let dpa = builder(ExecMode::Isa).start().unwrap();
+    let pe = Pe::new().unwrap();
+    let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
+        .start()
+        .unwrap();
+    let echo = Echo {
+        token: 7,
+        timestamp_ns: 0,
+        tag: 42,
+    };
+    let reply = path.round_trip(&ImmMessage::new(1, &echo), T).unwrap();
+    let back: Echo = reply.msg.view().unwrap();
+    assert_eq!((back.token, back.tag), (7, 42));
+    drop(path);
+    let missing = "/nonexistent/dpakit_kernels.elf";
+    let e = builder(ExecMode::Isa)
+        .isa_image(missing)
+        .start()
+        .unwrap_err();
     assert_eq!(e.code(), ErrorCode::NotFound, "{e}");
-    assert!(e.to_string().contains("cargo xtask build-dpa"), "{e}");
-    assert!(
-        e.to_string().contains("target/dpa/release/no_such_app.elf"),
-        "{e}"
-    );
+    assert!(e.to_string().contains(missing), "{e}");
 }

@@ -53,18 +53,13 @@ fn dpa_builder(mode: SchedMode, core: usize) -> dpakit::dpa::DpaBuilder {
         .pin_workers(vec![core])
 }
 
-/// As [`dpa`], in ISA mode: the kernels run from the kit's DPA image (built first if missing).
+/// As [`dpa`], in ISA mode: the kernels run from the DPA image the kit's app embeds.
 pub fn dpa_isa(mode: SchedMode, core: usize) -> Dpa {
-    let image = image::ensure_kit_image().expect("the kit's DPA image");
     dpa_builder(mode, core)
         .exec_mode(dpakit::soft::ExecMode::Isa)
-        .isa_image(image)
         .start()
         .expect("DPA start")
 }
-
-#[path = "../../examples/support/image.rs"]
-mod image;
 
 /// The median of `v` (the upper one of an even count): what the measuring examples report
 /// over rounds and batches.

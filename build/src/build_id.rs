@@ -173,7 +173,7 @@ impl BuildId {
 }
 
 /// `text` on one line: cargo reads a build script's output line by line.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

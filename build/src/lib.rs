@@ -1,7 +1,8 @@
 //! Builds a crate of DPA kernels — Rust kernels declared with `dpakit_dev::thread_kernel!` /
 //! `rpc_kernel!`, C kernels compiled by the crate's build script — for the BlueField DPA and for
-//! dpakit's soft device, from any workspace: the kit's own `cargo xtask build-dpa` and a user's
-//! xtask call the same code.
+//! dpakit's soft device, from any workspace: the kit's own `cargo xtask build-dpa`, a user's
+//! xtask and a kernel crate's build script ([`kernel_crate`], which embeds the image in the app
+//! so a plain `cargo build` builds everything) call the same code.
 //!
 //! ```no_run
 //! let report = dpakit_build::Kernels::new("my-kernels").release(true).build()?;
@@ -37,6 +38,7 @@ pub mod cargo;
 pub mod dpacc;
 mod error;
 mod image;
+mod kernel_crate;
 mod profile;
 mod records;
 mod report;
@@ -45,6 +47,7 @@ pub mod soft_dpacc;
 pub mod toolchain;
 
 pub use error::{Error, ErrorKind, Result};
+pub use kernel_crate::{IMAGE_CFG, IMAGE_DATA_ENV, KernelCrate, kernel_crate};
 pub use records::Lang;
 pub use report::{Kernel, Report};
 pub use toolchain::DPA_TARGET;

@@ -177,7 +177,7 @@ doca_error_t dpakit_soft_pin_current_thread(uint32_t cpu);
  * Rust kernels; DPAKIT_SOFT_APP makes it for C kernels.
  */
 #define DPAKIT_SOFT_APP_MAGIC 0x6470616b69746170ULL /* "dpakitap" */
-#define DPAKIT_SOFT_APP_VERSION 3u
+#define DPAKIT_SOFT_APP_VERSION 4u
 #define DPAKIT_SOFT_KERNEL_THREAD 0u
 #define DPAKIT_SOFT_KERNEL_RPC 1u
 
@@ -201,6 +201,10 @@ struct doca_dpa_app {
 	/* Id of the kernel sources built (version 3 on): ISA mode refuses an image whose build id
 	 * differs. 0: none, nothing checked. */
 	uint64_t build_id;
+	/* The DPA image itself, embedded in the program (version 4 on): ISA mode runs it before it
+	 * looks at `image`. NULL and 0: none embedded. */
+	const void *image_data;
+	uint64_t image_size;
 };
 
 #define DPAKIT_SOFT_THREAD_KERNEL(fn) {#fn, (const void *)(fn), DPAKIT_SOFT_KERNEL_THREAD, 1u}
@@ -212,7 +216,7 @@ struct doca_dpa_app {
 	static const struct doca_dpa_app app##_dpakit_descriptor = {                               \
 		DPAKIT_SOFT_APP_MAGIC, DPAKIT_SOFT_APP_VERSION,                                    \
 		(uint32_t)(sizeof(app##_dpakit_kernels) / sizeof(app##_dpakit_kernels[0])), #app,  \
-		app##_dpakit_kernels, NULL, 0};                                                    \
+		app##_dpakit_kernels, NULL, 0, NULL, 0};                                           \
 	struct doca_dpa_app *app = (struct doca_dpa_app *)&app##_dpakit_descriptor
 
 #ifdef __cplusplus

@@ -338,13 +338,28 @@ macro_rules! __dpa_app_symbol {
         #[unsafe(no_mangle)]
         pub static $symbol: $crate::abi::kernel::SoftAppSymbol = {
             const KERNELS: &[$crate::abi::kernel::SoftKernel] = &[$($kernel.soft_kernel()),*];
-            // The DPA image the build names (`cargo xtask build-dpa` sets DPAKIT_DPA_IMAGE), for
-            // the soft device's ISA mode.
+            // The file of the DPA image the build names (DPAKIT_DPA_IMAGE: `cargo xtask
+            // build-dpa` sets it for the soft app library, `dpakit_build::kernel_crate` for host
+            // builds), for the soft device's ISA mode.
             const IMAGE: &str = match option_env!("DPAKIT_DPA_IMAGE") {
                 Some(path) => path,
                 None => "",
             };
             static IMAGE_PATH: [u8; IMAGE.len() + 1] = $crate::__private::nul_terminated(IMAGE);
+            // The image itself, when the crate's build script built it for this host build
+            // (`dpakit_build::kernel_crate` sets the cfg and names the file); a crate without
+            // that build script embeds nothing, and is not warned about a cfg it never sets.
+            #[allow(unexpected_cfgs)]
+            const IMAGE_DATA: &[u8] = {
+                #[cfg(dpakit_dpa_image)]
+                {
+                    include_bytes!(env!("DPAKIT_DPA_IMAGE_DATA"))
+                }
+                #[cfg(not(dpakit_dpa_image))]
+                {
+                    &[]
+                }
+            };
             // The build id of the kernel sources (the crate's build script sets it,
             // `dpakit_build::build_id`); the image built from them records the same.
             const BUILD_ID: u64 = $crate::__private::build_id(option_env!("DPAKIT_BUILD_ID"));
@@ -353,6 +368,7 @@ macro_rules! __dpa_app_symbol {
                 KERNELS,
             )
             .with_image(&IMAGE_PATH)
+            .with_image_data(IMAGE_DATA)
             .with_build_id(BUILD_ID);
             $crate::abi::kernel::SoftAppSymbol(&DESCRIPTOR)
         };

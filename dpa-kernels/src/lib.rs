@@ -49,6 +49,12 @@ dpakit_dev::dpa_app! {
     pub APP = dpakit_kernels [ECHO, PING_PONG, DMA_OFFLOAD, RANKED_ECHO, SINK, SYNC_STEP, SYNC_SET, LAUNCH_MARK, ECHO_C, DMA_OFFLOAD_C]
 }
 
+/// The file of the DPA image this build of the crate embeds in [`APP`] (its build script builds
+/// it, `dpakit_build::kernel_crate`): what tools that read an image (a debugger, a C program's
+/// `DPAKIT_SOFT_DPA_IMAGE`) are given. `None` where no image was built (the device build, feature
+/// `doca`, or a machine without the DPA's toolchain: the build warned why).
+pub const IMAGE: Option<&str> = option_env!("DPAKIT_DPA_IMAGE");
+
 /// A panic is a bug in the kernel: on the device (and in the soft app library, built without
 /// std) it fails the DPA context with its message and location (`dpakit_dev::panic`). Host
 /// builds linked with std unwind instead, and the soft device reports the same error.

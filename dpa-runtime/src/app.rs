@@ -57,9 +57,48 @@ pub struct App {
     kernels: Vec<AppKernel>,
     /// The app's DPA image (riscv64), which ISA mode runs, when the app names one.
     image: Option<std::path::PathBuf>,
+    /// The image itself, when the program embeds it (a kernel crate built by
+    /// `dpakit_build::kernel_crate`): run before `image` is looked at.
+    image_data: Option<std::sync::Arc<[u8]>>,
     /// The build id of the kernel sources the app's host-compiled kernels come from (0: none);
     /// ISA mode runs only an image carrying the same.
     build_id: u64,
+}
+
+/// The largest DPA image a descriptor may embed: far above any app's (the kit's is about
+/// 110 KiB), and a bound on what a stray size makes the reader copy.
+pub const MAX_EMBEDDED_IMAGE: u64 = 64 << 20;
+
+/// The image a version-4 descriptor at `app` embeds (its `image_data` and `image_size`), copied
+/// with the read checked.
+fn read_image_data(app: *const std::ffi::c_void) -> Result<Option<std::sync::Arc<[u8]>>> {
+    use crate::checked_read::{read_array, read_value};
+    let field = |offset: usize| app.cast::<u8>().wrapping_add(offset);
+    // SAFETY: a pointer and a u64 are valid for any bits; the reads are checked.
+    let (data, size) = unsafe {
+        (
+            read_value(
+                field(std::mem::offset_of!(SoftApp, image_data)).cast::<*const u8>(),
+                "the DPA app's embedded image",
+            )?,
+            read_value(
+                field(std::mem::offset_of!(SoftApp, image_size)).cast::<u64>(),
+                "the DPA app's embedded image size",
+            )?,
+        )
+    };
+    if data.is_null() || size == 0 {
+        return Ok(None);
+    }
+    if size > MAX_EMBEDDED_IMAGE {
+        bail!(
+            InvalidValue,
+            "the DPA app embeds an image of {size} bytes (at most {MAX_EMBEDDED_IMAGE})"
+        );
+    }
+    // SAFETY: bytes are valid for any bits; the read is checked.
+    let bytes = unsafe { read_array(data, size as usize, "the DPA app's embedded image") }?;
+    Ok(Some(bytes.into()))
 }
 
 impl App {
@@ -69,6 +108,7 @@ impl App {
             name,
             kernels: Vec::new(),
             image: None,
+            image_data: None,
             build_id: 0,
         }
     }
@@ -83,6 +123,17 @@ impl App {
     /// The DPA image the app names, if any.
     pub fn image_path(&self) -> Option<&std::path::Path> {
         self.image.as_deref()
+    }
+
+    /// Embeds the app's DPA image: ISA mode runs these bytes rather than reading a file.
+    pub fn image_data(mut self, data: impl Into<std::sync::Arc<[u8]>>) -> Self {
+        self.image_data = Some(data.into());
+        self
+    }
+
+    /// The DPA image the app embeds, if any.
+    pub fn embedded_image(&self) -> Option<&[u8]> {
+        self.image_data.as_deref()
     }
 
     /// Sets the build id of the kernel sources the app's kernels were compiled from (what
@@ -125,7 +176,8 @@ impl App {
     /// read without trusting the pointer (`INVALID_VALUE` for anything that is not one).
     pub fn from_symbol(app: *const std::ffi::c_void) -> Result<App> {
         use crate::checked_read::{intern, read_array, read_c_string, read_value};
-        // The fields every version has; `image` follows from version 2 on, `build_id` from 3.
+        // The fields every version has; `image` follows from version 2 on, `build_id` from 3,
+        // `image_data` and `image_size` from 4.
         #[derive(Clone, Copy)]
         #[repr(C)]
         struct Header {
@@ -152,7 +204,7 @@ impl App {
         }
         if !matches!(
             desc.version,
-            SoftApp::VERSION_1 | SoftApp::VERSION_2 | SoftApp::VERSION
+            SoftApp::VERSION_1 | SoftApp::VERSION_2 | SoftApp::VERSION_3 | SoftApp::VERSION
         ) {
             bail!(
                 UnsupportedVersion,
@@ -185,7 +237,7 @@ impl App {
         } else {
             None
         };
-        let build_id = if desc.version >= SoftApp::VERSION {
+        let build_id = if desc.version >= SoftApp::VERSION_3 {
             // SAFETY: a u64 is valid for any bits; the read is checked.
             unsafe {
                 read_value(
@@ -197,6 +249,11 @@ impl App {
             }?
         } else {
             0
+        };
+        let image_data = if desc.version >= SoftApp::VERSION {
+            read_image_data(app)?
+        } else {
+            None
         };
         if desc.num_kernels > 4096 {
             bail!(
@@ -270,6 +327,7 @@ impl App {
             name,
             kernels,
             image,
+            image_data,
             build_id,
         })
     }
@@ -381,5 +439,39 @@ mod tests {
             let e = read(kernel(kind, n, narrow)).unwrap_err();
             assert_eq!(e.code(), crate::error::ErrorCode::InvalidValue, "{e}");
         }
+    }
+
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the descriptor's checked reads hand write(2) memory past a name's end: UB by miri's rules"
+    )]
+    fn an_embedded_image_is_copied_and_bounded() {
+        let kernels = kernel(SoftKernel::THREAD, 1, 0);
+        let at = |desc: SoftApp| {
+            let desc: &'static SoftApp = Box::leak(Box::new(desc));
+            App::from_symbol((desc as *const SoftApp).cast())
+        };
+        let bytes: &'static [u8] = b"\x7fELF, or so it says";
+        let app = at(SoftApp::new(c"app", kernels).with_image_data(bytes)).unwrap();
+        assert_eq!(app.embedded_image(), Some(bytes));
+        assert_eq!(
+            at(SoftApp::new(c"app", kernels)).unwrap().embedded_image(),
+            None
+        );
+        // A size past the cap is refused before anything is copied.
+        let mut huge = SoftApp::new(c"app", kernels).with_image_data(bytes);
+        huge.image_size = MAX_EMBEDDED_IMAGE + 1;
+        let e = at(huge).unwrap_err();
+        assert_eq!(e.code(), crate::error::ErrorCode::InvalidValue, "{e}");
+        assert!(e.to_string().contains("embeds an image of"), "{e}");
+        // Bytes that cannot be read: a checked read, not a crash.
+        let mut wild = SoftApp::new(c"app", kernels).with_image_data(bytes);
+        wild.image_data = 8 as *const u8;
+        assert!(at(wild).is_err());
+        // A version-3 descriptor has no such fields, whatever follows it.
+        let mut old = SoftApp::new(c"app", kernels).with_image_data(bytes);
+        old.version = SoftApp::VERSION_3;
+        assert_eq!(at(old).unwrap().embedded_image(), None);
     }
 }

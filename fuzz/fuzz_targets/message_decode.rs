@@ -118,7 +118,8 @@ fn app_descriptor(input: &[u8]) {
         b.u64()
     };
     let version = match b.u8() {
-        0..175 => SoftApp::VERSION,
+        0..150 => SoftApp::VERSION,
+        150..175 => SoftApp::VERSION_3,
         175..200 => SoftApp::VERSION_2,
         200..250 => SoftApp::VERSION_1,
         _ => b.u32(),
@@ -131,6 +132,13 @@ fn app_descriptor(input: &[u8]) {
     };
     // Version 3's build id: any value is one.
     let build_id = b.u64();
+    // Version 4's embedded image: none, or a pointer like the names with any size (the image
+    // is read only in ISA mode; the descriptor's reader must bound it).
+    let (image_data, image_size) = if b.u8().is_multiple_of(2) {
+        (std::ptr::null(), 0)
+    } else {
+        (pointer(&mut b) as *const u8, b.u64())
+    };
     let straddle = b.u8().is_multiple_of(8);
     let at = base + ((usize::from(b.u16()) % (len - size_of::<SoftApp>())) & !7);
     let kernels: Vec<SoftKernel> = (0..num_kernels.min(16))
@@ -164,6 +172,8 @@ fn app_descriptor(input: &[u8]) {
         kernels: table as *const _,
         image,
         build_id,
+        image_data,
+        image_size,
     };
     let at = if straddle {
         // The descriptor itself running into the guard page.

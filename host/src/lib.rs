@@ -25,7 +25,6 @@ pub mod dev;
 pub mod dma;
 pub mod dpa;
 mod error;
-pub mod image;
 pub mod interrupt;
 pub mod mmap;
 pub mod msgq;

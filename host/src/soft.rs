@@ -64,11 +64,14 @@ pub trait SoftSettings: Sized {
     fn pin_workers(self, cpus: Vec<usize>) -> Self;
 
     /// How kernels run (`dpakit_soft_dpa_set_exec_mode`; default `DPAKIT_SOFT_EXEC` from the
-    /// environment, else native). ISA mode runs the app's DPA image in the interpreter.
+    /// environment, else native). ISA mode runs the app's DPA image in the interpreter: the one
+    /// the app embeds (its kernel crate's build script built it with the kernels,
+    /// `dpakit_build::kernel_crate`), unless [`isa_image`](Self::isa_image) names a file.
     fn exec_mode(self, mode: ExecMode) -> Self;
 
-    /// ISA mode: the DPA image to run (`dpakit_soft_dpa_set_isa_image`) instead of
-    /// `DPAKIT_SOFT_DPA_IMAGE` or the image the app names.
+    /// ISA mode: the DPA image file to run (`dpakit_soft_dpa_set_isa_image`) instead of
+    /// `DPAKIT_SOFT_DPA_IMAGE` or the image the app embeds or names (an image from `cargo xtask
+    /// build-dpa`, say). It must be built from the same kernel sources as the app.
     fn isa_image(self, path: impl Into<std::path::PathBuf>) -> Self;
 
     /// ISA mode: instructions one activation may retire before it is stopped as a runaway

@@ -11,10 +11,7 @@ use dpakit_model::error::ErrorCode;
 
 /// The kit's DPA image.
 fn image() -> std::path::PathBuf {
-    common::dpa_image(
-        "release/dpakit_kernels.elf",
-        "cargo xtask build-dpa --release",
-    )
+    common::kit_image()
 }
 
 fn start(app: App, image: std::path::PathBuf) -> dpakit_model::Result<Dpa> {
@@ -50,7 +47,8 @@ fn an_image_of_other_sources_is_refused_with_the_command_that_rebuilds_it() {
         "app `dpakit_kernels`",
         &format!("{:016x} in the app", id ^ 1),
         &format!("{id:016x} in the image"),
-        "`cargo xtask build-dpa --release`",
+        // The image the kernels' build script built: rebuilt by building the program.
+        "Rebuild the program with `cargo build`",
     ] {
         assert!(text.contains(part), "`{part}` missing: {text}");
     }
@@ -60,10 +58,7 @@ fn an_image_of_other_sources_is_refused_with_the_command_that_rebuilds_it() {
 
 #[test]
 fn an_image_of_another_app_is_refused() {
-    let faulty = common::dpa_image(
-        "fixtures/release/dpakit_fixture_faulty_kernels.elf",
-        "cargo xtask build-dpa --faulty-fixture",
-    );
+    let faulty = common::image_file(dpakit_fixture_faulty_kernels::IMAGE);
     let e = start(echo_app().with_build_id(1), faulty).unwrap_err();
     let text = e.message();
     assert!(

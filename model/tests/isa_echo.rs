@@ -8,10 +8,7 @@ use dpakit_model::dpa::{Dpa, ExecMode, SchedMode};
 
 /// The kit's DPA image.
 fn image() -> std::path::PathBuf {
-    common::dpa_image(
-        "release/dpakit_kernels.elf",
-        "cargo xtask build-dpa --release",
-    )
+    common::kit_image()
 }
 
 /// Deterministic scheduling: one activation per message, every one interpreted and counted.

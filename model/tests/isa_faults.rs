@@ -15,10 +15,7 @@ use dpakit_model::mmap::Mmap;
 use std::time::{Duration, Instant};
 
 fn image() -> std::path::PathBuf {
-    common::dpa_image(
-        "fixtures/release/dpakit_fixture_faulty_kernels.elf",
-        "cargo xtask build-dpa --faulty-fixture",
-    )
+    common::image_file(dpakit_fixture_faulty_kernels::IMAGE)
 }
 
 fn app() -> App {

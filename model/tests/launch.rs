@@ -109,10 +109,7 @@ fn a_launch_past_the_kernel_max_run_time_fails_the_context() {
 
 #[test]
 fn isa_a_wild_store_in_a_launched_thread_fails_the_context() {
-    let image = common::dpa_image(
-        "fixtures/release/dpakit_fixture_faulty_kernels.elf",
-        "cargo xtask build-dpa --faulty-fixture",
-    );
+    let image = common::image_file(dpakit_fixture_faulty_kernels::IMAGE);
     let dpa = Dpa::builder(&default_dev())
         .app(app())
         .exec_mode(ExecMode::Isa)
@@ -135,10 +132,7 @@ fn isa_a_wild_store_in_a_launched_thread_fails_the_context() {
 
 #[test]
 fn isa_an_endless_launched_thread_meets_the_instruction_budget() {
-    let image = common::dpa_image(
-        "fixtures/release/dpakit_fixture_faulty_kernels.elf",
-        "cargo xtask build-dpa --faulty-fixture",
-    );
+    let image = common::image_file(dpakit_fixture_faulty_kernels::IMAGE);
     let dpa = Dpa::builder(&default_dev())
         .app(app())
         .exec_mode(ExecMode::Isa)

@@ -302,6 +302,12 @@ pub struct SoftApp {
     /// same sources carries the same id, and ISA mode refuses an image whose id differs. 0: none
     /// (nothing is checked). Version 3 and later.
     pub build_id: u64,
+    /// The app's DPA image itself, embedded in the program (the kernel crate's build script
+    /// builds it, `dpakit_build::kernel_crate`): what ISA mode runs before `image` is looked
+    /// at. Null when not embedded. Version 4 and later.
+    pub image_data: *const u8,
+    /// Bytes at `image_data`. Version 4 and later.
+    pub image_size: u64,
 }
 
 // SAFETY: the descriptor is immutable and points only to immutable statics (names, functions).
@@ -313,11 +319,13 @@ impl SoftApp {
     /// `DPAKIT_SOFT_APP_MAGIC`: "dpakitap" in ASCII.
     pub const MAGIC: u64 = u64::from_be_bytes(*b"dpakitap");
     /// `DPAKIT_SOFT_APP_VERSION`.
-    pub const VERSION: u32 = 3;
+    pub const VERSION: u32 = 4;
     /// The first version, without `image` and `build_id`: still read.
     pub const VERSION_1: u32 = 1;
     /// The second version, without `build_id`: still read.
     pub const VERSION_2: u32 = 2;
+    /// The third version, without the embedded image: still read.
+    pub const VERSION_3: u32 = 3;
 
     /// The descriptor of app `name` holding `kernels`.
     pub const fn new(name: &'static CStr, kernels: &'static [SoftKernel]) -> Self {
@@ -329,7 +337,18 @@ impl SoftApp {
             kernels: kernels.as_ptr(),
             image: core::ptr::null(),
             build_id: 0,
+            image_data: core::ptr::null(),
+            image_size: 0,
         }
+    }
+
+    /// The descriptor carrying the app's DPA image, `data` (empty: none embedded).
+    pub const fn with_image_data(mut self, data: &'static [u8]) -> Self {
+        if !data.is_empty() {
+            self.image_data = data.as_ptr();
+            self.image_size = data.len() as u64;
+        }
+        self
     }
 
     /// The descriptor naming `image` (a NUL-terminated path) as the app's DPA image; an empty

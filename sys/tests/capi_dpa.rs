@@ -10,21 +10,8 @@ mod support;
 
 use dpakit_fixture_faulty_kernels as faulty;
 use dpakit_sys::*;
-use std::ffi::CString;
 use std::ptr::null_mut;
 use support::*;
-
-/// The DPA image of the fixture's kernels (`cargo xtask build-dpa --faulty-fixture`).
-fn fixture_image() -> CString {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/dpa/fixtures/release/dpakit_fixture_faulty_kernels.elf");
-    assert!(
-        path.is_file(),
-        "{} is missing: build it with `cargo xtask build-dpa --faulty-fixture`",
-        path.display()
-    );
-    CString::new(path.to_str().unwrap()).unwrap()
-}
 
 /// A started DPA context running `app`, with its kernels on the caller's thread (deterministic
 /// scheduling).
@@ -85,12 +72,9 @@ fn a_kernel_panic_is_the_error_c_peeks_at_with_its_message_and_location() {
             DOCA_SUCCESS
         );
         if isa {
+            // The image the fixture's app embeds.
             expect!(
                 dpakit_soft_dpa_set_exec_mode(dpa, dpakit_sys::soft::EXEC_ISA),
-                DOCA_SUCCESS
-            );
-            expect!(
-                dpakit_soft_dpa_set_isa_image(dpa, fixture_image().as_ptr()),
                 DOCA_SUCCESS
             );
         }

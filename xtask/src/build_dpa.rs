@@ -1,5 +1,7 @@
-//! `cargo xtask build-dpa`: the kit's kernel packages through dpakit-build, which any workspace
-//! can call the same way. The kit adds its ISA profile (the `isa_profile` example).
+//! `cargo xtask build-dpa`: the kit's kernel package through dpakit-build, which any workspace
+//! can call the same way: the device archive, the image, the soft app library C programs link,
+//! the report. (A plain `cargo build` builds and embeds the image too: the kernel crate's build
+//! script.) The kit adds its ISA profile (the `isa_profile` example).
 
 use crate::workspace_root;
 use dpakit_build::Kernels;
@@ -29,15 +31,6 @@ pub fn with_isa_profile(kernels: Kernels) -> Kernels {
         "1000",
         "--image",
     ])
-}
-
-/// The fixture kernels that misbehave on purpose (`xtask/fixtures/faulty-kernels`), into
-/// `target/dpa/fixtures/release/`: the soft device's ISA-mode fault tests run their image.
-pub fn faulty_fixture() -> Kernels {
-    Kernels::new("dpakit-fixture-faulty-kernels")
-        .workspace(workspace_root())
-        .release(true)
-        .out_dir(workspace_root().join("target/dpa/fixtures/release"))
 }
 
 /// Where `build-dpa` leaves the kit's kernels: `target/dpa/<profile>`.

@@ -32,11 +32,13 @@ commands:
                           instructions per message in ISA mode (the isa_profile example).
                           --dpacc: then hand the device objects to DOCA's dpacc (found through
                           DOCA_HOME or PATH) for the BlueField-3 DPA program,
-                          target/dpa/<profile>/dpacc/libdpakit_kernels.a
+                          target/dpa/<profile>/dpacc/libdpakit_kernels.a. (A plain cargo build
+                          builds the image too, and embeds it in the kit's app.)
   new DIR [--name NAME] [--dpakit-path DIR | --dpakit-version VER | --dpakit-git URL [--dpakit-rev REV]]
                           write a project of your own: a kernel crate, the types it shares
-                          with its host program, the host program, and an xtask with
-                          build-dpa, run and test (through dpakit-build); dpakit comes from
+                          with its host program, the host program (cargo build builds and
+                          embeds the kernels' DPA image), and an xtask with build-dpa (report,
+                          profile, dpacc) through dpakit-build; dpakit comes from
                           this checkout unless a flag says otherwise
   soft-sdk [--side host|arm] [--prefix DIR]
                           lay the soft device out like a DOCA SDK (default target/soft-doca):
@@ -105,9 +107,9 @@ fn main() -> ExitCode {
             let name = new_project::run(&opts)?;
             println!(
                 "{name} in {}: cd there, then
-  cargo xtask build-dpa --release && cargo run --release            # the kernel on the soft device
-  cargo xtask build-dpa --release && cargo run --release -- --isa   # from its DPA image
-  cargo xtask test",
+  cargo run --release            # the kernel on the soft device
+  cargo run --release -- --isa   # from its DPA image (cargo builds and embeds it)
+  cargo test",
                 opts.dir.display()
             );
             Ok(())
@@ -154,22 +156,16 @@ fn main() -> ExitCode {
 
 /// build-dpa's options, and whether to hand the result to dpacc.
 fn parse_build_dpa(args: &[String]) -> Result<(Kernels, bool)> {
-    let (mut release, mut with_dpacc, mut profile, mut fixture) = (false, false, false, false);
+    let (mut release, mut with_dpacc, mut profile) = (false, false, false);
     for arg in args {
         match arg.as_str() {
             "--release" => release = true,
             "--dpacc" => with_dpacc = true,
             "--profile" => profile = true,
-            // The ISA-mode fault tests' kernels (what `cargo xtask test` builds).
-            "--faulty-fixture" => fixture = true,
             other => return Err(format!("build-dpa: unknown option `{other}`\n\n{USAGE}")),
         }
     }
-    let mut kernels = if fixture {
-        build_dpa::faulty_fixture()
-    } else {
-        build_dpa::kit_kernels(release)
-    };
+    let mut kernels = build_dpa::kit_kernels(release);
     if profile {
         kernels = build_dpa::with_isa_profile(kernels);
     }

@@ -52,8 +52,6 @@ pub fn run() -> Result {
     // With the cost model: the kit's kernels run from their image in ISA mode.
     let report = build_dpa::with_isa_profile(build_dpa::kit_kernels(true)).build()?;
     print!("{}", report.table());
-    // The image of kernels that misbehave, for the ISA-mode fault tests.
-    build_dpa::faulty_fixture().build()?;
     // The checked-in bindings (for machines without libclang) are what bindgen generates.
     cargo(
         &["build", "-p", "dpakit-sys"],

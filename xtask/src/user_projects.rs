@@ -1,8 +1,10 @@
 //! What `cargo xtask test` checks of projects of the user's own, outside the repository:
 //!
-//! - a Rust project from `cargo xtask new`: its own `cargo xtask build-dpa --release`, its host
-//!   program natively and from the DPA image, then a changed kernel: refused in ISA mode until
-//!   `build-dpa` rebuilds the image (the message names the command), then seen in both modes;
+//! - a Rust project from `cargo xtask new`: its host program natively and from the DPA image with
+//!   nothing but `cargo run` (the kernel crate's build script builds and embeds the image), a
+//!   no-change build that compiles nothing, its tests, its own `cargo xtask build-dpa --profile`;
+//!   then a changed kernel, seen in both modes by `cargo run` alone, and the image linked before
+//!   the change, named by hand, refused in ISA mode (the message names the command);
 //! - a DOCA C project with a DPA kernel of its own (`tests/c/dpacc_project`): built with the soft
 //!   SDK's `bin/dpacc` and pkg-config by hand, and with meson (`dependency('doca-dpa')`, dpacc
 //!   found in the SDK), each run natively and in ISA mode;
@@ -77,7 +79,7 @@ pub fn rust_template() -> Result {
         source: new_project::Source::Path(workspace_root()),
     })?;
     // The project's own target directory, kept under the kit's so repeated runs reuse the
-    // registry crates' builds; the project finds its image through CARGO_TARGET_DIR.
+    // registry crates' builds.
     let target = workspace_root().join("target").join("new-project-cargo");
     let cargo = |args: &[&str]| {
         let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
@@ -86,19 +88,8 @@ pub fn rust_template() -> Result {
         cmd.env("CARGO_TARGET_DIR", &target);
         cmd
     };
-    // With the ISA profile: the project's program in ISA mode on the image just linked.
-    run(
-        cargo(&["xtask", "build-dpa", "--release", "--profile"]),
-        false,
-    )?;
-    let report = target.join("dpa").join("release").join("report.json");
-    let report = std::fs::read_to_string(&report)
-        .map_err(|e| format!("cannot read {}: {e}", report.display()))?;
-    if !report.contains("\"kernel\": \"scale\"") || !report.contains("instructions_per_message") {
-        return Err(format!(
-            "the project's report has no ISA profile of `scale`: {report}"
-        ));
-    }
+    // Cargo alone builds everything: the kernel crate's build script builds the DPA image and
+    // embeds it, so the very first `--isa` run needs no other command.
     let native = run(cargo(&["run", "--release", "--", RUST_ROUND_TRIPS]), false)?;
     let isa = run(
         cargo(&["run", "--release", "--", "--isa", RUST_ROUND_TRIPS]),
@@ -118,11 +109,37 @@ pub fn rust_template() -> Result {
             "the project's ISA run did not print its kernel's instructions per message: {said}"
         ));
     }
+    // A build with nothing changed compiles nothing and runs no build script: the kernels'
+    // build script reruns only when their sources change.
+    let started = std::time::Instant::now();
+    let out = run(cargo(&["build", "--release", "-v"]), false)?;
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("Compiling") || stderr.contains("build-script-build`") {
+        return Err(format!(
+            "a no-change `cargo build` rebuilt something: {stderr}"
+        ));
+    }
+    eprintln!("no-change `cargo build --release`: {took:.2?}, everything fresh");
     // The project's own tests: both modes, and a deterministic profile that repeats exactly.
     run(cargo(&["test", "--release"]), false)?;
+    // The project's xtask, with the ISA profile: its program in ISA mode on the image just
+    // linked (named with --image).
+    run(
+        cargo(&["xtask", "build-dpa", "--release", "--profile"]),
+        false,
+    )?;
+    let report = target.join("dpa").join("release").join("report.json");
+    let report = std::fs::read_to_string(&report)
+        .map_err(|e| format!("cannot read {}: {e}", report.display()))?;
+    if !report.contains("\"kernel\": \"scale\"") || !report.contains("instructions_per_message") {
+        return Err(format!(
+            "the project's report has no ISA profile of `scale`: {report}"
+        ));
+    }
 
     // The user changes the kernel: every scaled value is off by one now, and the program, which
-    // still expects value * factor, must see it in both modes.
+    // still expects value * factor, must see it in both modes with no command but `cargo run`.
     let kernels = dir.join("scaler-kernels").join("src").join("lib.rs");
     let source = std::fs::read_to_string(&kernels)
         .map_err(|e| format!("cannot read {}: {e}", kernels.display()))?;
@@ -135,20 +152,9 @@ pub fn rust_template() -> Result {
     }
     std::fs::write(&kernels, changed)
         .map_err(|e| format!("cannot write {}: {e}", kernels.display()))?;
-    // `build-dpa` forgotten: the host build has the new kernel, the image the old one, and ISA
-    // mode refuses it, naming the command that rebuilds it.
-    let out = run(cargo(&["run", "--release", "--", "--isa", "10"]), true)?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !stderr.contains("is stale") || !stderr.contains("`cargo xtask build-dpa --release`") {
-        return Err(format!(
-            "ISA mode ran an image older than the kernel's source, or refused it without \
-             naming `cargo xtask build-dpa --release`: {stderr}"
-        ));
-    }
-    run(cargo(&["xtask", "build-dpa", "--release"]), false)?;
     for args in [
-        &["run", "--release", "--", "10"][..],
-        &["run", "--release", "--", "--isa", "10"],
+        &["run", "--release", "--", "--isa", "10"][..],
+        &["run", "--release", "--", "10"],
     ] {
         let out = run(cargo(args), true)?;
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -158,6 +164,34 @@ pub fn rust_template() -> Result {
                 args.join(" ")
             ));
         }
+    }
+    // The image `build-dpa` linked before the change, named by hand, is older than the
+    // kernel's source: ISA mode refuses it, naming the command that rebuilds it.
+    let old_image = target
+        .join("dpa")
+        .join("release")
+        .join("scaler_kernels.elf");
+    let old_image = old_image
+        .to_str()
+        .ok_or("the target directory is not UTF-8")?;
+    let out = run(
+        cargo(&[
+            "run",
+            "--release",
+            "--",
+            "--isa",
+            "--image",
+            old_image,
+            "10",
+        ]),
+        true,
+    )?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !stderr.contains("is stale") || !stderr.contains("`cargo xtask build-dpa --release`") {
+        return Err(format!(
+            "ISA mode ran an image older than the kernel's source, or refused it without \
+             naming `cargo xtask build-dpa --release`: {stderr}"
+        ));
     }
     std::fs::remove_dir_all(&root).map_err(|e| format!("cannot remove {}: {e}", root.display()))
 }

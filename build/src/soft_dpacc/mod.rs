@@ -472,7 +472,7 @@ fn app_source(app: &str, kernels: &[scan::Kernel], image: Option<&Path>) -> Stri
         out,
         "}};\n\nstatic const struct doca_dpa_app {app}_dpakit_descriptor = {{\n\
          \tDPAKIT_SOFT_APP_MAGIC, DPAKIT_SOFT_APP_VERSION, {n}u, \"{app}\", {app}_dpakit_kernels,\n\
-         \t{image}, 0}};\n\n\
+         \t{image}, 0, NULL, 0}};\n\n\
          struct doca_dpa_app *{app} = (struct doca_dpa_app *)&{app}_dpakit_descriptor;\n",
         n = kernels.len()
     );

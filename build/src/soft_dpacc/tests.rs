@@ -233,7 +233,7 @@ fn the_descriptor_lists_each_kernel_and_escapes_the_image_path() {
     assert!(src.contains(r#""/a \"b\"/app.elf""#), "{src}");
     assert!(src.contains("struct doca_dpa_app *app = "), "{src}");
     // No build id: dpacc builds the host and device halves in one command.
-    assert!(app_source("app", &kernels, None).contains("\tNULL, 0};"));
+    assert!(app_source("app", &kernels, None).contains("\tNULL, 0, NULL, 0};"));
 }
 
 /// Device code as DOCA 3.x samples write it: a kernel with no parameter, one launched with

@@ -7,11 +7,10 @@ use crate::error::{ErrorCode, Result, bail, err};
 use dpakit_abi::device::DEVICE_API;
 use dpakit_abi::kernel::{BUILD_ID_SECTION, build_id_records};
 use dpakit_rv::Image;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Reads and loads the image at `path`, its runtime stubs named after the device API, after
-/// checking that it was built from the sources of `app`'s kernels.
-fn load(path: &Path, app: &super::super::App) -> Result<Image> {
+/// Reads and loads the image at `path`.
+fn load_file(path: &Path, app: &super::super::App) -> Result<(Image, PathBuf)> {
     let data = std::fs::read(path).map_err(|e| {
         err(
             ErrorCode::NotFound,
@@ -22,34 +21,49 @@ fn load(path: &Path, app: &super::super::App) -> Result<Image> {
             ),
         )
     })?;
-    let image = Image::parse(&data, &path.display().to_string(), DEVICE_API)
+    Ok((load(&data, path, app)?, path.to_path_buf()))
+}
+
+/// Loads the image `data` (named `path` in messages), its runtime stubs named after the device
+/// API, after checking that it was built from the sources of `app`'s kernels.
+fn load(data: &[u8], path: &Path, app: &super::super::App) -> Result<Image> {
+    let image = Image::parse(data, &path.display().to_string(), DEVICE_API)
         .map_err(|e| err(ErrorCode::InvalidValue, e.to_string()))?;
-    check_build_id(&data, path, app)?;
+    check_build_id(data, path, app)?;
     Ok(image)
 }
 
-/// The image a DPA context in ISA mode runs: the path asked for (the builder's, else
-/// `DPAKIT_SOFT_DPA_IMAGE`, else the app's own), loaded.
+/// The image a DPA context in ISA mode runs, loaded, and the path that names it: the file
+/// asked for (the builder's, else `DPAKIT_SOFT_DPA_IMAGE`), else the image the app embeds, else
+/// the file the app names.
 pub(crate) fn resolve(
     configured: Option<&Path>,
     app: &super::super::App,
-) -> Result<(Image, std::path::PathBuf)> {
-    let from_env = std::env::var_os("DPAKIT_SOFT_DPA_IMAGE").map(std::path::PathBuf::from);
-    let Some(path) = configured
-        .map(Path::to_path_buf)
-        .or(from_env)
-        .or_else(|| app.image_path().map(Path::to_path_buf))
-    else {
+) -> Result<(Image, PathBuf)> {
+    let from_env = std::env::var_os("DPAKIT_SOFT_DPA_IMAGE").map(PathBuf::from);
+    if let Some(path) = configured.map(Path::to_path_buf).or(from_env) {
+        return load_file(&path, app);
+    }
+    if let Some(data) = app.embedded_image() {
+        // Messages name the file the embedded bytes were built as, where there is one.
+        let path = app.image_path().map_or_else(
+            || PathBuf::from(format!("<the DPA image embedded in app `{}`>", app.name())),
+            Path::to_path_buf,
+        );
+        return Ok((load(data, &path, app)?, path));
+    }
+    let Some(path) = app.image_path() else {
         bail!(
             NotFound,
-            "ISA mode needs the DPA image of app `{}`, and none is named: build it with `cargo \
-             xtask build-dpa --release` (the app library it makes names its image) or name it \
-             with dpakit_soft_dpa_set_isa_image / DPAKIT_SOFT_DPA_IMAGE",
+            "ISA mode needs the DPA image of app `{}`, and it neither embeds nor names one: \
+             call `dpakit_build::kernel_crate()` in its kernel crate's build script (the \
+             image is then built with the crate and embedded in the app), build it with `cargo \
+             xtask build-dpa --release` (the soft app library it makes names its image), or \
+             name it with dpakit_soft_dpa_set_isa_image / DPAKIT_SOFT_DPA_IMAGE",
             app.name()
         );
     };
-    let image = load(&path, app)?;
-    Ok((image, path))
+    load_file(path, app)
 }
 
 /// An app with a build id runs only an image recording the same id for it.
@@ -63,24 +77,22 @@ fn check_build_id(data: &[u8], path: &Path, app: &super::super::App) -> Result<(
             format!("the DPA image {}: {why}", path.display()),
         )
     })?;
-    let rebuild = rebuild_command(path);
+    let rebuild = rebuild_advice(path);
     match records.iter().find(|(name, _)| name == app.name()) {
         Some((_, id)) if *id == want => Ok(()),
         Some((_, id)) => bail!(
             InvalidValue,
             "the DPA image {} is stale: it was built from other kernel sources than app `{}`'s \
              host build (build id {id:016x} in the image, {want:016x} in the app), and ISA mode \
-             would run the old kernels. Rebuild the image with `{rebuild}` (in a project from \
-             `cargo xtask new`, the same command of its own xtask)",
+             would run the old kernels. {rebuild}",
             path.display(),
             app.name()
         ),
         None => bail!(
             InvalidValue,
             "the DPA image {} records no build id of app `{}` (it records {}): it was built \
-             from another app's kernels, or by a dpakit without build ids. Rebuild it with \
-             `{rebuild}` (in a project from `cargo xtask new`, the same command of its own \
-             xtask), or name the image of this app",
+             from another app's kernels, or by a dpakit without build ids, or name the image \
+             of this app. {rebuild}",
             path.display(),
             app.name(),
             if records.is_empty() {
@@ -96,17 +108,29 @@ fn check_build_id(data: &[u8], path: &Path, app: &super::super::App) -> Result<(
     }
 }
 
-/// The command that rebuilds the image at `path`: `--release` for an image of the release
-/// profile (`target/dpa/release/`).
-fn rebuild_command(path: &Path) -> &'static str {
-    let under = |dir: &str| path.components().any(|c| c.as_os_str() == dir);
-    if under("release") {
+/// How to rebuild the image at `path`, as a sentence: an image in a build script's `OUT_DIR`
+/// (`…/build/<package>-<hash>/out/…`) is the kernel crate's build script's; any other is
+/// `cargo xtask build-dpa`'s, with `--release` for one of the release profile (`dpa/release/`).
+fn rebuild_advice(path: &Path) -> String {
+    let names: Vec<&std::ffi::OsStr> = path.components().map(|c| c.as_os_str()).collect();
+    let in_out_dir = names.windows(3).any(|w| w[0] == "build" && w[2] == "out");
+    let after_dpa = |dir: &str| names.windows(2).any(|w| w[0] == "dpa" && w[1] == dir);
+    if in_out_dir {
+        return "Rebuild the program with `cargo build`: the kernel crate's build script \
+                (`dpakit_build::kernel_crate`) rebuilds the image with the kernels"
+            .to_string();
+    }
+    let command = if after_dpa("release") {
         "cargo xtask build-dpa --release"
-    } else if under("debug") {
+    } else if after_dpa("debug") {
         "cargo xtask build-dpa"
     } else {
         "cargo xtask build-dpa [--release]"
-    }
+    };
+    format!(
+        "Rebuild the image with `{command}` (in a project from `cargo xtask new`, the same \
+         command of its own xtask)"
+    )
 }
 
 /// The (app, build id) records of an image's [`BUILD_ID_SECTION`]; none when it has no such
@@ -133,18 +157,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_rebuild_command_follows_the_image_profile() {
-        assert_eq!(
-            rebuild_command(Path::new("/w/target/dpa/release/k.elf")),
-            "cargo xtask build-dpa --release"
+    fn the_rebuild_advice_follows_where_the_image_is() {
+        let advice = |path: &str| rebuild_advice(Path::new(path));
+        assert!(
+            advice("/w/target/dpa/release/k.elf").contains("`cargo xtask build-dpa --release`")
         );
-        assert_eq!(
-            rebuild_command(Path::new("/w/target/dpa/debug/k.elf")),
-            "cargo xtask build-dpa"
-        );
-        assert_eq!(
-            rebuild_command(Path::new("/opt/k.elf")),
-            "cargo xtask build-dpa [--release]"
+        assert!(advice("/w/target/dpa/debug/k.elf").contains("`cargo xtask build-dpa`"));
+        assert!(advice("/opt/k.elf").contains("`cargo xtask build-dpa [--release]`"));
+        assert!(
+            advice("/w/target/debug/build/k-0123/out/dpa/k.elf")
+                .contains("`cargo build`: the kernel crate's build script")
         );
     }
 }

@@ -28,17 +28,19 @@ pub fn default_dev() -> Dev {
     Dev::open(&Topology::global().devinfo_list_for(Side::Host)[0]).unwrap()
 }
 
-/// A DPA image `cargo xtask build-dpa` wrote, by its path under `target/dpa/` (`how` says which
-/// build-dpa command makes it).
-pub fn dpa_image(under_target_dpa: &str, how: &str) -> std::path::PathBuf {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/dpa")
-        .join(under_target_dpa);
-    assert!(
-        path.is_file(),
-        "{} is missing: build it with `{how}`",
-        path.display()
+/// The file of the kit's DPA image, which the kernels' build script built with them.
+pub fn kit_image() -> std::path::PathBuf {
+    image_file(dpakit_kernels::IMAGE)
+}
+
+/// The file of a DPA image a kernel crate's build script built (its `IMAGE`; the faulty
+/// fixture's is named by the tests that link the fixture, whose kernel symbols would clash with
+/// other tests' own).
+pub fn image_file(built: Option<&str>) -> std::path::PathBuf {
+    let path = std::path::PathBuf::from(
+        built.expect("the kernel crate's build script built no DPA image: see its warning"),
     );
+    assert!(path.is_file(), "{} is missing", path.display());
     path
 }
 
