@@ -16,6 +16,7 @@
 mod support;
 
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
+use dpakit::abi::handles::SyncEventHandle;
 use dpakit::dpa::{Dpa, KernelLaunch};
 use dpakit::soft::SchedMode;
 use dpakit::soft::SoftSettings;
@@ -112,7 +113,11 @@ fn figure(c: &mut Criterion, threads: u32) {
             b.iter_custom(|iters| {
                 timed(iters, || {
                     v += 1;
-                    black_box(l.dpa.rpc(&kernels::SYNC_SET, (handle, v)).unwrap());
+                    black_box(
+                        l.dpa
+                            .rpc(&kernels::SYNC_SET, (SyncEventHandle(handle), v))
+                            .unwrap(),
+                    );
                 })
             });
         });

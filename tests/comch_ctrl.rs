@@ -105,7 +105,7 @@ fn pair(name: &str, spe: &Pe, cpe: &Pe) -> (Server, Client, Rc<RefCell<Vec<Strin
         })
         .on_disconnect(move |_, _, ok| l2.borrow_mut().push(format!("disconnect {ok}")))
         .on_message(|ch, conn, msg| {
-            assert_eq!(ch.user_data(conn).unwrap(), 77);
+            assert_eq!(ch.user_data(conn).unwrap().get::<u64>(), 77);
             // Echoes all but what asks for quiet.
             if !msg.starts_with(b"quiet") {
                 ch.send(conn, msg, 0).unwrap()

@@ -62,7 +62,7 @@ fn messages_and_completions_come_as_values_in_order() {
         match client.next_event(WAIT).unwrap() {
             Some(Event::SendDone(c)) => {
                 assert_eq!(c.status, ErrorCode::Success);
-                done.push(c.user_data);
+                done.push(c.user_data.get::<u64>());
             }
             other => panic!("expected a send completion, got {other:?}"),
         }
@@ -111,7 +111,10 @@ fn an_endpoint_with_callbacks_queues_nothing_and_one_without_queues_all() {
                 echoed = true;
             }
             Some(Event::SendDone(c)) => {
-                assert_eq!((c.user_data, c.status), (7, ErrorCode::Success));
+                assert_eq!(
+                    (c.user_data.get::<u64>(), c.status),
+                    (7, ErrorCode::Success)
+                );
                 sent = true;
             }
             other => panic!("unexpected {other:?}"),

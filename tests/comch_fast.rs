@@ -231,7 +231,7 @@ fn the_safe_api_loans_writes_and_sends_into_a_consumer() {
     let producer = dpakit::comch::Producer::builder(p.sconn, &p.arm, &spe2)
         .num_send(4)
         .buf_size(1 << 20)
-        .on_send_complete(move |c| d.borrow_mut().push((c.user_data, c.status)))
+        .on_send_complete(move |c| d.borrow_mut().push((c.user_data.get::<u64>(), c.status)))
         .start()
         .unwrap();
     let n = 200u64;

@@ -86,7 +86,7 @@ fn a_memcpy_lands_at_the_destination_and_grows_its_data() {
     assert_eq!(
         *log.borrow(),
         [MemcpyCompletion {
-            user_data: 42,
+            user_data: 42u64.into(),
             status: ErrorCode::Success
         }]
     );
@@ -187,7 +187,7 @@ fn a_stop_flushes_the_copies_in_flight() {
     assert_eq!(
         *log.borrow(),
         [MemcpyCompletion {
-            user_data: 1,
+            user_data: 1u64.into(),
             status: ErrorCode::IoFailed
         }]
     );

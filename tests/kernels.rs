@@ -411,7 +411,7 @@ fn a_kernel_waits_on_and_advances_a_sync_event(mode: ExecMode) {
         .subscriber_cpu(dpa.dev())
         .start()
         .unwrap();
-    let handle = event.dpa_handle(&dpa).unwrap().raw();
+    let handle = event.dpa_handle(&dpa).unwrap();
     event.set(5).unwrap();
     assert_eq!(dpa.rpc(&kernels::SYNC_STEP, (handle, 4, 10)).unwrap(), 15);
     assert_eq!(event.get().unwrap(), 15);

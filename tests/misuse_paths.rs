@@ -131,7 +131,7 @@ impl SinkQueue {
         let sink = statuses.clone();
         let producer = CpuProducer::builder(&to_dpa, &pe)
             .num_send_tasks(send_tasks)
-            .on_send_complete(move |c| sink.borrow_mut().push((c.user_data, c.status)))
+            .on_send_complete(move |c| sink.borrow_mut().push((c.user_data.get::<u64>(), c.status)))
             .start()
             .unwrap();
         let thread = DpaThread::builder(&dpa, &kernels::SINK)
@@ -178,7 +178,7 @@ fn a_send_waiting_for_a_destroyed_consumer_fails_and_never_reaches_its_successor
         first_id,
         "consumer ids are not reused while sends may name them"
     );
-    dpa.rpc(dpa.app().consumer_ack(), (second.dpa_handle().raw(), 4))
+    dpa.rpc(dpa.app().consumer_ack(), (second.dpa_handle(), 4))
         .unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while producer.in_flight() > 0 {

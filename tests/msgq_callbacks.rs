@@ -53,9 +53,11 @@ fn one_receive_task_reposted_in_its_callback_carries_every_reply() {
             let mut log = log.borrow_mut();
             log.seqs
                 .push(ImmMessage::from_bytes(r.imm).unwrap().header.seq);
-            log.user_data.push(r.user_data);
-            log.reposts
-                .push(r.post_recv(r.user_data + 1).map_err(|e| e.code()));
+            log.user_data.push(r.user_data.get::<u64>());
+            log.reposts.push(
+                r.post_recv(r.user_data.get::<u64>() + 1)
+                    .map_err(|e| e.code()),
+            );
         })
         .start()
         .unwrap();
@@ -133,7 +135,7 @@ fn a_consumer_without_a_callback_hands_out_every_reply_as_a_value() {
         assert_eq!(reply.status, ErrorCode::Success);
         assert_eq!(ImmMessage::from_bytes(reply.imm()).unwrap().header.seq, seq);
         assert_eq!(
-            reply.user_data,
+            reply.user_data.get::<u64>(),
             u64::from(seq % TASKS),
             "receives complete in order"
         );

@@ -60,7 +60,7 @@ fn progress_until(pe: &Pe, mut done: impl FnMut() -> bool) {
 fn ok(kind: TaskKind, user_data: u64, value: Option<u64>) -> TaskCompletion {
     TaskCompletion {
         kind,
-        user_data,
+        user_data: user_data.into(),
         status: ErrorCode::Success,
         value,
     }
@@ -167,7 +167,7 @@ fn a_stop_completes_the_waits_still_submitted_with_an_error() {
     let flushed: Vec<_> = log
         .borrow()
         .iter()
-        .map(|c| (c.user_data, c.status))
+        .map(|c| (c.user_data.get::<u64>(), c.status))
         .collect();
     assert_eq!(
         flushed,

@@ -250,7 +250,7 @@ fn msgq_endpoints_dropped_in_their_own_callbacks() {
     let consumer = CpuConsumer::builder(&path.from_dpa, &path.pe)
         .on_recv(move |r| {
             // The first echo; the second receive is flushed by the stop.
-            if r.user_data == 0 {
+            if r.user_data.get::<u64>() == 0 {
                 assert_eq!(r.status, ErrorCode::Success);
             }
             c2.drop_now();

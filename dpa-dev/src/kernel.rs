@@ -152,22 +152,36 @@ macro_rules! extern_thread_kernel {
     };
 }
 
-/// Declares a DPA RPC kernel (up to four `u64` arguments, returns `u64`) and a typed reference
-/// to it, which `Dpa::rpc` calls with a tuple of the arguments.
+/// Declares a DPA RPC kernel and a typed reference to it, which `Dpa::rpc` calls with a tuple of
+/// the arguments and which returns the kernel's value.
+///
+/// Up to four parameters, each a [`Word`](crate::abi::Word): an integer, a DOCA handle
+/// ([`handles`](crate::abi::handles)), any `Pod` of at most 8 bytes; the result is one too, or
+/// nothing. DOCA passes each as a `uint64_t`; the macro converts them on both sides, so neither
+/// host nor kernel handles raw words.
 ///
 /// ```
+/// use dpakit::abi::handles::SyncEventHandle;
+///
 /// dpakit::rpc_kernel! {
 ///     /// Adds two numbers on the DPA.
 ///     pub ADD: fn doc_add(a: u64, b: u64) -> u64 { a + b }
 /// }
+/// dpakit::rpc_kernel! {
+///     /// Typed parameters: a handle and a narrow integer; a signed result.
+///     pub OFFSET: fn doc_offset(event: SyncEventHandle, by: u32) -> i64 {
+///         event.raw() as i64 - i64::from(by)
+///     }
+/// }
 /// dpakit::dpa_app! {
 ///     /// The example's app.
-///     pub APP = doc_rpc_app [ADD]
+///     pub APP = doc_rpc_app [ADD, OFFSET]
 /// }
 ///
 /// # fn main() -> dpakit::Result<()> {
 /// let dpa = dpakit::dpa::Dpa::builder(&dpakit::open_dpa_dev()?).app(&APP).start()?;
 /// assert_eq!(dpa.rpc(&ADD, (40, 2))?, 42);
+/// assert_eq!(dpa.rpc(&OFFSET, (SyncEventHandle(3), 5))?, -2);
 /// # Ok(())
 /// # }
 /// ```
@@ -175,19 +189,39 @@ macro_rules! extern_thread_kernel {
 macro_rules! rpc_kernel {
     (
         $(#[$meta:meta])*
-        $vis:vis $reference:ident : fn $name:ident($($arg:ident : u64),* $(,)?) -> u64 $body:block
+        $vis:vis $reference:ident : fn $name:ident($($arg:ident : $ty:ty),* $(,)?)
+            $(-> $ret:ty)? $body:block
     ) => {
-        $crate::__rpc_entry!($(#[$meta])* $vis fn $name($($arg),*) $body);
+        $crate::__rpc_entry!($(#[$meta])* $vis fn $name($($arg),*) {
+            // The body with the declared types; the entry converts DOCA's words on either side.
+            fn typed($($arg: $ty),*) $(-> $ret)? $body
+            $crate::abi::Word::into_word(typed($(<$ty as $crate::abi::Word>::from_word($arg)),*))
+        });
 
         #[doc = concat!("Typed reference to the RPC kernel `", stringify!($name), "`.")]
-        $vis const $reference: $crate::RpcKernel<$crate::__rpc_fn!($($arg),*)> =
-            $crate::RpcKernel::new(
-                $crate::__private::cstr(concat!(stringify!($name), "\0")),
-                $name,
-                $name as *const ::core::ffi::c_void,
-            );
+        $vis const $reference: $crate::RpcKernel<
+            $crate::__rpc_fn!($($arg),*),
+            ($($ty,)*),
+            $crate::__rpc_ret!($($ret)?),
+        > = $crate::RpcKernel::new(
+            $crate::__private::cstr(concat!(stringify!($name), "\0")),
+            $name,
+            $name as *const ::core::ffi::c_void,
+        );
 
         $crate::__kernel_marker!(rpc, $name);
+    };
+}
+
+/// An RPC kernel's declared result type: `()` when it declares none.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __rpc_ret {
+    () => {
+        ()
+    };
+    ($ret:ty) => {
+        $ret
     };
 }
 

@@ -11,8 +11,7 @@ crate::rpc_kernel! {
     /// Posts `count` receives (credits) on a DPA consumer. A CPU producer can send only once the
     /// DPA posted receives, and a kernel runs only once a message arrived, so the host posts the
     /// first ones with this RPC (`MsgqPath` does).
-    pub CONSUMER_ACK: fn dpakit_consumer_ack(consumer: u64, count: u64) -> u64 {
-        Consumer::new(ComchConsumerHandle(consumer)).ack(count.min(u64::from(u32::MAX)) as u32);
-        0
+    pub CONSUMER_ACK: fn dpakit_consumer_ack(consumer: ComchConsumerHandle, count: u32) {
+        Consumer::new(consumer).ack(count);
     }
 }

@@ -161,7 +161,7 @@ impl App {
     }
 
     /// Adds an RPC kernel.
-    pub fn rpc_kernel<F: RpcSignature>(mut self, kernel: &RpcKernel<F>) -> Self {
+    pub fn rpc_kernel<F: RpcSignature, A, R>(mut self, kernel: &RpcKernel<F, A, R>) -> Self {
         self.kernels.push(AppKernel {
             name: kernel.name(),
             entry: kernel.func() as usize,

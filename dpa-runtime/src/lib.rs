@@ -426,8 +426,13 @@ impl Dpa {
         crate::limits::DPA_MAX_THREADS as u32
     }
 
-    /// `doca_dpa_rpc`: runs an RPC kernel once and returns its result.
-    pub fn rpc<F: RpcSignature>(&self, kernel: &RpcKernel<F>, args: F::Args) -> Result<u64> {
+    /// `doca_dpa_rpc`: runs an RPC kernel once with `args` as DOCA passes them (words) and
+    /// returns its result word.
+    pub fn rpc<F: RpcSignature, A, R>(
+        &self,
+        kernel: &RpcKernel<F, A, R>,
+        args: F::Args,
+    ) -> Result<u64> {
         self.shared.require_running("run an RPC")?;
         let name = self
             .shared

@@ -8,6 +8,7 @@
 //! pollable descriptors a program can also hand to its own epoll loop). The soft device's rules
 //! are in docs/comm-channel.md.
 
+use crate::UserData;
 use crate::dev::{Dev, DevRep};
 use crate::error::{Error, Result, bail, doca};
 use dpakit_abi::ErrorCode;
@@ -534,16 +535,19 @@ impl Endpoint {
 
     /// `doca_comm_channel_peer_addr_set_user_data`.
     #[doc(alias = "doca_comm_channel_peer_addr_set_user_data")]
-    pub fn set_user_data(&self, peer: PeerAddr, value: u64) -> Result<()> {
-        doca!(doca_comm_channel_peer_addr_set_user_data(peer.raw, value))
+    pub fn set_user_data(&self, peer: PeerAddr, value: impl Into<UserData>) -> Result<()> {
+        doca!(doca_comm_channel_peer_addr_set_user_data(
+            peer.raw,
+            value.into().raw()
+        ))
     }
 
     /// `doca_comm_channel_peer_addr_get_user_data` (0 unless set).
     #[doc(alias = "doca_comm_channel_peer_addr_get_user_data")]
-    pub fn user_data(&self, peer: PeerAddr) -> Result<u64> {
+    pub fn user_data(&self, peer: PeerAddr) -> Result<UserData> {
         let mut v = 0;
         doca!(doca_comm_channel_peer_addr_get_user_data(peer.raw, &mut v))?;
-        Ok(v)
+        Ok(UserData::from_raw(v))
     }
 }
 

@@ -43,6 +43,7 @@
 //! dropping a [`Buf`] or its [`Mmap`](crate::mmap::Mmap) early never frees memory the device
 //! still copies to.
 
+use crate::UserData;
 use crate::buf::Buf;
 use crate::comch::{HasStateCallback, start_on_pe};
 use crate::ctx::{self, CtxState, StateChangedCb};
@@ -59,7 +60,7 @@ use std::mem::ManuallyDrop;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemcpyCompletion {
     /// The user data given to [`Dma::memcpy`].
-    pub user_data: u64,
+    pub user_data: UserData,
     /// `Success` once the bytes are in the destination, or the task's error: `IoFailed` for a
     /// task a stop took back, `BadState` on the soft device for a buffer changed while it was
     /// copied.
@@ -166,7 +167,7 @@ unsafe fn finish(
         sys::doca_buf_dec_refcount(src, std::ptr::null_mut());
         sys::doca_buf_dec_refcount(dst, std::ptr::null_mut());
     }
-    let user_data = crate::data_bits(user_data);
+    let user_data = UserData::from_raw(crate::data_bits(user_data));
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_complete.borrow_mut().as_mut() {
             cb(MemcpyCompletion { user_data, status });
@@ -245,14 +246,21 @@ impl Dma {
     /// reach or write, `NO_MEMORY` when every task is in flight.
     #[doc(alias = "doca_dma_task_memcpy_alloc_init")]
     #[doc(alias = "doca_task_submit")]
-    pub fn memcpy(&self, src: &Buf<'_>, dst: &Buf<'_>, user_data: u64) -> Result<()> {
+    pub fn memcpy(
+        &self,
+        src: &Buf<'_>,
+        dst: &Buf<'_>,
+        user_data: impl Into<UserData>,
+    ) -> Result<()> {
         let inner = &**self.inner;
         let mut task = std::ptr::null_mut();
         doca!(doca_dma_task_memcpy_alloc_init(
             inner.raw,
             src.as_raw(),
             dst.as_raw(),
-            sys::doca_data { u64_: user_data },
+            sys::doca_data {
+                u64_: user_data.into().raw()
+            },
             &mut task
         ))?;
         // SAFETY: a task we just allocated.

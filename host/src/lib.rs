@@ -34,12 +34,14 @@ pub mod pe;
 mod pe_async;
 pub mod soft;
 pub mod sync_event;
+mod user_data;
 
 pub use dev::open_dpa_dev;
 pub use dpakit_abi as abi;
 pub use dpakit_abi::{ErrorCode, ImmMessage, SubmitFlags};
 pub use error::{Error, Result};
 pub use path::{MsgqPath, MsgqPathBuilder, Reply};
+pub use user_data::UserData;
 
 /// The 64 bits of a `union doca_data`, whichever member was written.
 #[inline]

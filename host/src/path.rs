@@ -261,10 +261,7 @@ impl<'a, A: Pod + 'static, Req, Resp> MsgqPathBuilder<'a, A, Req, Resp> {
         args.write(&make(block))?;
         drop((to_dpa, from_dpa, consumer_completion, producer_completion));
         thread.run()?;
-        dpa.rpc(
-            dpa.app().consumer_ack(),
-            (dpa_consumer.dpa_handle().raw(), u64::from(depth)),
-        )?;
+        dpa.rpc(dpa.app().consumer_ack(), (dpa_consumer.dpa_handle(), depth))?;
         for i in 0..u64::from(depth) {
             cpu_consumer.post_recv(i)?;
         }

@@ -156,24 +156,40 @@ rpc_signatures!("C": 0 (), 1 (A), 2 (A, B), 3 (A, B, C), 4 (A, B, C, D));
 rpc_signatures!("C-unwind": 0 (), 1 (A), 2 (A, B), 3 (A, B, C), 4 (A, B, C, D));
 
 /// A typed reference to an RPC kernel, made by `dpakit_dev::rpc_kernel!`. Host code passes it to
-/// `doca_dpa_rpc`, which runs it once on the DPA and returns its `u64`.
-#[derive(Clone, Copy, Debug)]
-pub struct RpcKernel<F: RpcSignature> {
+/// `doca_dpa_rpc`, which runs it once on the DPA. `F` is the entry's signature as DOCA calls it
+/// (every parameter and the result a `u64`); `Args` and `Ret` are the types the kernel declared
+/// ([`Word`](crate::Word)s: handles, integers, small `Pod`s), which the host passes and gets back.
+#[derive(Debug)]
+pub struct RpcKernel<F: RpcSignature, Args = <F as RpcSignature>::Args, Ret = u64> {
     name: &'static CStr,
     entry: F,
     /// `entry` as an address (a generic const fn cannot cast `F`).
     addr: *const c_void,
+    typed: PhantomData<fn(Args) -> Ret>,
 }
 
-// SAFETY: `addr` is the address of a function, which every thread may read and call.
-unsafe impl<F: RpcSignature> Send for RpcKernel<F> {}
-// SAFETY: as above; the reference is immutable.
-unsafe impl<F: RpcSignature> Sync for RpcKernel<F> {}
+impl<F: RpcSignature, A, R> Clone for RpcKernel<F, A, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
 
-impl<F: RpcSignature> RpcKernel<F> {
+impl<F: RpcSignature, A, R> Copy for RpcKernel<F, A, R> {}
+
+// SAFETY: `addr` is the address of a function, which every thread may read and call.
+unsafe impl<F: RpcSignature, A, R> Send for RpcKernel<F, A, R> {}
+// SAFETY: as above; the reference is immutable.
+unsafe impl<F: RpcSignature, A, R> Sync for RpcKernel<F, A, R> {}
+
+impl<F: RpcSignature, A, R> RpcKernel<F, A, R> {
     /// A reference to `entry` (whose address is `addr`), exported as `name`.
     pub const fn new(name: &'static CStr, entry: F, addr: *const c_void) -> Self {
-        Self { name, entry, addr }
+        Self {
+            name,
+            entry,
+            addr,
+            typed: PhantomData,
+        }
     }
 
     /// The kernel's symbol name.
@@ -203,12 +219,15 @@ impl<F: RpcSignature> RpcKernel<F> {
     }
 }
 
-/// The signature of [`DpaApp::consumer_ack`]: (DPA consumer handle, count) → 0.
+/// The entry of [`DpaApp::consumer_ack`] as DOCA calls it: two words in, one out.
 #[cfg(not(all(target_arch = "riscv64", target_os = "none")))]
 pub type ConsumerAckFn = extern "C-unwind" fn(u64, u64) -> u64;
-/// The signature of [`DpaApp::consumer_ack`]: (DPA consumer handle, count) → 0.
+/// The entry of [`DpaApp::consumer_ack`] as DOCA calls it: two words in, one out.
 #[cfg(all(target_arch = "riscv64", target_os = "none"))]
 pub type ConsumerAckFn = extern "C" fn(u64, u64) -> u64;
+
+/// [`DpaApp::consumer_ack`]: (DPA consumer handle, count of receives to post) → nothing.
+pub type ConsumerAck = RpcKernel<ConsumerAckFn, (crate::handles::ComchConsumerHandle, u32), ()>;
 
 /// A typed reference to a DPA app: the `struct doca_dpa_app *` symbol that dpacc defines on
 /// hardware and `dpakit_dev::dpa_app!` defines for the soft device. Made by `dpa_app!`.
@@ -216,7 +235,7 @@ pub type ConsumerAckFn = extern "C" fn(u64, u64) -> u64;
 pub struct DpaApp {
     name: &'static CStr,
     raw: fn() -> *mut c_void,
-    consumer_ack: RpcKernel<ConsumerAckFn>,
+    consumer_ack: ConsumerAck,
 }
 
 impl DpaApp {
@@ -225,7 +244,7 @@ impl DpaApp {
     pub const fn new(
         name: &'static CStr,
         raw: fn() -> *mut c_void,
-        consumer_ack: RpcKernel<ConsumerAckFn>,
+        consumer_ack: ConsumerAck,
     ) -> Self {
         Self {
             name,
@@ -236,7 +255,7 @@ impl DpaApp {
 
     /// The RPC every dpakit app carries that posts receives (credits) on a DPA consumer:
     /// `(consumer handle, count)`. Host code uses it to post a consumer's first credits.
-    pub const fn consumer_ack(&self) -> &RpcKernel<ConsumerAckFn> {
+    pub const fn consumer_ack(&self) -> &ConsumerAck {
         &self.consumer_ack
     }
 
@@ -449,7 +468,8 @@ mod tests {
         // gives different ones).
         let add: extern "C-unwind" fn(u64, u64) -> u64 = add;
         let nothing: extern "C-unwind" fn(u64) = nothing;
-        let rpc = RpcKernel::new(c"add", add, add as *const c_void);
+        let rpc: RpcKernel<extern "C-unwind" fn(u64, u64) -> u64> =
+            RpcKernel::new(c"add", add, add as *const c_void);
         assert_eq!(rpc.name(), "add");
         assert_eq!(rpc.entry().invoke((40, 2)), 42);
         let d = rpc.soft_kernel();

@@ -31,6 +31,7 @@ pub mod kernel;
 mod message;
 mod pod;
 pub mod soft;
+mod word;
 
 pub use checksum::checksum64;
 pub use ctx_state::CtxState;
@@ -44,6 +45,7 @@ pub use message::{
     Payload, PingPong,
 };
 pub use pod::{Immediate, Pod, bytes_of, from_imm_bytes};
+pub use word::{Word, WordTuple};
 
 /// Largest immediate a MsgQ producer may send or a consumer receive, in bytes.
 pub const MAX_IMM_DATA_LEN: usize = 32;

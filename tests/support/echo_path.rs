@@ -81,7 +81,7 @@ impl EchoPath {
         self.dpa
             .rpc(
                 self.dpa.app().consumer_ack(),
-                (self.dpa_consumer.dpa_handle().raw(), 1),
+                (self.dpa_consumer.dpa_handle(), 1),
             )
             .unwrap();
     }

@@ -25,7 +25,7 @@ pub fn send_one_message(dpa: &Dpa, pe: &Pe, thread: &DpaThread) -> OneMessage {
     let consumer = DpaConsumer::builder(&to_dpa, &completion).start().unwrap();
     let producer = CpuProducer::builder(&to_dpa, pe).start().unwrap();
     thread.run().unwrap();
-    dpa.rpc(dpa.app().consumer_ack(), (consumer.dpa_handle().raw(), 1))
+    dpa.rpc(dpa.app().consumer_ack(), (consumer.dpa_handle(), 1))
         .unwrap();
     producer.send(&[1; 8], consumer.id(), 0).unwrap();
     OneMessage {

@@ -1,6 +1,7 @@
 //! The CPU consumer of a DPA → CPU MsgQ (`doca_comch_consumer` with post-receive tasks).
 
 use super::{HasStateCallback, ctx_of_consumer, start_on_pe};
+use crate::UserData;
 use crate::ctx::{self, CtxState, StateChangedCb};
 use crate::error::{Result, bail, doca};
 use crate::msgq::{Direction, Msgq};
@@ -20,7 +21,7 @@ pub struct RecvCompletion<'a> {
     /// `doca_comch_consumer_task_post_recv_get_producer_id`.
     pub producer_id: u32,
     /// The user data given to [`CpuConsumer::post_recv`].
-    pub user_data: u64,
+    pub user_data: UserData,
     /// `Success`, or why the receive failed (a stopping consumer flushes its receives).
     pub status: ErrorCode,
     consumer: &'a Inner,
@@ -43,8 +44,8 @@ impl RecvCompletion<'_> {
     /// The same as [`CpuConsumer::post_recv`].
     #[doc(alias = "doca_task_submit")]
     #[inline]
-    pub fn post_recv(&self, user_data: u64) -> Result<()> {
-        self.consumer.post_recv(user_data)
+    pub fn post_recv(&self, user_data: impl Into<UserData>) -> Result<()> {
+        self.consumer.post_recv(user_data.into().raw())
     }
 }
 
@@ -59,7 +60,7 @@ pub struct ConsumerMessage {
     /// `doca_comch_consumer_task_post_recv_get_producer_id`.
     pub producer_id: u32,
     /// The user data given to [`CpuConsumer::post_recv`].
-    pub user_data: u64,
+    pub user_data: UserData,
     /// `Success`, or why the receive failed (a stopping consumer flushes its receives).
     pub status: ErrorCode,
 }
@@ -262,7 +263,7 @@ fn deliver(
             bytes: copy,
             len: len as u8,
             producer_id,
-            user_data,
+            user_data: UserData::from_raw(user_data),
             status,
         });
         return;
@@ -272,7 +273,7 @@ fn deliver(
             cb(&RecvCompletion {
                 imm: &copy[..len],
                 producer_id,
-                user_data,
+                user_data: UserData::from_raw(user_data),
                 status,
                 consumer: inner,
             });
@@ -382,8 +383,8 @@ impl CpuConsumer {
     /// receive task is posted.
     #[doc(alias = "doca_comch_consumer_task_post_recv_alloc_init")]
     #[inline]
-    pub fn post_recv(&self, user_data: u64) -> Result<()> {
-        self.inner.post_recv(user_data)
+    pub fn post_recv(&self, user_data: impl Into<UserData>) -> Result<()> {
+        self.inner.post_recv(user_data.into().raw())
     }
 
     /// The size of the receive task pool.

@@ -1,6 +1,7 @@
 //! The CPU producer of a CPU → DPA MsgQ (`doca_comch_producer` with send tasks).
 
 use super::{ctx_of_producer, start_on_pe};
+use crate::UserData;
 use crate::ctx::{self, CtxState, StateChangedCb};
 use crate::error::{Result, bail, doca};
 use crate::msgq::{Direction, Msgq};
@@ -15,7 +16,7 @@ use std::mem::ManuallyDrop;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendCompletion {
     /// The user data given with the send ([`CpuProducer::send`], [`Channel::send`](super::Channel::send), [`Loan::send`](super::Loan::send)).
-    pub user_data: u64,
+    pub user_data: UserData,
     /// `Success` once the message is in the DPA consumer's completion context, or the error of
     /// a send that failed (a stopping producer flushes the sends still waiting for a credit).
     pub status: ErrorCode,
@@ -125,7 +126,10 @@ unsafe fn finish(
     }
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_send.borrow_mut().as_mut() {
-            cb(SendCompletion { user_data, status });
+            cb(SendCompletion {
+                user_data: UserData::from_raw(user_data),
+                status,
+            });
         }
     });
 }
@@ -222,7 +226,7 @@ impl CpuProducer {
     /// in order. `NO_MEMORY` when every send task is in flight.
     #[doc(alias = "doca_comch_producer_task_send_alloc_init")]
     #[inline]
-    pub fn send(&self, imm: &[u8], consumer_id: u32, user_data: u64) -> Result<()> {
+    pub fn send(&self, imm: &[u8], consumer_id: u32, user_data: impl Into<UserData>) -> Result<()> {
         // The length is checked once, by the soft device or DOCA (the MsgQ's limit, then the
         // consumer's imm_data_len); a longer slice is refused there with INVALID_VALUE. Past
         // u32 it would wrap, so that is refused here.
@@ -248,8 +252,11 @@ impl CpuProducer {
         let task = unsafe { sys::doca_comch_producer_task_send_as_task(task) };
         // Only the completion callback sees the user data: without one it is not set.
         if inner.reports {
+            let data = sys::doca_data {
+                u64_: user_data.into().raw(),
+            };
             // SAFETY: as above.
-            unsafe { sys::doca_task_set_user_data(task, sys::doca_data { u64_: user_data }) };
+            unsafe { sys::doca_task_set_user_data(task, data) };
         }
         if let Err(e) = doca!(doca_task_submit(task)) {
             // SAFETY: the submit failed, so the task is still ours.

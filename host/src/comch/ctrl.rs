@@ -2,6 +2,7 @@
 //! send tasks with their own message buffers, and the callbacks of the control path.
 
 use super::SendCompletion;
+use crate::UserData;
 use crate::ctx::StateChangedCb;
 use crate::error::{Result, bail, doca};
 use crate::pe::Pe;
@@ -320,7 +321,7 @@ impl<'a> Channel<'a> {
     /// gets `user_data`. `NO_MEMORY` while every send task is in flight.
     #[doc(alias = "doca_comch_server_task_send_alloc_init")]
     #[doc(alias = "doca_comch_client_task_send_alloc_init")]
-    pub fn send(&self, conn: Connection, msg: &[u8], user_data: u64) -> Result<()> {
+    pub fn send(&self, conn: Connection, msg: &[u8], user_data: impl Into<UserData>) -> Result<()> {
         let inner = self.inner;
         inner.check(conn)?;
         if msg.len() > inner.max_msg_size as usize {
@@ -341,7 +342,7 @@ impl<'a> Channel<'a> {
             let mut slots = inner.slots.borrow_mut();
             let s = &mut slots[slot as usize];
             s.buf[..msg.len()].copy_from_slice(msg);
-            s.user_data = user_data;
+            s.user_data = user_data.into().raw();
             s.buf.as_ptr()
         };
         let mut task = std::ptr::null_mut();
@@ -429,22 +430,24 @@ impl<'a> Channel<'a> {
 
     /// `doca_comch_connection_set_user_data`.
     #[doc(alias = "doca_comch_connection_set_user_data")]
-    pub fn set_user_data(&self, conn: Connection, data: u64) -> Result<()> {
+    pub fn set_user_data(&self, conn: Connection, data: impl Into<UserData>) -> Result<()> {
         self.inner.check(conn)?;
         doca!(doca_comch_connection_set_user_data(
             conn.raw,
-            sys::doca_data { u64_: data }
+            sys::doca_data {
+                u64_: data.into().raw()
+            }
         ))
     }
 
     /// `doca_comch_connection_get_user_data`.
     #[doc(alias = "doca_comch_connection_get_user_data")]
-    pub fn user_data(&self, conn: Connection) -> Result<u64> {
+    pub fn user_data(&self, conn: Connection) -> Result<UserData> {
         self.inner.check(conn)?;
         // SAFETY: a live connection of this context.
-        Ok(crate::data_bits(unsafe {
+        Ok(UserData::from_raw(crate::data_bits(unsafe {
             sys::doca_comch_connection_get_user_data(conn.raw)
-        }))
+        })))
     }
 }
 
@@ -605,7 +608,10 @@ unsafe fn send_finished(task: *mut sys::doca_comch_task_send, slot: u64, ctx_dat
         .get(slot as usize)
         .map_or(0, |s| s.user_data);
     inner.free.borrow_mut().push(slot as u32);
-    let done = SendCompletion { user_data, status };
+    let done = SendCompletion {
+        user_data: UserData::from_raw(user_data),
+        status,
+    };
     inner
         .pe
         .catch(|| match inner.cbs.borrow_mut().send.as_mut() {

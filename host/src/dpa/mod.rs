@@ -24,7 +24,7 @@ use crate::error::{Error, Result, bail, check, doca};
 use crate::mmap::Mmap;
 use dpakit_abi::handles::MmapHandle;
 use dpakit_abi::kernel::RPC_MAX_ARGS;
-use dpakit_abi::{Pod, RpcKernel, RpcSignature};
+use dpakit_abi::{Pod, RpcKernel, RpcSignature, Word, WordTuple};
 use dpakit_sys as sys;
 use std::fmt;
 use std::rc::Rc;
@@ -169,10 +169,21 @@ impl Dpa {
         self.error().map_or(Ok(()), Err)
     }
 
-    /// `doca_dpa_rpc`: runs an RPC kernel of the app once and returns its result.
+    /// `doca_dpa_rpc`: runs an RPC kernel of the app once with `args` (a tuple of the types the
+    /// kernel declares) and returns its result, typed as the kernel declares it.
     #[doc(alias = "doca_dpa_rpc")]
-    pub fn rpc<F: RpcSignature>(&self, kernel: &RpcKernel<F>, args: F::Args) -> Result<u64> {
-        let a = F::to_array(args);
+    pub fn rpc<F: RpcSignature, A: WordTuple, R: Word>(
+        &self,
+        kernel: &RpcKernel<F, A, R>,
+        args: A,
+    ) -> Result<R> {
+        const {
+            assert!(
+                A::LEN == F::NUM_ARGS,
+                "one argument per parameter of the kernel"
+            )
+        };
+        let a = args.into_words();
         let func: sys::doca_dpa_func_t = {
             let addr = kernel.func();
             if addr.is_null() {
@@ -202,7 +213,7 @@ impl Dpa {
             }
         };
         check("doca_dpa_rpc", rc)?;
-        Ok(ret)
+        Ok(R::from_word(ret))
     }
 
     /// `doca_dpa_mem_alloc`: `size` bytes of device memory.

@@ -2,6 +2,7 @@
 //! wait on the counter, completed by a progress engine.
 
 use super::{SyncEvent, SyncEventBuilder, export, import};
+use crate::UserData;
 use crate::ctx::{self, CtxState, StateChangedCb};
 use crate::dev::Dev;
 use crate::dpa::Dpa;
@@ -49,7 +50,7 @@ pub struct TaskCompletion {
     /// What the task was.
     pub kind: TaskKind,
     /// The user data given with it.
-    pub user_data: u64,
+    pub user_data: UserData,
     /// `Success`, or the error of a task that failed (a stop completes the waits still
     /// submitted with an error).
     pub status: ErrorCode,
@@ -135,7 +136,7 @@ unsafe fn finish(
     unsafe { sys::doca_task_free(task) };
     let done = TaskCompletion {
         kind,
-        user_data: crate::data_bits(task_data),
+        user_data: UserData::from_raw(crate::data_bits(task_data)),
         status,
         value,
     };
@@ -403,7 +404,7 @@ impl SyncEventContext {
     /// `doca_sync_event_task_get_alloc_init` + `doca_task_submit`: the completion carries the
     /// value.
     #[doc(alias = "doca_sync_event_task_get_alloc_init")]
-    pub fn get(&self, user_data: u64) -> Result<()> {
+    pub fn get(&self, user_data: impl Into<UserData>) -> Result<()> {
         self.submit(
             true,
             |inner, slot| {
@@ -415,13 +416,13 @@ impl SyncEventContext {
                 // SAFETY: a task we just allocated.
                 Ok(unsafe { sys::doca_sync_event_task_get_as_doca_task(task) })
             },
-            user_data,
+            user_data.into().raw(),
         )
     }
 
     /// `doca_sync_event_task_notify_set_alloc_init` + `doca_task_submit`.
     #[doc(alias = "doca_sync_event_task_notify_set_alloc_init")]
-    pub fn notify_set(&self, value: u64, user_data: u64) -> Result<()> {
+    pub fn notify_set(&self, value: u64, user_data: impl Into<UserData>) -> Result<()> {
         self.submit(
             false,
             |inner, _| {
@@ -433,14 +434,14 @@ impl SyncEventContext {
                 // SAFETY: a task we just allocated.
                 Ok(unsafe { sys::doca_sync_event_task_notify_set_as_doca_task(task) })
             },
-            user_data,
+            user_data.into().raw(),
         )
     }
 
     /// `doca_sync_event_task_notify_add_alloc_init` + `doca_task_submit`: the completion
     /// carries the value before the addition.
     #[doc(alias = "doca_sync_event_task_notify_add_alloc_init")]
-    pub fn notify_add(&self, inc: u64, user_data: u64) -> Result<()> {
+    pub fn notify_add(&self, inc: u64, user_data: impl Into<UserData>) -> Result<()> {
         self.submit(
             true,
             |inner, slot| {
@@ -452,14 +453,14 @@ impl SyncEventContext {
                 // SAFETY: a task we just allocated.
                 Ok(unsafe { sys::doca_sync_event_task_notify_add_as_doca_task(task) })
             },
-            user_data,
+            user_data.into().raw(),
         )
     }
 
     /// `doca_sync_event_task_wait_eq_alloc_init` + `doca_task_submit`: completes once
     /// `(counter & mask) == value`. The mask is 0, 1, 2, 4 or 8 consecutive `0xFF` bytes.
     #[doc(alias = "doca_sync_event_task_wait_eq_alloc_init")]
-    pub fn wait_eq(&self, value: u64, mask: u64, user_data: u64) -> Result<()> {
+    pub fn wait_eq(&self, value: u64, mask: u64, user_data: impl Into<UserData>) -> Result<()> {
         self.submit(
             false,
             |inner, _| {
@@ -471,14 +472,14 @@ impl SyncEventContext {
                 // SAFETY: a task we just allocated.
                 Ok(unsafe { sys::doca_sync_event_task_wait_eq_as_doca_task(task) })
             },
-            user_data,
+            user_data.into().raw(),
         )
     }
 
     /// `doca_sync_event_task_wait_neq_alloc_init` + `doca_task_submit`: completes once
     /// `(counter & mask) != value`.
     #[doc(alias = "doca_sync_event_task_wait_neq_alloc_init")]
-    pub fn wait_neq(&self, value: u64, mask: u64, user_data: u64) -> Result<()> {
+    pub fn wait_neq(&self, value: u64, mask: u64, user_data: impl Into<UserData>) -> Result<()> {
         self.submit(
             false,
             |inner, _| {
@@ -490,7 +491,7 @@ impl SyncEventContext {
                 // SAFETY: a task we just allocated.
                 Ok(unsafe { sys::doca_sync_event_task_wait_neq_as_doca_task(task) })
             },
-            user_data,
+            user_data.into().raw(),
         )
     }
 

@@ -1,6 +1,7 @@
 //! `doca_comch_producer` on a connection.
 
 use super::Slots;
+use crate::UserData;
 use crate::comch::{Connection, SendCompletion, start_on_pe};
 use crate::ctx::{self, CtxState, StateChangedCb};
 use crate::error::{Result, bail, doca};
@@ -88,7 +89,10 @@ unsafe extern "C" fn send_finished(
     }
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_send.borrow_mut().as_mut() {
-            cb(SendCompletion { user_data, status });
+            cb(SendCompletion {
+                user_data: UserData::from_raw(user_data),
+                status,
+            });
         }
     });
 }
@@ -205,12 +209,12 @@ impl Loan<'_> {
 
     /// `doca_comch_producer_task_send_alloc_init` + `doca_task_submit`: sends the buffer and
     /// `imm` to consumer `consumer_id`; the completion callback gets `user_data`.
-    pub fn send(self, consumer_id: u32, imm: &[u8], user_data: u64) -> Result<()> {
+    pub fn send(self, consumer_id: u32, imm: &[u8], user_data: impl Into<UserData>) -> Result<()> {
         let p = self.producer;
         let slot = self.slot;
         let len = self.len;
         std::mem::forget(self);
-        let r = p.submit(slot, len, consumer_id, imm, user_data);
+        let r = p.submit(slot, len, consumer_id, imm, user_data.into().raw());
         if r.is_err() {
             p.inner.free.borrow_mut().push(slot);
         }
@@ -273,7 +277,13 @@ impl Producer {
     }
 
     /// Copies `data` into a loaned buffer and sends it.
-    pub fn send(&self, consumer_id: u32, data: &[u8], imm: &[u8], user_data: u64) -> Result<()> {
+    pub fn send(
+        &self,
+        consumer_id: u32,
+        data: &[u8],
+        imm: &[u8],
+        user_data: impl Into<UserData>,
+    ) -> Result<()> {
         let mut loan = self.loan(data.len())?;
         loan.as_mut_slice().copy_from_slice(data);
         loan.send(consumer_id, imm, user_data)
