@@ -1,6 +1,7 @@
 //! DMA allocates nothing once warm: memcpy tasks submitted and completed through the safe API
 //! (and so through DOCA's C API and the soft device's engine), one at a time and a pool's worth
-//! at once, with a counting global allocator.
+//! at once, their completions to a callback or taken as values, with a counting global
+//! allocator.
 
 #[path = "support/counting.rs"]
 mod counting;
@@ -14,18 +15,24 @@ use dpakit::mmap::Mmap;
 use dpakit::pe::Pe;
 use std::cell::Cell;
 use std::rc::Rc;
+use std::time::Duration;
 
 fn main() {
-    counting::run(&[(
-        "memcpy_tasks_allocate_nothing_after_warm_up",
-        memcpy_tasks_allocate_nothing_after_warm_up,
-    )]);
+    counting::run(&[
+        ("memcpy_tasks_allocate_nothing_after_warm_up", || {
+            memcpy_tasks_allocate_nothing_after_warm_up(false)
+        }),
+        (
+            "pulled_memcpy_completions_allocate_nothing_after_warm_up",
+            || memcpy_tasks_allocate_nothing_after_warm_up(true),
+        ),
+    ]);
 }
 
 const TASKS: usize = 8;
 const BLOCK: usize = 4096;
 
-fn memcpy_tasks_allocate_nothing_after_warm_up() {
+fn memcpy_tasks_allocate_nothing_after_warm_up(pulled: bool) {
     let dev = Dev::open_first(|d| d.dma_cap_task_memcpy_is_supported().is_ok()).unwrap();
     let pe = Pe::new().unwrap();
     let mut mmaps = [
@@ -50,14 +57,17 @@ fn memcpy_tasks_allocate_nothing_after_warm_up() {
         .collect();
     let done = Rc::new(Cell::new(0u64));
     let d = done.clone();
-    let dma = Dma::builder(&dev, &pe)
-        .num_tasks(TASKS as u32)
-        .on_complete(move |c| {
+    let builder = Dma::builder(&dev, &pe).num_tasks(TASKS as u32);
+    let dma = if pulled {
+        builder.pull_completions()
+    } else {
+        builder.on_complete(move |c| {
             assert_eq!(c.status, ErrorCode::Success);
             d.set(d.get() + 1);
         })
-        .start()
-        .unwrap();
+    }
+    .start()
+    .unwrap();
 
     // `rounds` rounds of `width` tasks each, every destination emptied before its copy.
     let run = |rounds: u64, width: usize| {
@@ -68,7 +78,16 @@ fn memcpy_tasks_allocate_nothing_after_warm_up() {
                 dma.memcpy(from, to, i as u64).unwrap();
             }
             while done.get() < want {
-                pe.progress();
+                if pulled {
+                    let c = dma
+                        .next_completion(Duration::from_secs(10))
+                        .unwrap()
+                        .unwrap();
+                    assert_eq!(c.status, ErrorCode::Success);
+                    done.set(done.get() + 1);
+                } else {
+                    pe.progress();
+                }
             }
         }
     };

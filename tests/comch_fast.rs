@@ -343,3 +343,56 @@ fn a_consumer_without_a_callback_hands_out_samples_posted_again_when_dropped() {
     drop(consumer);
     p.client.stop().unwrap();
 }
+
+#[test]
+fn a_producer_built_to_pull_hands_out_completions_and_holds_buffers_until_taken() {
+    let p = pair("fast-pulled");
+    let cpe2 = Pe::new().unwrap();
+    let consumer = dpakit::comch::Consumer::builder(p.cconn, &p.host, &cpe2)
+        .num_recv(8)
+        .buf_size(4096)
+        .start()
+        .unwrap();
+    until(&p, &[], || !p.consumers.borrow().is_empty());
+    let spe2 = Pe::new().unwrap();
+    let producer = dpakit::comch::Producer::builder(p.sconn, &p.arm, &spe2)
+        .num_send(2)
+        .buf_size(4096)
+        .pull_completions()
+        .start()
+        .unwrap();
+    for i in 0..2u32 {
+        producer
+            .send(consumer.id(), &[i as u8; 64], &i.to_le_bytes(), i)
+            .unwrap();
+    }
+    let progress_all = || {
+        p.spe.progress();
+        p.cpe.progress();
+        cpe2.progress();
+        spe2.progress();
+    };
+    // Both sends complete; their completions, not taken, hold both buffers.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while producer.in_flight() > 0 {
+        progress_all();
+        assert!(Instant::now() < deadline, "the sends never completed");
+    }
+    let e = producer.loan(64).unwrap_err();
+    assert_eq!(e.code(), dpakit::ErrorCode::NoMemory, "{e}");
+    assert!(e.to_string().contains("completion not taken"), "{e}");
+    for i in 0..2u32 {
+        let done = producer
+            .next_completion(Duration::from_secs(5))
+            .unwrap()
+            .expect("a completion");
+        assert_eq!(done.status, dpakit::ErrorCode::Success);
+        assert_eq!(done.user_data.get::<u32>(), i);
+    }
+    assert!(producer.try_completion().is_none());
+    producer.loan(64).unwrap();
+    drop(producer);
+    consumer.stop().unwrap();
+    drop(consumer);
+    p.client.stop().unwrap();
+}

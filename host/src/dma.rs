@@ -48,8 +48,9 @@ use crate::buf::Buf;
 use crate::comch::{HasStateCallback, start_on_pe};
 use crate::ctx::{self, CtxState, StateChangedCb};
 use crate::dev::Dev;
-use crate::error::{Result, doca};
+use crate::error::{Result, bail, doca};
 use crate::pe::Pe;
+use crate::pulled::Pulled;
 use dpakit_abi::ErrorCode;
 use dpakit_sys as sys;
 use std::cell::RefCell;
@@ -75,6 +76,7 @@ pub struct DmaBuilder<'a> {
     pe: &'a Pe,
     num_tasks: u32,
     on_complete: Option<CompleteCb>,
+    pull: bool,
     on_state_changed: Option<StateChangedCb>,
 }
 
@@ -93,6 +95,9 @@ struct Inner {
     pe: Pe,
     num_tasks: u32,
     on_complete: RefCell<Option<CompleteCb>>,
+    /// With `pull_completions`: completions not taken yet, at most `num_tasks` (a memcpy is
+    /// refused while the tasks in flight and these fill the pool).
+    pulled: Option<Pulled<MemcpyCompletion>>,
     on_state_changed: Option<StateChangedCb>,
     /// The device the context was created on: closed after it.
     _dev: Dev,
@@ -168,6 +173,10 @@ unsafe fn finish(
         sys::doca_buf_dec_refcount(dst, std::ptr::null_mut());
     }
     let user_data = UserData::from_raw(crate::data_bits(user_data));
+    if let Some(pulled) = &inner.pulled {
+        pulled.push(MemcpyCompletion { user_data, status });
+        return;
+    }
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_complete.borrow_mut().as_mut() {
             cb(MemcpyCompletion { user_data, status });
@@ -190,6 +199,15 @@ impl<'a> DmaBuilder<'a> {
         self
     }
 
+    /// Hands completions out as values instead of to a callback: [`Dma::try_completion`] and
+    /// [`Dma::next_completion`] take them. A completion not taken yet holds its task's place in
+    /// the pool, so nothing is dropped: a memcpy is `NO_MEMORY` while the tasks in flight and the
+    /// completions not taken fill it. (Without either, completions are not reported.)
+    pub fn pull_completions(mut self) -> Self {
+        self.pull = true;
+        self
+    }
+
     /// `doca_ctx_set_state_changed_cb`.
     #[doc(alias = "doca_ctx_set_state_changed_cb")]
     pub fn on_state_changed(mut self, cb: impl Fn(CtxState, CtxState) + 'static) -> Self {
@@ -201,6 +219,13 @@ impl<'a> DmaBuilder<'a> {
     /// `doca_ctx_start`.
     #[doc(alias = "doca_dma_create")]
     pub fn start(self) -> Result<Dma> {
+        if self.pull && self.on_complete.is_some() {
+            bail!(
+                InvalidValue,
+                "a DMA context reports completions to its callback or as values, not both: \
+                 drop on_complete or pull_completions"
+            );
+        }
         let mut raw = std::ptr::null_mut();
         doca!(doca_dma_create(self.dev.raw(), &mut raw))?;
         // SAFETY: a DMA context we just created.
@@ -212,6 +237,7 @@ impl<'a> DmaBuilder<'a> {
                 pe: self.pe.clone(),
                 num_tasks: self.num_tasks,
                 on_complete: RefCell::new(self.on_complete),
+                pulled: self.pull.then(|| Pulled::new(self.num_tasks)),
                 on_state_changed: self.on_state_changed,
                 _dev: self.dev.clone(),
             })),
@@ -235,6 +261,7 @@ impl Dma {
             pe,
             num_tasks: 64,
             on_complete: None,
+            pull: false,
             on_state_changed: None,
         }
     }
@@ -253,6 +280,16 @@ impl Dma {
         user_data: impl Into<UserData>,
     ) -> Result<()> {
         let inner = &**self.inner;
+        if let Some(pulled) = &inner.pulled
+            && ctx::num_inflight(inner.ctx) as usize + pulled.len() >= inner.num_tasks as usize
+        {
+            bail!(
+                NoMemory,
+                "{} memcpy tasks are in flight or have completions not taken yet (the pool's \
+                 size): take completions with try_completion or next_completion first",
+                inner.num_tasks
+            );
+        }
         let mut task = std::ptr::null_mut();
         doca!(doca_dma_task_memcpy_alloc_init(
             inner.raw,
@@ -297,6 +334,29 @@ impl Dma {
     /// The size of the task pool.
     pub fn num_tasks(&self) -> u32 {
         self.inner.num_tasks
+    }
+
+    /// The oldest completion not taken yet, without progressing, for a context built with
+    /// [`pull_completions`](DmaBuilder::pull_completions); `None` if there is none.
+    pub fn try_completion(&self) -> Option<MemcpyCompletion> {
+        self.inner.pulled.as_ref()?.pop()
+    }
+
+    /// The next completion: progresses the PE (asleep on its notification handle when idle)
+    /// until one is there; `None` after `timeout`. `SHUTDOWN` on Ctrl-C; `BAD_STATE` for a
+    /// context not built with [`pull_completions`](DmaBuilder::pull_completions).
+    pub fn next_completion(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Option<MemcpyCompletion>> {
+        let Some(pulled) = &self.inner.pulled else {
+            bail!(
+                BadState,
+                "this DMA context was not built with pull_completions: its completions go to \
+                 its callback, or are not reported"
+            );
+        };
+        pulled.next(&self.inner.pe, "Dma::next_completion", timeout)
     }
 
     /// `doca_dma_cap_get_max_num_tasks`: the largest task pool a context may configure.

@@ -32,6 +32,7 @@ mod path;
 pub mod pe;
 #[cfg(feature = "tokio")]
 mod pe_async;
+mod pulled;
 pub mod soft;
 pub mod sync_event;
 mod user_data;

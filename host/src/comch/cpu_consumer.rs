@@ -6,6 +6,7 @@ use crate::ctx::{self, CtxState, StateChangedCb};
 use crate::error::{Result, bail, doca};
 use crate::msgq::{Direction, Msgq};
 use crate::pe::Pe;
+use crate::pulled::Pulled;
 use dpakit_abi::{ErrorCode, MAX_IMM_DATA_LEN};
 use dpakit_sys as sys;
 use std::cell::{Cell, RefCell};
@@ -107,7 +108,7 @@ struct Inner {
     stopping: Cell<bool>,
     /// Without a receive callback: what arrived, for the program to take (at most
     /// `num_tasks`: a receive is posted only while the queue and the posted ones leave room).
-    ready: Option<RefCell<std::collections::VecDeque<ConsumerMessage>>>,
+    ready: Option<Pulled<ConsumerMessage>>,
     on_recv: RefCell<Option<RecvCb>>,
     on_state_changed: Option<StateChangedCb>,
     _msgq: Msgq,
@@ -140,7 +141,7 @@ impl Inner {
     #[inline]
     fn post_recv(&self, user_data: u64) -> Result<()> {
         if let Some(ready) = &self.ready {
-            if self.posted.get() as usize + ready.borrow().len() >= self.num_tasks as usize {
+            if self.posted.get() as usize + ready.len() >= self.num_tasks as usize {
                 bail!(
                     NoMemory,
                     "{} receives are posted or hold messages not taken yet (the pool's size): \
@@ -259,7 +260,7 @@ fn deliver(
     }
     if let Some(ready) = &inner.ready {
         // Within the capacity reserved: post_recv keeps posted + queued within the pool.
-        ready.borrow_mut().push_back(ConsumerMessage {
+        ready.push(ConsumerMessage {
             bytes: copy,
             len: len as u8,
             producer_id,
@@ -336,11 +337,7 @@ impl<'a> CpuConsumerBuilder<'a> {
                 posted: Cell::new(0),
                 spare: RefCell::new(Vec::with_capacity(self.num_tasks as usize)),
                 stopping: Cell::new(false),
-                ready: self.on_recv.is_none().then(|| {
-                    RefCell::new(std::collections::VecDeque::with_capacity(
-                        self.num_tasks as usize,
-                    ))
-                }),
+                ready: self.on_recv.is_none().then(|| Pulled::new(self.num_tasks)),
                 on_recv: RefCell::new(self.on_recv),
                 on_state_changed: self.on_state_changed,
                 _msgq: self.msgq.clone(),
@@ -401,7 +398,7 @@ impl CpuConsumer {
     /// receive callback; `None` if none did (or the consumer has a callback). Its receive task
     /// is free for the next [`post_recv`](Self::post_recv).
     pub fn try_recv(&self) -> Option<ConsumerMessage> {
-        self.inner.ready.as_ref()?.borrow_mut().pop_front()
+        self.inner.ready.as_ref()?.pop()
     }
 
     /// The next message: progresses the PE (sleeping on its notification handle when idle)
@@ -414,13 +411,7 @@ impl CpuConsumer {
                 "this consumer has a receive callback: its messages go there, not to next_recv"
             );
         };
-        if !ready.borrow().is_empty() {
-            return Ok(self.try_recv());
-        }
-        let pe = &self.inner.pe;
-        pe.require_outside_callback("CpuConsumer::next_recv")?;
-        pe.progress_within(timeout, || !ready.borrow().is_empty())?;
-        Ok(self.try_recv())
+        ready.next(&self.inner.pe, "CpuConsumer::next_recv", timeout)
     }
 
     /// `doca_ctx_get_state`.

@@ -6,6 +6,7 @@ use crate::ctx::{self, CtxState, StateChangedCb};
 use crate::error::{Result, bail, doca};
 use crate::msgq::{Direction, Msgq};
 use crate::pe::Pe;
+use crate::pulled::Pulled;
 use dpakit_abi::ErrorCode;
 use dpakit_sys as sys;
 use std::cell::{Cell, RefCell};
@@ -30,6 +31,7 @@ pub struct CpuProducerBuilder<'a> {
     pe: &'a Pe,
     num_tasks: u32,
     on_send: Option<SendCb>,
+    pull: bool,
     on_state_changed: Option<StateChangedCb>,
 }
 
@@ -50,9 +52,13 @@ pub(super) struct Inner {
     num_tasks: u32,
     in_flight: Cell<u32>,
     on_send: RefCell<Option<SendCb>>,
-    /// Whether there is an `on_send` callback to hand the user data to: known at build time,
-    /// and read without borrowing `on_send`, which a send made from the callback finds borrowed.
+    /// Whether completions are reported (an `on_send` callback, or `pulled`): known at build
+    /// time, and read without borrowing `on_send`, which a send made from the callback finds
+    /// borrowed.
     reports: bool,
+    /// With `pull_completions`: completions not taken yet, at most `num_tasks` (a send is
+    /// refused while the tasks in flight and these fill the pool).
+    pulled: Option<Pulled<SendCompletion>>,
     pub(super) on_state_changed: Option<StateChangedCb>,
     _msgq: Msgq,
 }
@@ -124,6 +130,13 @@ unsafe fn finish(
     if !inner.reports {
         return;
     }
+    if let Some(pulled) = &inner.pulled {
+        pulled.push(SendCompletion {
+            user_data: UserData::from_raw(user_data),
+            status,
+        });
+        return;
+    }
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_send.borrow_mut().as_mut() {
             cb(SendCompletion {
@@ -148,6 +161,16 @@ impl<'a> CpuProducerBuilder<'a> {
         self
     }
 
+    /// Hands completions out as values instead of to a callback: [`CpuProducer::try_completion`]
+    /// and [`CpuProducer::next_completion`] take them. A completion not taken yet holds its
+    /// task's place in the pool, so nothing is dropped: a send is `NO_MEMORY` while the sends in
+    /// flight and the completions not taken fill it. (Without either, completions are not
+    /// reported.)
+    pub fn pull_completions(mut self) -> Self {
+        self.pull = true;
+        self
+    }
+
     /// `doca_ctx_set_state_changed_cb`.
     #[doc(alias = "doca_ctx_set_state_changed_cb")]
     pub fn on_state_changed(mut self, cb: impl Fn(CtxState, CtxState) + 'static) -> Self {
@@ -158,6 +181,13 @@ impl<'a> CpuProducerBuilder<'a> {
     /// `doca_comch_msgq_producer_create` + configuration + `doca_pe_connect_ctx` +
     /// `doca_ctx_start`.
     pub fn start(self) -> Result<CpuProducer> {
+        if self.pull && self.on_send.is_some() {
+            bail!(
+                InvalidValue,
+                "a producer reports completions to its callback or as values, not both: \
+                 drop on_send_complete or pull_completions"
+            );
+        }
         if self.msgq.direction() != Direction::ToDpa {
             bail!(
                 NotSupported,
@@ -177,7 +207,8 @@ impl<'a> CpuProducerBuilder<'a> {
                 id,
                 num_tasks: self.num_tasks,
                 in_flight: Cell::new(0),
-                reports: self.on_send.is_some(),
+                reports: self.on_send.is_some() || self.pull,
+                pulled: self.pull.then(|| Pulled::new(self.num_tasks)),
                 on_send: RefCell::new(self.on_send),
                 on_state_changed: self.on_state_changed,
                 _msgq: self.msgq.clone(),
@@ -209,6 +240,7 @@ impl CpuProducer {
             pe,
             num_tasks: 64,
             on_send: None,
+            pull: false,
             on_state_changed: None,
         }
     }
@@ -238,6 +270,16 @@ impl CpuProducer {
             );
         };
         let inner = &**self.inner;
+        if let Some(pulled) = &inner.pulled
+            && inner.in_flight.get() as usize + pulled.len() >= inner.num_tasks as usize
+        {
+            bail!(
+                NoMemory,
+                "{} sends are in flight or have completions not taken yet (the pool's size): take \
+                 completions with try_completion or next_completion before sending more",
+                inner.num_tasks
+            );
+        }
         let mut task = std::ptr::null_mut();
         doca!(doca_comch_producer_task_send_alloc_init(
             inner.raw,
@@ -270,6 +312,28 @@ impl CpuProducer {
     /// Send tasks not completed yet.
     pub fn in_flight(&self) -> u32 {
         self.inner.in_flight.get()
+    }
+
+    /// The oldest completion not taken yet, without progressing, for a producer built with
+    /// [`pull_completions`](CpuProducerBuilder::pull_completions); `None` if there is none (or
+    /// the producer reports otherwise).
+    pub fn try_completion(&self) -> Option<SendCompletion> {
+        self.inner.pulled.as_ref()?.pop()
+    }
+
+    /// The next completion: progresses the PE (asleep on its notification handle when idle)
+    /// until one is there; `None` after `timeout`. `SHUTDOWN` on Ctrl-C (see
+    /// [`interrupt`](crate::interrupt)); `BAD_STATE` for a producer not built with
+    /// [`pull_completions`](CpuProducerBuilder::pull_completions).
+    pub fn next_completion(&self, timeout: std::time::Duration) -> Result<Option<SendCompletion>> {
+        let Some(pulled) = &self.inner.pulled else {
+            bail!(
+                BadState,
+                "this producer was not built with pull_completions: its completions go to its \
+                 callback, or are not reported"
+            );
+        };
+        pulled.next(&self.inner.pe, "CpuProducer::next_completion", timeout)
     }
 
     /// The size of the send task pool.

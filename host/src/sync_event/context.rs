@@ -8,6 +8,7 @@ use crate::dev::Dev;
 use crate::dpa::Dpa;
 use crate::error::{Result, bail, doca};
 use crate::pe::Pe;
+use crate::pulled::Pulled;
 use dpakit_abi::ErrorCode;
 use dpakit_sys as sys;
 use std::cell::{Cell, RefCell};
@@ -72,6 +73,7 @@ pub struct SyncEventContextBuilder<'a> {
     origin: Origin<'a>,
     num_tasks: [u32; 5],
     on_complete: Option<CompleteCb>,
+    pull: bool,
     on_state_changed: Option<StateChangedCb>,
 }
 
@@ -92,6 +94,9 @@ struct Inner {
     slots: Box<[Cell<u64>]>,
     free_slots: RefCell<Vec<u32>>,
     on_complete: RefCell<Option<CompleteCb>>,
+    /// With `pull_completions`: completions not taken yet, and the tasks of every kind together
+    /// (a task is refused while the tasks in flight and these fill them).
+    pulled: Option<(Pulled<TaskCompletion>, u32)>,
     on_state_changed: Option<StateChangedCb>,
     // What the event's locations name outlives it (dropped after the destroy).
     _devs: Vec<Dev>,
@@ -140,6 +145,10 @@ unsafe fn finish(
         status,
         value,
     };
+    if let Some((pulled, _)) = &inner.pulled {
+        pulled.push(done);
+        return;
+    }
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_complete.borrow_mut().as_mut() {
             cb(done);
@@ -257,6 +266,16 @@ impl<'a> SyncEventContextBuilder<'a> {
         self
     }
 
+    /// Hands completions out as values instead of to a callback:
+    /// [`SyncEventContext::try_completion`] and [`SyncEventContext::next_completion`] take them.
+    /// A completion not taken yet holds a task's place, so nothing is dropped: a task is
+    /// `NO_MEMORY` while the tasks in flight and the completions not taken add up to the tasks
+    /// of every kind configured. (Without either, completions are not reported.)
+    pub fn pull_completions(mut self) -> Self {
+        self.pull = true;
+        self
+    }
+
     /// `doca_ctx_set_state_changed_cb`.
     #[doc(alias = "doca_ctx_set_state_changed_cb")]
     pub fn on_state_changed(mut self, cb: impl Fn(CtxState, CtxState) + 'static) -> Self {
@@ -268,6 +287,13 @@ impl<'a> SyncEventContextBuilder<'a> {
     /// configuration + `doca_pe_connect_ctx` + `doca_ctx_start`.
     #[doc(alias = "doca_ctx_start")]
     pub fn start(self) -> Result<SyncEventContext> {
+        if self.pull && self.on_complete.is_some() {
+            bail!(
+                InvalidValue,
+                "a sync event context reports completions to its callback or as values, not \
+                 both: drop on_complete or pull_completions"
+            );
+        }
         let (raw, devs, dpas) = match self.origin {
             Origin::Configured(builder) => builder.create()?.into_parts(),
             Origin::Export(dev, data) => (import(dev, data)?, vec![dev.clone()], Vec::new()),
@@ -283,6 +309,10 @@ impl<'a> SyncEventContextBuilder<'a> {
                 slots: (0..slots).map(|_| Cell::new(0)).collect(),
                 free_slots: RefCell::new((0..slots).rev().collect()),
                 on_complete: RefCell::new(self.on_complete),
+                pulled: self.pull.then(|| {
+                    let total = n.iter().fold(0u32, |sum, &k| sum.saturating_add(k));
+                    (Pulled::new(total), total)
+                }),
                 on_state_changed: self.on_state_changed,
                 _devs: devs,
                 _dpas: dpas,
@@ -370,6 +400,7 @@ impl SyncEventContext {
             origin,
             num_tasks: [0; 5],
             on_complete: None,
+            pull: false,
             on_state_changed: None,
         }
     }
@@ -382,6 +413,15 @@ impl SyncEventContext {
         user_data: u64,
     ) -> Result<()> {
         let inner = &**self.inner;
+        if let Some((pulled, total)) = &inner.pulled
+            && ctx::num_inflight(inner.ctx) as usize + pulled.len() >= *total as usize
+        {
+            bail!(
+                NoMemory,
+                "{total} tasks are in flight or have completions not taken yet (every task \
+                 configured): take completions with try_completion or next_completion first"
+            );
+        }
         let slot = inner.slot(slot)?;
         let task = match alloc(inner, slot) {
             Ok(t) => t,
@@ -493,6 +533,26 @@ impl SyncEventContext {
             },
             user_data.into().raw(),
         )
+    }
+
+    /// The oldest completion not taken yet, without progressing, for a context built with
+    /// [`pull_completions`](SyncEventContextBuilder::pull_completions); `None` if there is none.
+    pub fn try_completion(&self) -> Option<TaskCompletion> {
+        self.inner.pulled.as_ref()?.0.pop()
+    }
+
+    /// The next completion: progresses the PE (asleep on its notification handle when idle)
+    /// until one is there; `None` after `timeout`. `SHUTDOWN` on Ctrl-C; `BAD_STATE` for a
+    /// context not built with [`pull_completions`](SyncEventContextBuilder::pull_completions).
+    pub fn next_completion(&self, timeout: std::time::Duration) -> Result<Option<TaskCompletion>> {
+        let Some((pulled, _)) = &self.inner.pulled else {
+            bail!(
+                BadState,
+                "this sync event context was not built with pull_completions: its completions \
+                 go to its callback, or are not reported"
+            );
+        };
+        pulled.next(&self.inner.pe, "SyncEventContext::next_completion", timeout)
     }
 
     /// `doca_ctx_get_num_inflight_tasks`: tasks submitted and not completed yet.

@@ -7,6 +7,7 @@ use crate::ctx::{self, CtxState, StateChangedCb};
 use crate::error::{Result, bail, doca};
 use crate::mmap::AccessFlags;
 use crate::pe::Pe;
+use crate::pulled::Pulled;
 use dpakit_abi::{ErrorCode, MAX_IMM_DATA_LEN};
 use dpakit_sys as sys;
 use std::cell::RefCell;
@@ -27,6 +28,9 @@ struct ProducerInner {
     on_state_changed: Option<StateChangedCb>,
     /// Sends that completed with an error (flushed by a stop, or refused by the peer).
     failed: std::cell::Cell<u64>,
+    /// With `pull_completions`: completions not taken yet (each keeps a buffer from being
+    /// loaned, so there are never more than the buffers).
+    pulled: Option<Pulled<SendCompletion>>,
 }
 
 impl crate::comch::HasStateCallback for ProducerInner {
@@ -87,12 +91,17 @@ unsafe extern "C" fn send_finished(
     if status != ErrorCode::Success {
         inner.failed.set(inner.failed.get() + 1);
     }
+    let done = SendCompletion {
+        user_data: UserData::from_raw(user_data),
+        status,
+    };
+    if let Some(pulled) = &inner.pulled {
+        pulled.push(done);
+        return;
+    }
     inner.pe.catch(|| {
         if let Some(cb) = inner.on_send.borrow_mut().as_mut() {
-            cb(SendCompletion {
-                user_data: UserData::from_raw(user_data),
-                status,
-            });
+            cb(done);
         }
     });
 }
@@ -105,6 +114,7 @@ pub struct ProducerBuilder<'a> {
     num_send: u32,
     buf_size: usize,
     on_send: Option<SendCb>,
+    pull: bool,
     on_state_changed: Option<StateChangedCb>,
 }
 
@@ -136,6 +146,15 @@ impl<'a> ProducerBuilder<'a> {
         self
     }
 
+    /// Hands completions out as values instead of to a callback: [`Producer::try_completion`]
+    /// and [`Producer::next_completion`] take them. A completion not taken yet keeps one buffer
+    /// from being loaned, so nothing is dropped: a loan is `NO_MEMORY` while the sends in flight
+    /// and the completions not taken hold every buffer.
+    pub fn pull_completions(mut self) -> Self {
+        self.pull = true;
+        self
+    }
+
     /// `doca_ctx_set_state_changed_cb`.
     pub fn on_state_changed(mut self, cb: impl Fn(CtxState, CtxState) + 'static) -> Self {
         self.on_state_changed = Some(Box::new(cb));
@@ -144,6 +163,13 @@ impl<'a> ProducerBuilder<'a> {
 
     /// `doca_comch_producer_create` + configuration + start.
     pub fn start(self) -> Result<Producer> {
+        if self.pull && self.on_send.is_some() {
+            bail!(
+                InvalidValue,
+                "a producer reports completions to its callback or as values, not both: \
+                 drop on_send_complete or pull_completions"
+            );
+        }
         let slots = Slots::new(
             self.dev,
             self.num_send,
@@ -164,6 +190,7 @@ impl<'a> ProducerBuilder<'a> {
                 on_send: RefCell::new(self.on_send),
                 on_state_changed: self.on_state_changed,
                 failed: std::cell::Cell::new(0),
+                pulled: self.pull.then(|| Pulled::new(self.num_send)),
             })),
             id: 0,
             slots: ManuallyDrop::new(slots),
@@ -243,6 +270,7 @@ impl Producer {
             num_send: 16,
             buf_size: 4096,
             on_send: None,
+            pull: false,
             on_state_changed: None,
         }
     }
@@ -263,10 +291,26 @@ impl Producer {
                 self.slots.size
             );
         }
-        let Some(slot) = self.inner.free.borrow_mut().pop() else {
+        // Completions not taken yet each keep a free buffer back.
+        let untaken = self.inner.pulled.as_ref().map_or(0, Pulled::len);
+        let slot = {
+            let mut free = self.inner.free.borrow_mut();
+            if free.len() > untaken {
+                free.pop()
+            } else {
+                None
+            }
+        };
+        let Some(slot) = slot else {
             bail!(
                 NoMemory,
-                "every buffer is in flight: progress to complete sends"
+                "every buffer is in flight{}",
+                if untaken > 0 {
+                    " or held by a completion not taken yet: take completions with \
+                     try_completion or next_completion"
+                } else {
+                    ": progress to complete sends"
+                }
             );
         };
         Ok(Loan {
@@ -348,6 +392,26 @@ impl Producer {
     /// Sends in flight.
     pub fn in_flight(&self) -> usize {
         self.slots.bufs.len() - self.inner.free.borrow().len()
+    }
+
+    /// The oldest completion not taken yet, without progressing, for a producer built with
+    /// [`pull_completions`](ProducerBuilder::pull_completions); `None` if there is none.
+    pub fn try_completion(&self) -> Option<SendCompletion> {
+        self.inner.pulled.as_ref()?.pop()
+    }
+
+    /// The next completion: progresses the PE (asleep on its notification handle when idle)
+    /// until one is there; `None` after `timeout`. `SHUTDOWN` on Ctrl-C; `BAD_STATE` for a
+    /// producer not built with [`pull_completions`](ProducerBuilder::pull_completions).
+    pub fn next_completion(&self, timeout: std::time::Duration) -> Result<Option<SendCompletion>> {
+        let Some(pulled) = &self.inner.pulled else {
+            bail!(
+                BadState,
+                "this producer was not built with pull_completions: its completions go to its \
+                 callback, or are counted (failed_sends)"
+            );
+        };
+        pulled.next(&self.inner.pe, "Producer::next_completion", timeout)
     }
 
     /// `doca_ctx_get_state`.
