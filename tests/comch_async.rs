@@ -1,9 +1,12 @@
-//! Async Comch on a tokio current-thread runtime (feature `tokio`): a server and many clients as
-//! tasks of one thread, each on its own PE sleeping in the reactor; an idle wait costs no CPU.
+//! Async Comch on a tokio current-thread runtime (feature `tokio`): a server (its events a
+//! `Stream`) and many clients (`next_event_async`) as tasks of one thread, each on its own PE
+//! sleeping in the reactor; an idle wait costs no CPU.
 
 use dpakit::comch::{Client, ClientEvent, Server, ServerEvent};
 use dpakit::dev::{Dev, DevRep};
 use dpakit::pe::Pe;
+use futures_core::Stream;
+use std::pin::Pin;
 use std::time::Duration;
 use tokio::task::{LocalSet, spawn_local};
 use tokio::time::timeout;
@@ -16,6 +19,11 @@ fn private_runtime_dir() {
     let dir = std::env::temp_dir().join(format!("dpakit-async-{}", std::process::id()));
     // SAFETY: set before any thread of this test binary reads it (every test sets the same).
     unsafe { std::env::set_var("DPAKIT_SOFT_RUNTIME_DIR", &dir) };
+}
+
+/// The stream's next item (what `StreamExt::next` does).
+async fn next<S: Stream + Unpin>(stream: &mut S) -> Option<S::Item> {
+    std::future::poll_fn(|cx| Pin::new(&mut *stream).poll_next(cx)).await
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -41,9 +49,11 @@ fn one_server_serves_a_hundred_concurrent_clients() {
             .unwrap();
         let serving = spawn_local(async move {
             let (mut connected, mut left, mut echoed) = (0, 0, 0);
+            let mut events = server.events();
             while left < CLIENTS {
-                let event = timeout(WAIT, server.next_event_async()).await;
-                match event.expect("the server hears from its clients").unwrap() {
+                let event = timeout(WAIT, next(&mut events)).await;
+                let event = event.expect("the server hears from its clients");
+                match event.expect("the stream goes on").unwrap() {
                     ServerEvent::Connected { .. } => connected += 1,
                     ServerEvent::Message { conn, msg } => {
                         server.channel().send(conn, &msg, 0).unwrap()
@@ -153,4 +163,22 @@ fn an_idle_async_wait_sleeps_in_the_reactor() {
         }
         drop(connecting.await.unwrap());
     }));
+}
+
+/// An endpoint with callbacks queues nothing: its stream ends at once rather than waiting
+/// forever for events that go to the callbacks.
+#[test]
+fn the_event_stream_of_an_endpoint_with_callbacks_is_empty() {
+    private_runtime_dir();
+    runtime().block_on(async {
+        let arm = Dev::open_by_pci(ARM).unwrap();
+        let rep = DevRep::open_by_pci(&arm, HOST).unwrap();
+        let pe = Pe::new().unwrap();
+        let server = Server::builder(&arm, &rep, "async-callbacks", &pe)
+            .on_message(|_, _, _| {})
+            .start()
+            .unwrap();
+        assert!(next(&mut server.events()).await.is_none());
+        server.stop().unwrap();
+    });
 }

@@ -5,6 +5,7 @@
 
 use crate::error::{Result, bail};
 use crate::pe::{Pe, ReactorHandle as Handle};
+use std::task::{Context, Poll};
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
@@ -15,9 +16,16 @@ impl Pe {
     /// `BAD_STATE` inside a callback of this PE.
     pub async fn progressed(&self) -> Result<()> {
         self.require_outside_callback("Pe::progressed")?;
+        std::future::poll_fn(|cx| self.poll_progressed(cx)).await
+    }
+
+    /// [`progressed`](Self::progressed) as a poll, for futures and streams of one's own:
+    /// `Ready` once a pass ran something, else `Pending` with `cx`'s waker registered in tokio's
+    /// reactor on the notification handle.
+    pub fn poll_progressed(&self, cx: &mut Context<'_>) -> Poll<Result<()>> {
         loop {
             if self.progress() {
-                return Ok(());
+                return Poll::Ready(Ok(()));
             }
             let fd = self.reactor()?;
             self.request_notification()?;
@@ -25,18 +33,24 @@ impl Pe {
             // once more before sleeping, so nothing waits for a later wake-up.
             if self.progress() {
                 self.clear_notification()?;
-                return Ok(());
+                return Poll::Ready(Ok(()));
             }
             // The reactor reports edges, the handle is a level: a descriptor in the PE's set
             // that a pass did not drain yet (a socket looked at every few passes) keeps it
             // readable without a new edge. Sleep only while it is not.
             if !self.readable_now() {
-                let mut ready = match fd.readable().await {
-                    Ok(ready) => ready,
-                    Err(e) => bail!(
-                        OperatingSystem,
-                        "waiting on the PE notification handle in the tokio reactor failed: {e}"
-                    ),
+                let mut ready = match fd.poll_read_ready(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(ready)) => ready,
+                    Poll::Ready(Err(e)) => {
+                        return Poll::Ready(Err(crate::Error::new(
+                            crate::ErrorCode::OperatingSystem,
+                            format!(
+                                "waiting on the PE notification handle in the tokio reactor \
+                                 failed: {e}"
+                            ),
+                        )));
+                    }
                 };
                 if !self.readable_now() {
                     ready.clear_ready();

@@ -239,6 +239,13 @@ impl Client {
         self.inner.next_event_async().await
     }
 
+    /// The events of [`next_event`](Self::next_event) as a [`Stream`](futures_core::Stream)
+    /// (feature `tokio`), for stream combinators and `select!` over several sources.
+    #[cfg(feature = "tokio")]
+    pub fn events(&self) -> super::Events<'_> {
+        super::Events::new(&self.inner)
+    }
+
     /// Sends and counters, outside the callbacks.
     pub fn channel(&self) -> Channel<'_> {
         Channel::new(&self.inner)

@@ -279,6 +279,18 @@ impl Inner {
         Ok(self.try_event())
     }
 
+    /// Whether events are queued for the program (an endpoint without event callbacks).
+    #[cfg(feature = "tokio")]
+    pub(super) fn pulls(&self) -> bool {
+        self.pull
+    }
+
+    /// The PE the endpoint runs on.
+    #[cfg(feature = "tokio")]
+    pub(super) fn pe(&self) -> &Pe {
+        &self.pe
+    }
+
     /// The next event, waiting in tokio's reactor while nothing is ready (feature `tokio`).
     #[cfg(feature = "tokio")]
     pub(super) async fn next_event_async(&self) -> Result<Event> {

@@ -9,6 +9,8 @@ mod cpu_consumer;
 mod cpu_producer;
 mod ctrl;
 mod dpa_endpoints;
+#[cfg(feature = "tokio")]
+mod events;
 mod fast;
 mod server;
 
@@ -20,6 +22,8 @@ pub use server::{Server, ServerBuilder};
 pub use cpu_consumer::{ConsumerMessage, CpuConsumer, CpuConsumerBuilder, RecvCompletion};
 pub use cpu_producer::{CpuProducer, CpuProducerBuilder, SendCompletion};
 pub use dpa_endpoints::{DpaConsumer, DpaConsumerBuilder, DpaProducer, DpaProducerBuilder};
+#[cfg(feature = "tokio")]
+pub use events::Events;
 
 use crate::ctx::{self, StateChangedCb};
 use crate::error::{Result, doca};
