@@ -10,6 +10,9 @@
 //! Cycles: paths created, used for one checked round trip and dropped on one long-lived DPA;
 //! then fewer cycles of a DPA and its path together. Memory is sampled every tenth of the run.
 //!
+//! Each soak runs in a process of its own (the example starts itself once per mode and phase), so
+//! memory an earlier soak freed cannot absorb, and hide, what a later one leaks.
+//!
 //! Exits non-zero on any lost, duplicated, reordered or corrupted message, any error, or memory
 //! growth over the tolerance.
 //!
@@ -46,9 +49,15 @@ type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 struct Flags {
     messages: u64,
     cycles: u64,
+    mode: String,
     modes: Vec<(&'static str, SchedMode)>,
     tolerance_kib: u64,
+    /// Set in the processes the example starts: the one soak to run.
+    phase: Option<String>,
 }
+
+/// The soaks of each mode, by the name `--phase` takes.
+const PHASES: [&str; 3] = ["messages", "path-cycles", "dpa-cycles"];
 
 fn flags() -> Flags {
     let mut m = Command::new("soak")
@@ -85,6 +94,17 @@ fn flags() -> Flags {
             )
             .value_parser(value_parser!(u64)),
         )
+        .arg(
+            cli::flag(
+                "phase",
+                'p',
+                "PHASE",
+                "",
+                "run one soak in this process (internal)",
+            )
+            .value_parser(["", PHASES[0], PHASES[1], PHASES[2]])
+            .hide(true),
+        )
         .get_matches();
     let all = [
         ("busy", SchedMode::BusyPoll),
@@ -92,9 +112,12 @@ fn flags() -> Flags {
         ("deterministic", SchedMode::Deterministic { seed: SEED }),
     ];
     let mode: String = m.remove_one("mode").expect("has a default");
+    let phase: String = m.remove_one("phase").expect("has a default");
     Flags {
         messages: m.remove_one("messages").expect("has a default"),
         cycles: m.remove_one("cycles").expect("has a default"),
+        mode: mode.clone(),
+        phase: (!phase.is_empty()).then_some(phase),
         modes: all
             .into_iter()
             .filter(|(name, _)| mode == "all" || mode == *name)
@@ -105,17 +128,18 @@ fn flags() -> Flags {
 
 fn main() -> ExitCode {
     let flags = flags();
+    if let Some(phase) = &flags.phase {
+        return run_phase(phase, &flags);
+    }
+    // Every soak in a process of its own, one after the other.
     let mut failures = Vec::new();
-    for &(name, mode) in &flags.modes {
-        if let Err(e) = soak_messages(name, mode, &flags) {
-            failures.push(format!("{name}: messages: {e}"));
-        }
-        if flags.cycles > 0 {
-            if let Err(e) = soak_path_cycles(name, mode, &flags) {
-                failures.push(format!("{name}: path cycles: {e}"));
+    for &(name, _) in &flags.modes {
+        for phase in PHASES {
+            if phase != "messages" && flags.cycles == 0 {
+                continue;
             }
-            if let Err(e) = soak_dpa_cycles(name, mode, &flags) {
-                failures.push(format!("{name}: DPA+path cycles: {e}"));
+            if let Err(e) = spawn_phase(name, phase, &flags) {
+                failures.push(format!("{name}: {phase}: {e}"));
             }
         }
     }
@@ -131,6 +155,41 @@ fn main() -> ExitCode {
     }
 }
 
+/// This example again, running soak `phase` of mode `mode` with the same settings.
+fn spawn_phase(mode: &str, phase: &str, flags: &Flags) -> Result<()> {
+    let status = std::process::Command::new(std::env::current_exe()?)
+        .args(["--mode", mode, "--phase", phase])
+        .args(["--messages", &flags.messages.to_string()])
+        .args(["--cycles", &flags.cycles.to_string()])
+        .args(["--rss-tolerance-kib", &flags.tolerance_kib.to_string()])
+        .status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("failed ({status})").into())
+    }
+}
+
+/// Soak `phase` of the one mode `--mode` names, in this process.
+fn run_phase(phase: &str, flags: &Flags) -> ExitCode {
+    let [(name, mode)] = flags.modes[..] else {
+        eprintln!("--phase runs one mode, not `{}`", flags.mode);
+        return ExitCode::FAILURE;
+    };
+    let result = match phase {
+        "messages" => soak_messages(name, mode, flags),
+        "path-cycles" => soak_path_cycles(name, mode, flags),
+        _ => soak_dpa_cycles(name, mode, flags),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            println!("  {name}: {phase}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// The process's resident memory in KiB (VmRSS).
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -139,16 +198,6 @@ fn rss_kib() -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
-}
-
-/// Hands the heap's free pages back to the kernel before a phase, so that what an earlier phase
-/// freed cannot absorb (and hide) what this one leaks.
-fn release_free_memory() {
-    // SAFETY: malloc_trim only returns unused heap pages; it has no preconditions.
-    #[cfg(target_env = "gnu")]
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 /// Memory samples of one run: (units done, VmRSS KiB).
@@ -202,7 +251,6 @@ struct PathCount {
 }
 
 fn soak_messages(name: &str, mode: SchedMode, flags: &Flags) -> Result<()> {
-    release_free_memory();
     let dev = open_dpa_dev()?;
     let dpa = start_dpa(&dev, mode)?;
     let pe = Pe::new()?;
@@ -357,7 +405,6 @@ fn soak_path_cycles(name: &str, mode: SchedMode, flags: &Flags) -> Result<()> {
         "\n[{name}] {} create/drop cycles of a path on one DPA, VmRSS every {every}",
         flags.cycles
     );
-    release_free_memory();
     let mut paths = Samples::new("cycles");
     let start = Instant::now();
     let run = (|| -> Result<()> {
@@ -390,7 +437,6 @@ fn soak_dpa_cycles(name: &str, mode: SchedMode, flags: &Flags) -> Result<()> {
     let whole = (flags.cycles / 10).max(1);
     let every = (whole / 10).max(1);
     println!("\n[{name}] {whole} create/drop cycles of a DPA and its path, VmRSS every {every}");
-    release_free_memory();
     let mut dpas = Samples::new("cycles");
     let start = Instant::now();
     let run = (|| -> Result<()> {

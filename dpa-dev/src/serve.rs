@@ -111,6 +111,30 @@ pub fn echo(path: &MsgqPathArgs) -> ! {
     })
 }
 
+/// Consumes every message waiting on `path` without answering (a one-way sink), then re-arms
+/// and reschedules: the completions are acked and the credits given back in one batch each,
+/// and the messages counted in the [`ServeState`] at the thread's local storage (`sends`), if
+/// the host set one. Only the consumer half of `path` is used.
+#[inline(always)]
+pub fn sink(path: &MsgqPathArgs) -> ! {
+    let mut completions = ConsumerCompletion::new(path.consumer_completion);
+    let mut taken = 0u32;
+    while completions.get().is_some() {
+        taken += 1;
+    }
+    if taken > 0 {
+        completions.ack(u64::from(taken));
+        Consumer::new(path.consumer).ack(taken);
+        // SAFETY: as in `serve`, a non-zero local storage of these kernels is the device
+        // address of a ServeState the host allocated for this thread alone.
+        if let Some(state) = unsafe { thread::local_storage_mut::<ServeState>() } {
+            state.sends = state.sends.wrapping_add(taken);
+        }
+    }
+    completions.request_notification();
+    thread::reschedule()
+}
+
 /// Acks every completion waiting on a DPA completion context.
 #[inline(always)]
 pub fn drain(completion: &mut Completion) {
