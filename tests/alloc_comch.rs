@@ -25,6 +25,10 @@ fn main() {
             "comm_channel_round_trips_allocate_nothing_after_warm_up",
             comm_channel_round_trips_allocate_nothing_after_warm_up,
         ),
+        (
+            "events_taken_as_values_allocate_nothing_after_warm_up",
+            events_taken_as_values_allocate_nothing_after_warm_up,
+        ),
     ]);
 }
 
@@ -179,4 +183,59 @@ fn comm_channel_round_trips_allocate_nothing_after_warm_up() {
         during, 0,
         "{during} allocations in 10,000 Comm Channel round trips"
     );
+}
+
+/// Both endpoints without callbacks: messages and send completions taken as events (the
+/// messages' buffers come back to the endpoint's pool when dropped).
+fn events_taken_as_values_allocate_nothing_after_warm_up() {
+    use dpakit::comch::Event;
+    runtime_dir();
+    let arm = Dev::open_by_pci("03:00.0").unwrap();
+    let rep = DevRep::open_by_pci(&arm, "b1:00.0").unwrap();
+    let host = Dev::open_by_pci("b1:00.0").unwrap();
+    let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
+    let server = Server::builder(&arm, &rep, "alloc-events", &spe)
+        .start()
+        .unwrap();
+    let client = Client::builder(&host, "alloc-events", &cpe)
+        .start()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let conn = loop {
+        spe.progress();
+        if let Ok(Some(conn)) = client.connect(Duration::from_millis(1)).map(Some) {
+            break conn;
+        }
+        assert!(Instant::now() < deadline, "timed out connecting");
+    };
+    let round_trips = |n: u64| {
+        for i in 0..n {
+            client.channel().send(conn, &i.to_le_bytes(), i).unwrap();
+            let (mut echoed, mut done) = (false, false);
+            while !(echoed && done) {
+                assert!(Instant::now() < deadline, "timed out");
+                spe.progress();
+                cpe.progress();
+                while let Some(event) = server.try_event() {
+                    if let Event::Message { conn, msg } = event {
+                        server.channel().send(conn, &msg, 0).unwrap();
+                    }
+                }
+                while let Some(event) = client.try_event() {
+                    match event {
+                        Event::Message { msg, .. } => {
+                            assert_eq!(*msg, i.to_le_bytes());
+                            echoed = true;
+                        }
+                        Event::SendDone(_) => done = true,
+                        other => panic!("unexpected {other:?}"),
+                    }
+                }
+            }
+        }
+    };
+    round_trips(1_000);
+    let before = allocations();
+    round_trips(10_000);
+    assert_eq!(allocations() - before, 0, "events taken as values allocate");
 }

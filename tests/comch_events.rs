@@ -51,7 +51,7 @@ fn messages_and_completions_come_as_values_in_order() {
         match server.next_event(WAIT).unwrap() {
             Some(Event::Message { conn, msg }) => {
                 assert_eq!(conn, at_server);
-                got.push(String::from_utf8(msg.into_vec()).unwrap());
+                got.push(String::from_utf8(msg.to_vec()).unwrap());
             }
             other => panic!("expected a message, got {other:?}"),
         }

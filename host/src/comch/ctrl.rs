@@ -2,6 +2,7 @@
 //! send tasks with their own message buffers, and the callbacks of the control path.
 
 use super::SendCompletion;
+use super::message::{MessageBuf, Pool};
 use crate::UserData;
 use crate::ctx::StateChangedCb;
 use crate::error::{Result, bail, doca};
@@ -82,8 +83,8 @@ pub enum Event {
     Message {
         /// The connection it came on.
         conn: Connection,
-        /// Its bytes.
-        msg: Box<[u8]>,
+        /// Its bytes, in a buffer the endpoint reuses once this is dropped.
+        msg: MessageBuf,
     },
     /// The peer created a consumer on the connection (fast path).
     #[doc(alias = "doca_comch_event_consumer")]
@@ -168,6 +169,8 @@ pub(super) struct Inner {
     events: RefCell<VecDeque<Event>>,
     /// Events lost to a full queue since the last [`Event::Lagged`].
     dropped: Cell<u64>,
+    /// Buffers of the messages queued as events, reused.
+    msg_pool: Pool,
     pub state_cb: Option<StateChangedCb>,
 }
 
@@ -203,6 +206,7 @@ impl Inner {
                 && cbs.send.is_none(),
             events: RefCell::new(VecDeque::new()),
             dropped: Cell::new(0),
+            msg_pool: Pool::default(),
             state_cb: cbs.state.take(),
             cbs: RefCell::new(cbs),
         }
@@ -513,7 +517,7 @@ pub(super) unsafe extern "C" fn on_message(
             Some(cb) => cb(&inner.channel(), c, msg),
             None => inner.queue(|| Event::Message {
                 conn: c,
-                msg: msg.into(),
+                msg: inner.msg_pool.take(msg, inner.max_msg_size as usize),
             }),
         });
 }

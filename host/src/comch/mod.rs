@@ -12,11 +12,13 @@ mod dpa_endpoints;
 #[cfg(feature = "tokio")]
 mod events;
 mod fast;
+mod message;
 mod server;
 
 pub use client::{Client, ClientBuilder};
 pub use ctrl::{Channel, ClientEvent, Connection, Counters, EVENT_QUEUE_CAP, Event, ServerEvent};
 pub use fast::{Consumer, ConsumerBuilder, Loan, Producer, ProducerBuilder, ReceivedBuf, Sample};
+pub use message::MessageBuf;
 pub use server::{Server, ServerBuilder};
 
 pub use cpu_consumer::{ConsumerMessage, CpuConsumer, CpuConsumerBuilder, RecvCompletion};
