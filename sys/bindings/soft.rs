@@ -20,7 +20,7 @@ pub const DOCA_DEVINFO_IPV4_ADDR_SIZE: u32 = 4;
 pub const DOCA_DEVINFO_IPV6_ADDR_SIZE: u32 = 16;
 pub const DOCA_DEVINFO_MAC_ADDR_SIZE: u32 = 6;
 pub const DPAKIT_SOFT_APP_MAGIC: u64 = 7237391715143016816;
-pub const DPAKIT_SOFT_APP_VERSION: u32 = 3;
+pub const DPAKIT_SOFT_APP_VERSION: u32 = 4;
 pub const DPAKIT_SOFT_KERNEL_THREAD: u32 = 0;
 pub const DPAKIT_SOFT_KERNEL_RPC: u32 = 1;
 unsafe extern "C" {
@@ -2871,10 +2871,12 @@ pub struct doca_dpa_app {
     pub kernels: *const dpakit_soft_kernel,
     pub image: *const ::core::ffi::c_char,
     pub build_id: u64,
+    pub image_data: *const ::core::ffi::c_void,
+    pub image_size: u64,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of doca_dpa_app"][::core::mem::size_of::<doca_dpa_app>() - 48usize];
+    ["Size of doca_dpa_app"][::core::mem::size_of::<doca_dpa_app>() - 64usize];
     ["Alignment of doca_dpa_app"][::core::mem::align_of::<doca_dpa_app>() - 8usize];
     ["Offset of field: doca_dpa_app::magic"][::core::mem::offset_of!(doca_dpa_app, magic) - 0usize];
     ["Offset of field: doca_dpa_app::version"]
@@ -2888,6 +2890,10 @@ const _: () = {
         [::core::mem::offset_of!(doca_dpa_app, image) - 32usize];
     ["Offset of field: doca_dpa_app::build_id"]
         [::core::mem::offset_of!(doca_dpa_app, build_id) - 40usize];
+    ["Offset of field: doca_dpa_app::image_data"]
+        [::core::mem::offset_of!(doca_dpa_app, image_data) - 48usize];
+    ["Offset of field: doca_dpa_app::image_size"]
+        [::core::mem::offset_of!(doca_dpa_app, image_size) - 56usize];
 };
 impl Default for doca_dpa_app {
     fn default() -> Self {
