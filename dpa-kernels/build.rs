@@ -67,6 +67,8 @@ fn main() {
             "-fno-builtin",
             "-nostdlib",
             "-O2",
+            // For gdb on ISA mode: the DWARF is not loaded, the code is the same.
+            "-g",
         ]);
     }
     build.compile("dpakit_kernels_c");

@@ -238,7 +238,7 @@ impl Plan {
 
     /// The nested cargo for the DPA: a staticlib of one LTO'd object, so the kernels, the
     /// wrappers they call and `core` merge into one unit (symbol sizes are real code sizes, dead
-    /// code is gone). Device code never unwinds.
+    /// code is gone), with full debug info. Device code never unwinds.
     fn device_archive(&self) -> Result<PathBuf> {
         cargo::Build {
             workspace: &self.workspace,
@@ -249,7 +249,14 @@ impl Plan {
             release: self.release,
             features: &[],
             target_dir: &self.cargo_target_dir,
-            profile: &[("LTO", "fat"), ("CODEGEN_UNITS", "1"), ("PANIC", "abort")],
+            // Full debug info: gdb on ISA mode shows the kernels' source, locals and types (the
+            // image's loaded code is the same; the DWARF is not loaded).
+            profile: &[
+                ("LTO", "fat"),
+                ("CODEGEN_UNITS", "1"),
+                ("PANIC", "abort"),
+                ("DEBUG", "2"),
+            ],
             env: &[],
         }
         .run()

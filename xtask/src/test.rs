@@ -17,6 +17,8 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("meson", "meson"),
     ("ninja", "ninja-build"),
     ("valgrind", "valgrind"),
+    // tests/gdb.rs drives gdb against ISA mode.
+    ("gdb-multiarch", "gdb-multiarch"),
 ];
 
 /// Debian packages with no command to look for: libclang, which bindgen loads.

@@ -15,6 +15,8 @@
 mod bus;
 mod calls;
 pub(crate) mod counters;
+mod debug;
+mod gdb;
 mod image;
 mod printf;
 
@@ -26,6 +28,7 @@ use bus::DeviceBus;
 use calls::DeviceFn;
 use counters::Counters;
 pub use counters::Profile;
+use debug::{Hub, StopWhy};
 use dpakit_abi::soft::Ending;
 use dpakit_rv::{Access, AmoOp, Bus, DecodeCache, Direct, FaultReason, Hart, MemFault, Stop};
 use std::cell::Cell;
@@ -88,6 +91,8 @@ pub(crate) struct Program {
     panic_trap: Option<(u64, u64)>,
     /// The image's runtime stubs by address.
     stubs: image::Stubs,
+    /// Followed by the debugger (`DPAKIT_SOFT_GDB`): its activations look at every instruction.
+    debugged: bool,
 }
 
 impl Program {
@@ -103,10 +108,13 @@ impl Program {
             .iter()
             .find(|s| s.name == PANIC_TRAP)
             .map(|s| (s.start, s.start + s.size));
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let debugged = debug::follow_if_asked(id, image.bias(), &path)?;
         Ok(Program {
             panic_trap,
             stubs: image::Stubs::of(&image),
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
+            debugged,
             image,
             path,
             budget: config.budget,
@@ -251,7 +259,12 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
             }
         };
         let mem = DeviceBus::new(image, program.id, cur.dpa, (stack_start, stack_end));
-        let mut bus = KernelBus::new(mem, cur, program, counters);
+        let debugger = program
+            .debugged
+            .then(debug::hub)
+            .flatten()
+            .map(|hub| (hub, debug::tid(cur)));
+        let mut bus = KernelBus::new(mem, cur, program, counters, debugger);
         let mut hart = Hart::new();
         // Arguments past the eighth go on the stack, the first at the stack pointer (LP64).
         let (in_registers, on_stack) = args.split_at(args.len().min(8));
@@ -268,19 +281,38 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
         // SAFETY: this thread's cache (see `decode_cache`), used by this activation alone.
         let cache = unsafe { &mut *decode_cache(program) };
         counters.activations.fetch_add(1, Ordering::Relaxed);
+        let mut watch = debugger.map(|(hub, tid)| hub.watch(tid));
         loop {
             // Instructions since the kernel last made progress (the budget): a loop that keeps
             // serving messages is no runaway.
             let idle = hart.instret() - bus.progress;
-            let slice = (program.budget - idle).min(STOP_CHECK_EVERY);
+            let mut slice = (program.budget - idle).min(STOP_CHECK_EVERY);
+            if let (Some((hub, tid)), Some(watch)) = (debugger, watch.as_mut()) {
+                // Debugged: one instruction at a time, each looked at first.
+                slice = slice.min(1);
+                if let Some(why) = watch.stop_before(hub, hart.pc) {
+                    let resume = hub.park(
+                        tid,
+                        cur.kernel,
+                        &mut hart.x,
+                        &mut hart.pc,
+                        &mut bus.mem,
+                        why,
+                    );
+                    watch.resumed(hub, resume, hart.pc);
+                }
+            }
             let (stop, _) = hart.run_cached(&mut bus, cache, EXIT_PC, slice);
             // Nothing below may end the activation holding an mmap.
             bus.mem.release();
             bus.count(hart.instret());
             let idle = hart.instret() - bus.progress;
+            if let Some(watch) = watch.as_mut() {
+                watch.ran();
+            }
             match stop {
                 // The device calls were served in the run ([`KernelBus`]).
-                Stop::Ecall => fault(cur, image, hart.pc, "an `ecall` outside the device runtime (kernels call DOCA device functions; they make no system calls)".into()),
+                Stop::Ecall => debug_fault(&mut bus, &mut hart, debug::SIGSYS, "an `ecall` outside the device runtime (kernels call DOCA device functions; they make no system calls)".into()),
                 Stop::Returned => return hart.x[10],
                 // A slice ran out: a stopped thread's activation ends here, between two
                 // instructions (nothing is held), instead of running on to its budget.
@@ -290,10 +322,10 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                         cur.end(Ending::Finish);
                     }
                 }
-                Stop::Budget => fault(
-                    cur,
-                    image,
-                    hart.pc,
+                Stop::Budget => debug_fault(
+                    &mut bus,
+                    &mut hart,
+                    debug::SIGXCPU,
                     format!(
                         "ran {} instructions in one activation without making progress (taking \
                          a message or a completion, posting a send or a copy): the ISA budget, \
@@ -303,26 +335,26 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                         program.budget
                     ),
                 ),
-                Stop::Ebreak => fault(cur, image, hart.pc, "a breakpoint (`ebreak`)".into()),
+                Stop::Ebreak => debug_fault(&mut bus, &mut hart, debug::SIGTRAP, "a breakpoint (`ebreak`)".into()),
                 Stop::Illegal { pc, .. }
                     if program
                         .panic_trap
                         .is_some_and(|(start, end)| (start..end).contains(&pc)) =>
                 {
-                    panicked(cur, &hart, &mut bus.mem)
+                    panicked(cur, &mut hart, &mut bus)
                 }
-                Stop::Illegal { pc, raw } => fault(
-                    cur,
-                    image,
-                    pc,
+                Stop::Illegal { raw, .. } => debug_fault(
+                    &mut bus,
+                    &mut hart,
+                    debug::SIGILL,
                     format!(
                         "an illegal instruction {raw:#010x} (not RV64IMAC, or a trap the \
                          compiler placed: a Rust abort or C __builtin_trap)"
                     ),
                 ),
-                Stop::Fault { pc, fault: f } => {
+                Stop::Fault { fault: f, .. } => {
                     let message = describe_fault(&f, &bus.mem);
-                    fault(cur, image, pc, message)
+                    debug_fault(&mut bus, &mut hart, debug::SIGSEGV, message)
                 }
             }
         }
@@ -341,6 +373,8 @@ struct KernelBus<'a, 'c> {
     /// kernel last made progress.
     counted: u64,
     progress: u64,
+    /// The debugger following the program, and this activation's thread id there.
+    debugger: Option<(&'static Hub, usize)>,
 }
 
 impl<'a, 'c> KernelBus<'a, 'c> {
@@ -350,6 +384,7 @@ impl<'a, 'c> KernelBus<'a, 'c> {
         cur: &'a Current<'c>,
         program: &'a Program,
         counters: &'a Counters,
+        debugger: Option<(&'static Hub, usize)>,
     ) -> Self {
         Self {
             mem,
@@ -358,6 +393,7 @@ impl<'a, 'c> KernelBus<'a, 'c> {
             counters,
             counted: 0,
             progress: 0,
+            debugger,
         }
     }
 
@@ -434,6 +470,14 @@ impl Bus for KernelBus<'_, '_> {
                     f.name(),
                     describe_fault(&e, &self.mem)
                 );
+                if let Some((hub, tid)) = self.debugger {
+                    let mut at = pc;
+                    let why = StopWhy::Fatal {
+                        signal: debug::SIGSYS,
+                        what: what.clone(),
+                    };
+                    hub.park(tid, self.cur.kernel, x, &mut at, &mut self.mem, why);
+                }
                 fault(self.cur, &self.program.image, pc, what);
             }
         }
@@ -443,7 +487,8 @@ impl Bus for KernelBus<'_, '_> {
 
 /// A kernel's panic (`dpakit_dev::panic::report`): its message and location, read from the
 /// trap's registers through the bus's checks, in the words native mode uses.
-fn panicked(cur: &Current<'_>, hart: &Hart, bus: &mut DeviceBus<'_>) -> ! {
+fn panicked(cur: &Current<'_>, hart: &mut Hart, kbus: &mut KernelBus<'_, '_>) -> ! {
+    let bus = &mut kbus.mem;
     use dpakit_rv::reg::A0;
     fn text(bus: &mut DeviceBus<'_>, addr: u64, len: u64) -> String {
         let mut bytes = vec![0u8; len.min(1024) as usize];
@@ -457,9 +502,43 @@ fn panicked(cur: &Current<'_>, hart: &Hart, bus: &mut DeviceBus<'_>) -> ! {
     let file = text(bus, a(2), a(3));
     let at = (!file.is_empty()).then_some((&file[..], a(4) as u32, a(5) as u32));
     let report = super::current::panicked(&message, at);
+    if let Some((hub, tid)) = kbus.debugger {
+        let why = StopWhy::Fatal {
+            signal: debug::SIGABRT,
+            what: report.clone(),
+        };
+        hub.park(
+            tid,
+            cur.kernel,
+            &mut hart.x,
+            &mut hart.pc,
+            &mut kbus.mem,
+            why,
+        );
+    }
     // The activation ends without unwinding: nothing owned may be left on this frame.
     drop((message, file));
     cur.fault(ErrorCode::Unexpected, report)
+}
+
+/// A fatal error at the hart's pc: shown to the debugger first (as `signal`, the activation
+/// parked until gdb lets it go), then recorded as [`fault`] does.
+fn debug_fault(bus: &mut KernelBus<'_, '_>, hart: &mut Hart, signal: u8, what: String) -> ! {
+    if let Some((hub, tid)) = bus.debugger {
+        let why = StopWhy::Fatal {
+            signal,
+            what: what.clone(),
+        };
+        hub.park(
+            tid,
+            bus.cur.kernel,
+            &mut hart.x,
+            &mut hart.pc,
+            &mut bus.mem,
+            why,
+        );
+    }
+    fault(bus.cur, &bus.program.image, hart.pc, what)
 }
 
 /// Records a fatal error naming the kernel and the instruction, and ends the activation.

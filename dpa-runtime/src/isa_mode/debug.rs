@@ -1,0 +1,429 @@
+//! The debugger's side of ISA mode: where an activation stops for GDB and waits to be resumed.
+//!
+//! With `DPAKIT_SOFT_GDB=HOST:PORT` the first DPA context that starts in ISA mode waits for a
+//! debugger ([`gdb`](super::gdb) serves the protocol) and is debugged from then on; others run
+//! as always. An activation of the debugged program looks at every instruction: a breakpoint,
+//! a step done, a halt (Ctrl-C in gdb, or another thread stopping: all-stop) or a fatal error
+//! parks it here, on its own worker thread, with its registers. While parked it serves the
+//! debugger's memory requests through its own bus — the same checks as the kernel's accesses —
+//! until it is resumed. A kernel not in an activation has no registers, so GDB's threads are the
+//! activations parked here.
+//!
+//! The hub is a mutex and a condition variable: the debugger's path only. A program run without
+//! `DPAKIT_SOFT_GDB` never reaches it.
+
+use super::bus::DeviceBus;
+use crate::current::Current;
+use crate::error::{ErrorCode, Result, err};
+use crate::sync::Ordering;
+use crate::sync::plain::{AtomicBool, AtomicU64};
+use dpakit_rv::Bus;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+/// The signals a fatal error shows as in gdb.
+pub(crate) const SIGILL: u8 = 4;
+pub(crate) const SIGTRAP: u8 = 5;
+pub(crate) const SIGABRT: u8 = 6;
+pub(crate) const SIGSEGV: u8 = 11;
+pub(crate) const SIGXCPU: u8 = 24;
+pub(crate) const SIGSYS: u8 = 31;
+
+/// Why an activation stopped, as GDB hears it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StopWhy {
+    /// At a breakpoint, before the instruction.
+    Breakpoint,
+    /// One instruction stepped.
+    Stepped,
+    /// Halted: Ctrl-C in gdb, or another thread stopped.
+    Halted,
+    /// A fatal error, before the DPA context gets it: the signal GDB shows (`SIGSEGV` for an
+    /// access fault, `SIGILL`, `SIGABRT` for a panic, `SIGXCPU` for the instruction budget,
+    /// `SIGSYS` for a bad device call, `SIGTRAP` for an `ebreak`) and the error.
+    Fatal { signal: u8, what: String },
+}
+
+/// How the debugger lets a parked activation go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resume {
+    Continue,
+    Step,
+}
+
+/// A memory request the debugger hands a parked activation.
+#[derive(Debug)]
+enum Request {
+    Read { addr: u64, len: usize },
+    Write { addr: u64, bytes: Vec<u8> },
+}
+
+/// An activation parked for the debugger.
+#[derive(Debug)]
+pub(crate) struct Parked {
+    /// x0..x31, then pc.
+    pub regs: [u64; 33],
+    pub kernel: &'static str,
+    pub why: StopWhy,
+    request: Option<Request>,
+    /// A read's bytes (as many as could be read), or as many zeros as bytes written.
+    reply: Option<Vec<u8>>,
+    resume: Option<Resume>,
+}
+
+/// What the debugger and the debugged program's activations share.
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// The program the debugger follows (`Program::id`), its load bias and its image file.
+    pub program: Option<(u64, u64, PathBuf)>,
+    pub breakpoints: Vec<u64>,
+    pub parked: BTreeMap<usize, Parked>,
+    /// Stops not reported to GDB yet.
+    pub stops: VecDeque<usize>,
+    /// Threads told to step whose activation ended within the step (a device call that ends
+    /// it): their next activation stops before its first instruction.
+    stepping: BTreeSet<usize>,
+    /// The debugger left: parked activations go on, nothing stops again.
+    pub detached: bool,
+    /// gdb let the program start (its first `continue` or step): until then the program waits
+    /// in the load of its image, with its breakpoints being set.
+    pub started: bool,
+}
+
+/// The debugger's hub: one per process.
+#[derive(Debug, Default)]
+pub(crate) struct Hub {
+    state: Mutex<State>,
+    changed: Condvar,
+    /// Set while every running activation is to stop (all-stop): read before each instruction.
+    halt: AtomicBool,
+    /// Bumped at each change of the breakpoints: an activation copies them again only then.
+    breakpoints_gen: AtomicU64,
+}
+
+static HUB: OnceLock<Hub> = OnceLock::new();
+
+/// The process's hub, once a debugger was asked for.
+pub(crate) fn hub() -> Option<&'static Hub> {
+    HUB.get()
+}
+
+/// How long a parked activation or the debugger's thread waits before it looks again (a
+/// detach, a closed connection): the bound of every wait here.
+const LOOK_EVERY: Duration = Duration::from_millis(50);
+
+/// GDB's thread for the DPA while no activation is parked (before the first, or with every
+/// thread between activations): no registers, no memory, but gdb needs a thread to attach to.
+pub(crate) const IDLE_TID: usize = 0x7fff_ffff;
+
+/// How long the first ISA-mode start waits for gdb to connect and start the program.
+const START_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// At a program's load: with `DPAKIT_SOFT_GDB` set, the first program waits for gdb (the
+/// protocol's thread starts once gdb is there) and is followed; any later one is not.
+pub(crate) fn follow_if_asked(id: u64, bias: u64, image: &Path) -> Result<bool> {
+    let Some(addr) = std::env::var_os(super::gdb::GDB_ENV) else {
+        return Ok(false);
+    };
+    static SERVED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    let served = SERVED.get_or_init(|| {
+        // The program is followed before gdb asks anything.
+        HUB.get_or_init(Hub::default).follows(id, bias, image);
+        super::gdb::serve(&addr.to_string_lossy(), HUB.get_or_init(Hub::default))
+    });
+    if let Err(why) = served {
+        return Err(err(ErrorCode::NotConnected, why.clone()));
+    }
+    let Some(hub) = hub() else { return Ok(false) };
+    if !hub.follows(id, bias, image) {
+        return Ok(false);
+    }
+    // The program starts when gdb says so: breakpoints set before are in place for the first
+    // activation.
+    let deadline = std::time::Instant::now() + START_TIMEOUT;
+    let mut state = hub.lock();
+    while !state.started && !state.detached {
+        if std::time::Instant::now() > deadline {
+            return Err(err(
+                ErrorCode::TimeOut,
+                format!(
+                    "{}: gdb did not start the program (continue) in {} s",
+                    super::gdb::GDB_ENV,
+                    START_TIMEOUT.as_secs()
+                ),
+            ));
+        }
+        state = hub.wait(state, LOOK_EVERY);
+    }
+    Ok(true)
+}
+
+/// The thread id GDB knows the running activation by: a DPA thread's index plus one, a
+/// launched thread's rank past 1,000,000, an RPC 999,999.
+pub(crate) fn tid(cur: &Current<'_>) -> usize {
+    match (cur.thread, cur.launch) {
+        (Some(thread), _) => thread.index + 1,
+        (None, Some(rank)) => 1_000_000 + rank.rank as usize,
+        (None, None) => 999_999,
+    }
+}
+
+/// What an activation of the debugged program keeps between instructions: its copy of the
+/// breakpoints (copied again when they change), a step under way, and the pc it was resumed
+/// at (the breakpoint there was reported already).
+#[derive(Debug)]
+pub(crate) struct Watch {
+    tid: usize,
+    breakpoints: Vec<u64>,
+    generation: u64,
+    step_pending: bool,
+    step_done: bool,
+    resumed_at: Option<u64>,
+}
+
+impl Watch {
+    /// Why to stop before the instruction at `pc`, if the debugger wants it.
+    #[inline]
+    pub(crate) fn stop_before(&mut self, hub: &Hub, pc: u64) -> Option<StopWhy> {
+        if std::mem::take(&mut self.step_done) {
+            return Some(StopWhy::Stepped);
+        }
+        let generation = hub.breakpoints_gen.load(Ordering::Acquire);
+        if generation != self.generation {
+            self.breakpoints.clone_from(&hub.lock().breakpoints);
+            self.generation = generation;
+        }
+        let resumed_here = self.resumed_at.take() == Some(pc);
+        if hub.halt.load(Ordering::Acquire) {
+            return Some(StopWhy::Halted);
+        }
+        (!resumed_here && self.breakpoints.contains(&pc)).then_some(StopWhy::Breakpoint)
+    }
+
+    /// After a park: how the thread goes on from `pc`.
+    pub(crate) fn resumed(&mut self, hub: &Hub, resume: Resume, pc: u64) {
+        self.step_pending = resume == Resume::Step;
+        self.resumed_at = Some(pc);
+        if self.step_pending {
+            hub.lock().stepping.insert(self.tid);
+        }
+    }
+
+    /// One instruction ran: a step under way is done.
+    #[inline]
+    pub(crate) fn ran(&mut self) {
+        if std::mem::take(&mut self.step_pending) {
+            self.step_done = true;
+        }
+    }
+}
+
+impl Hub {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wakes whoever waits on the hub.
+    pub(crate) fn notify(&self) {
+        self.changed.notify_all();
+    }
+
+    /// Waits for a change, at most `at_most`.
+    pub(crate) fn wait<'a>(
+        &self,
+        guard: MutexGuard<'a, State>,
+        at_most: Duration,
+    ) -> MutexGuard<'a, State> {
+        match self.changed.wait_timeout(guard, at_most) {
+            Ok((guard, _)) => guard,
+            Err(e) => e.into_inner().0,
+        }
+    }
+
+    /// Whether the activations of program `id` are followed; the first program to ask is.
+    fn follows(&self, id: u64, bias: u64, image: &Path) -> bool {
+        let mut state = self.lock();
+        if state.detached {
+            return false;
+        }
+        match &state.program {
+            Some((followed, ..)) => *followed == id,
+            None => {
+                state.program = Some((id, bias, image.to_path_buf()));
+                true
+            }
+        }
+    }
+
+    /// An activation's watch: it stops at once when its thread's step ended the activation
+    /// before.
+    pub(crate) fn watch(&self, tid: usize) -> Watch {
+        let step_done = self.lock().stepping.contains(&tid);
+        Watch {
+            tid,
+            breakpoints: Vec::new(),
+            generation: u64::MAX,
+            step_pending: false,
+            step_done,
+            resumed_at: None,
+        }
+    }
+
+    /// Stops every running activation before its next instruction (all-stop).
+    pub(crate) fn request_halt(&self) {
+        self.halt.store(true, Ordering::Release);
+    }
+
+    /// The breakpoints changed: activations copy them again.
+    pub(crate) fn breakpoints_changed(&self) {
+        self.breakpoints_gen.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Parks activation `tid` for the debugger, its registers `x` and `pc`, its memory reached
+    /// through `bus`, until the debugger resumes it; returns how. Registers the debugger wrote
+    /// are in `x` and `pc` again on return. After a detach, returns `Continue` at once.
+    pub(crate) fn park(
+        &self,
+        tid: usize,
+        kernel: &'static str,
+        x: &mut [u64; 32],
+        pc: &mut u64,
+        bus: &mut DeviceBus<'_>,
+        why: StopWhy,
+    ) -> Resume {
+        let mut state = self.lock();
+        if state.detached {
+            return Resume::Continue;
+        }
+        let mut regs = [0u64; 33];
+        regs[..32].copy_from_slice(x);
+        regs[32] = *pc;
+        state.stepping.remove(&tid);
+        let parked = Parked {
+            regs,
+            kernel,
+            why,
+            request: None,
+            reply: None,
+            resume: None,
+        };
+        state.parked.insert(tid, parked);
+        state.stops.push_back(tid);
+        // All-stop: the others stop before their next instruction.
+        self.request_halt();
+        self.notify();
+        loop {
+            if state.detached {
+                state.parked.remove(&tid);
+                return Resume::Continue;
+            }
+            let Some(me) = state.parked.get_mut(&tid) else {
+                return Resume::Continue;
+            };
+            if let Some(request) = me.request.take() {
+                me.reply = Some(serve(request, bus));
+                self.notify();
+                continue;
+            }
+            if let Some(resume) = me.resume {
+                let regs = me.regs;
+                state.parked.remove(&tid);
+                x.copy_from_slice(&regs[..32]);
+                x[0] = 0;
+                *pc = regs[32];
+                return resume;
+            }
+            state = self.wait(state, LOOK_EVERY);
+        }
+    }
+
+    /// Reads `len` bytes at `addr` as parked activation `tid` may: fewer where it may not read
+    /// on. `None` when `tid` is not parked.
+    pub(crate) fn read(&self, tid: usize, addr: u64, len: usize) -> Option<Vec<u8>> {
+        self.ask(tid, Request::Read { addr, len })
+    }
+
+    /// Writes `bytes` at `addr` as parked activation `tid` may; how many were written.
+    pub(crate) fn write(&self, tid: usize, addr: u64, bytes: &[u8]) -> Option<usize> {
+        let bytes = bytes.to_vec();
+        self.ask(tid, Request::Write { addr, bytes })
+            .map(|w| w.len())
+    }
+
+    /// Hands `request` to parked activation `tid` and waits for its reply.
+    fn ask(&self, tid: usize, request: Request) -> Option<Vec<u8>> {
+        let mut state = self.lock();
+        let me = state.parked.get_mut(&tid)?;
+        me.request = Some(request);
+        me.reply = None;
+        self.notify();
+        loop {
+            let me = state.parked.get_mut(&tid)?;
+            if let Some(reply) = me.reply.take() {
+                return Some(reply);
+            }
+            state = self.wait(state, LOOK_EVERY);
+        }
+    }
+
+    /// Lets the parked activations go as `actions` says; those without an action stay parked.
+    /// The halt is lifted, so activations not parked run on.
+    pub(crate) fn resume(&self, actions: &BTreeMap<usize, Resume>) {
+        let mut state = self.lock();
+        self.halt.store(false, Ordering::Release);
+        state.started = true;
+        for (tid, parked) in state.parked.iter_mut() {
+            if let Some(action) = actions.get(tid) {
+                parked.resume = Some(*action);
+            }
+        }
+        state.stops.clear();
+        self.notify();
+    }
+
+    /// The debugger left (a detach, a closed connection): everything parked goes on, and
+    /// nothing stops for it again.
+    pub(crate) fn detach(&self) {
+        let mut state = self.lock();
+        state.detached = true;
+        state.breakpoints.clear();
+        state.stepping.clear();
+        self.breakpoints_changed();
+        self.halt.store(false, Ordering::Release);
+        self.notify();
+    }
+}
+
+/// Serves one memory request on a parked activation's bus: byte by byte past the first
+/// refusal, so GDB gets what can be read.
+fn serve(request: Request, bus: &mut DeviceBus<'_>) -> Vec<u8> {
+    match request {
+        Request::Read { addr, len } => {
+            let mut out = vec![0u8; len];
+            if bus.read_bytes(addr, &mut out).is_ok() {
+                return out;
+            }
+            out.clear();
+            for i in 0..len as u64 {
+                match bus.load(addr.wrapping_add(i), 1) {
+                    Ok(byte) => out.push(byte as u8),
+                    Err(_) => break,
+                }
+            }
+            out
+        }
+        Request::Write { addr, bytes } => {
+            let written = bytes
+                .iter()
+                .enumerate()
+                .take_while(|(i, b)| {
+                    bus.store(addr.wrapping_add(*i as u64), 1, u64::from(**b))
+                        .is_ok()
+                })
+                .count();
+            vec![0; written]
+        }
+    }
+}

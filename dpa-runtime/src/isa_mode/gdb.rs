@@ -1,0 +1,387 @@
+//! The GDB remote protocol for ISA mode (`gdbstub`): `DPAKIT_SOFT_GDB=HOST:PORT` makes the first
+//! DPA context started in ISA mode wait for gdb there, then serves it on a thread of its own.
+//! The target is the hub's ([`debug`](super::debug)): GDB's threads are the activations parked
+//! there, its memory is what they may reach, its breakpoints are checked by the interpreter
+//! before each instruction (the image's code is never patched), and the image's load bias is
+//! what `qOffsets` answers, so gdb relocates the image's symbols and DWARF itself.
+
+use super::debug::{Hub, IDLE_TID, Resume, StopWhy};
+use gdbstub::common::{Signal, Tid};
+use gdbstub::conn::{Connection, ConnectionExt};
+use gdbstub::stub::run_blocking::{self, BlockingEventLoop, WaitForStopReasonError};
+use gdbstub::stub::{GdbStub, MultiThreadStopReason};
+use gdbstub::target::ext::base::BaseOps;
+use gdbstub::target::ext::base::multithread::{
+    MultiThreadBase, MultiThreadResume, MultiThreadResumeOps, MultiThreadSchedulerLocking,
+    MultiThreadSchedulerLockingOps, MultiThreadSingleStep, MultiThreadSingleStepOps,
+};
+use gdbstub::target::ext::breakpoints::{
+    Breakpoints, BreakpointsOps, HwBreakpoint, HwBreakpointOps, SwBreakpoint, SwBreakpointOps,
+};
+use gdbstub::target::ext::section_offsets::{Offsets, SectionOffsets, SectionOffsetsOps};
+use gdbstub::target::ext::thread_extra_info::{ThreadExtraInfo, ThreadExtraInfoOps};
+use gdbstub::target::{Target, TargetError, TargetResult};
+use gdbstub_arch::riscv::Riscv64;
+use gdbstub_arch::riscv::reg::RiscvCoreRegs;
+use std::collections::BTreeMap;
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+/// The variable that names where the soft device waits for gdb.
+pub const GDB_ENV: &str = "DPAKIT_SOFT_GDB";
+
+/// How long the first ISA-mode start waits for gdb to connect before it fails.
+const ATTACH_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Waits (at most [`ATTACH_TIMEOUT`]) for gdb at `addr` and serves it on a new thread; the hub
+/// exists from then on. Called once, by the first ISA-mode start that finds `DPAKIT_SOFT_GDB`.
+pub(crate) fn serve(addr: &str, hub: &'static Hub) -> Result<(), String> {
+    let listener = TcpListener::bind(addr)
+        .map_err(|e| format!("{GDB_ENV}={addr}: cannot listen there: {e}"))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("{GDB_ENV}={addr}: {e}"))?;
+    eprintln!(
+        "dpakit soft device: waiting for gdb on {addr} (gdb-multiarch IMAGE -ex 'target remote {addr}')"
+    );
+    let deadline = Instant::now() + ATTACH_TIMEOUT;
+    let stream = loop {
+        match listener.accept() {
+            Ok((stream, _)) => break stream,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "{GDB_ENV}={addr}: no debugger connected in {} s",
+                        ATTACH_TIMEOUT.as_secs()
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(format!("{GDB_ENV}={addr}: accepting gdb failed: {e}")),
+        }
+    };
+    let _ = stream.set_nodelay(true);
+    std::thread::Builder::new()
+        .name("dpakit-gdb".into())
+        .spawn(move || {
+            let mut target = DpaTarget {
+                hub,
+                actions: BTreeMap::new(),
+            };
+            let gdb = GdbStub::new(stream);
+            if let Err(e) = gdb.run_blocking::<EventLoop>(&mut target) {
+                eprintln!("dpakit soft device: the gdb session ended: {e}");
+            }
+            // However it ended, the program goes on.
+            hub.detach();
+        })
+        .map_err(|e| format!("cannot start the gdb thread: {e}"))?;
+    Ok(())
+}
+
+/// GDB's view of the debugged program.
+struct DpaTarget {
+    hub: &'static Hub,
+    /// The resume actions of the next `vCont`.
+    actions: BTreeMap<usize, Resume>,
+}
+
+fn tid_of(tid: Tid) -> usize {
+    tid.get()
+}
+
+impl Target for DpaTarget {
+    type Arch = Riscv64;
+    type Error = String;
+
+    fn base_ops(&mut self) -> BaseOps<'_, Self::Arch, Self::Error> {
+        BaseOps::MultiThread(self)
+    }
+
+    fn support_breakpoints(&mut self) -> Option<BreakpointsOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_section_offsets(&mut self) -> Option<SectionOffsetsOps<'_, Self>> {
+        Some(self)
+    }
+
+    // Breakpoints are the interpreter's: nothing is written into the code.
+    fn guard_rail_implicit_sw_breakpoints(&self) -> bool {
+        true
+    }
+}
+
+impl MultiThreadBase for DpaTarget {
+    fn read_registers(
+        &mut self,
+        regs: &mut RiscvCoreRegs<u64>,
+        tid: Tid,
+    ) -> TargetResult<(), Self> {
+        let state = self.hub.lock();
+        match state.parked.get(&tid_of(tid)) {
+            Some(parked) => {
+                regs.x.copy_from_slice(&parked.regs[..32]);
+                regs.pc = parked.regs[32];
+            }
+            // The idle DPA: no kernel, no registers.
+            None if tid_of(tid) == IDLE_TID => *regs = RiscvCoreRegs::default(),
+            None => return Err(TargetError::NonFatal),
+        }
+        Ok(())
+    }
+
+    fn write_registers(&mut self, regs: &RiscvCoreRegs<u64>, tid: Tid) -> TargetResult<(), Self> {
+        let mut state = self.hub.lock();
+        let parked = state
+            .parked
+            .get_mut(&tid_of(tid))
+            .ok_or(TargetError::NonFatal)?;
+        parked.regs[..32].copy_from_slice(&regs.x);
+        parked.regs[0] = 0;
+        parked.regs[32] = regs.pc;
+        Ok(())
+    }
+
+    fn read_addrs(&mut self, start: u64, data: &mut [u8], tid: Tid) -> TargetResult<usize, Self> {
+        let bytes = self
+            .hub
+            .read(tid_of(tid), start, data.len())
+            .ok_or(TargetError::NonFatal)?;
+        data[..bytes.len()].copy_from_slice(&bytes);
+        Ok(bytes.len())
+    }
+
+    fn write_addrs(&mut self, start: u64, data: &[u8], tid: Tid) -> TargetResult<(), Self> {
+        let written = self
+            .hub
+            .write(tid_of(tid), start, data)
+            .ok_or(TargetError::NonFatal)?;
+        if written == data.len() {
+            Ok(())
+        } else {
+            Err(TargetError::Errno(14))
+        }
+    }
+
+    fn list_active_threads(&mut self, found: &mut dyn FnMut(Tid)) -> Result<(), Self::Error> {
+        let state = self.hub.lock();
+        if state.parked.is_empty()
+            && let Some(idle) = Tid::new(IDLE_TID)
+        {
+            found(idle);
+        }
+        for tid in state.parked.keys() {
+            if let Some(tid) = Tid::new(*tid) {
+                found(tid);
+            }
+        }
+        Ok(())
+    }
+
+    fn support_resume(&mut self) -> Option<MultiThreadResumeOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_thread_extra_info(&mut self) -> Option<ThreadExtraInfoOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl MultiThreadResume for DpaTarget {
+    fn resume(&mut self) -> Result<(), Self::Error> {
+        let actions = std::mem::take(&mut self.actions);
+        self.hub.resume(&actions);
+        Ok(())
+    }
+
+    fn clear_resume_actions(&mut self) -> Result<(), Self::Error> {
+        self.actions.clear();
+        Ok(())
+    }
+
+    fn set_resume_action_continue(
+        &mut self,
+        tid: Tid,
+        _signal: Option<Signal>,
+    ) -> Result<(), Self::Error> {
+        self.actions.insert(tid_of(tid), Resume::Continue);
+        Ok(())
+    }
+
+    fn support_single_step(&mut self) -> Option<MultiThreadSingleStepOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_scheduler_locking(&mut self) -> Option<MultiThreadSchedulerLockingOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+/// A `vCont` that names no action for the other threads: they stay parked, which is what a
+/// resume does to every parked thread without an action anyway.
+impl MultiThreadSchedulerLocking for DpaTarget {
+    fn set_resume_action_scheduler_lock(&mut self) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+impl MultiThreadSingleStep for DpaTarget {
+    fn set_resume_action_step(
+        &mut self,
+        tid: Tid,
+        _signal: Option<Signal>,
+    ) -> Result<(), Self::Error> {
+        self.actions.insert(tid_of(tid), Resume::Step);
+        Ok(())
+    }
+}
+
+impl Breakpoints for DpaTarget {
+    fn support_sw_breakpoint(&mut self) -> Option<SwBreakpointOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_hw_breakpoint(&mut self) -> Option<HwBreakpointOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl DpaTarget {
+    fn set_breakpoint(&mut self, addr: u64, on: bool) -> bool {
+        let mut state = self.hub.lock();
+        let present = state.breakpoints.contains(&addr);
+        match (on, present) {
+            (true, false) => state.breakpoints.push(addr),
+            (false, true) => state.breakpoints.retain(|&a| a != addr),
+            _ => return false,
+        }
+        self.hub.breakpoints_changed();
+        true
+    }
+}
+
+impl SwBreakpoint for DpaTarget {
+    fn add_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        Ok(self.set_breakpoint(addr, true))
+    }
+
+    fn remove_sw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        Ok(self.set_breakpoint(addr, false))
+    }
+}
+
+impl HwBreakpoint for DpaTarget {
+    fn add_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        Ok(self.set_breakpoint(addr, true))
+    }
+
+    fn remove_hw_breakpoint(&mut self, addr: u64, _kind: usize) -> TargetResult<bool, Self> {
+        Ok(self.set_breakpoint(addr, false))
+    }
+}
+
+impl SectionOffsets for DpaTarget {
+    fn get_section_offsets(&mut self) -> Result<Offsets<u64>, Self::Error> {
+        let state = self.hub.lock();
+        let bias = state.program.as_ref().map_or(0, |(_, bias, _)| *bias);
+        Ok(Offsets::Sections {
+            text: bias,
+            data: bias,
+            bss: Some(bias),
+        })
+    }
+}
+
+impl ThreadExtraInfo for DpaTarget {
+    fn thread_extra_info(&self, tid: Tid, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        let state = self.hub.lock();
+        let text = match state.parked.get(&tid_of(tid)) {
+            Some(p) => match &p.why {
+                StopWhy::Fatal { what, .. } => format!("kernel {}: {what}", p.kernel),
+                _ => format!("kernel {}", p.kernel),
+            },
+            None if tid_of(tid) == IDLE_TID => {
+                "the DPA, no kernel running (continue runs the program)".to_string()
+            }
+            None => String::new(),
+        };
+        let n = text.len().min(buf.len());
+        buf[..n].copy_from_slice(&text.as_bytes()[..n]);
+        Ok(n)
+    }
+}
+
+/// The signal GDB shows for a stop.
+fn stop_reason(tid: usize, why: &StopWhy) -> MultiThreadStopReason<u64> {
+    let Some(tid) = Tid::new(tid) else {
+        return MultiThreadStopReason::Signal(Signal::SIGTRAP);
+    };
+    match why {
+        StopWhy::Breakpoint => MultiThreadStopReason::SwBreak(tid),
+        StopWhy::Stepped => MultiThreadStopReason::SignalWithThread {
+            tid,
+            signal: Signal::SIGTRAP,
+        },
+        StopWhy::Halted => MultiThreadStopReason::SignalWithThread {
+            tid,
+            signal: Signal::SIGINT,
+        },
+        StopWhy::Fatal { signal, .. } => MultiThreadStopReason::SignalWithThread {
+            tid,
+            signal: Signal(*signal),
+        },
+    }
+}
+
+/// How long the debugger's thread sleeps between looks at the connection while the program runs.
+const POLL: Duration = Duration::from_millis(10);
+
+enum EventLoop {}
+
+impl BlockingEventLoop for EventLoop {
+    type Target = DpaTarget;
+    type Connection = TcpStream;
+    type StopReason = MultiThreadStopReason<u64>;
+
+    fn wait_for_stop_reason(
+        target: &mut DpaTarget,
+        conn: &mut TcpStream,
+    ) -> Result<
+        run_blocking::Event<Self::StopReason>,
+        WaitForStopReasonError<String, <TcpStream as Connection>::Error>,
+    > {
+        loop {
+            {
+                let mut state = target.hub.lock();
+                while let Some(tid) = state.stops.pop_front() {
+                    if let Some(parked) = state.parked.get(&tid) {
+                        let reason = stop_reason(tid, &parked.why);
+                        return Ok(run_blocking::Event::TargetStopped(reason));
+                    }
+                }
+                if state.detached {
+                    return Ok(run_blocking::Event::TargetStopped(
+                        MultiThreadStopReason::Exited(0),
+                    ));
+                }
+                drop(target.hub.wait(state, POLL));
+            }
+            match conn.peek() {
+                Ok(Some(_)) => {
+                    let byte = conn.read().map_err(WaitForStopReasonError::Connection)?;
+                    return Ok(run_blocking::Event::IncomingData(byte));
+                }
+                Ok(None) => {}
+                Err(e) => return Err(WaitForStopReasonError::Connection(e)),
+            }
+        }
+    }
+
+    fn on_interrupt(target: &mut DpaTarget) -> Result<Option<Self::StopReason>, String> {
+        // Ctrl-C: every running activation stops at its next instruction; the stop is reported
+        // when the first parks.
+        target.hub.request_halt();
+        Ok(None)
+    }
+}
