@@ -17,6 +17,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const DEBUGGEE: &str = "DPAKIT_TEST_DEBUGGEE";
+/// Where the read_at debuggee asks for gdb through `dpakit::soft::set_gdb` rather than
+/// `DPAKIT_SOFT_GDB`.
+const ADDRESS: &str = "DPAKIT_TEST_GDB_ADDRESS";
 /// Generous: the program waits while gdb has it stopped.
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -59,6 +62,10 @@ fn debuggee_read_at() {
     if !debuggee() {
         return;
     }
+    let address = std::env::var(ADDRESS).unwrap();
+    let e = dpakit::soft::set_gdb("no address at all").unwrap_err();
+    assert_eq!(e.code(), dpakit::ErrorCode::InvalidValue, "{e}");
+    dpakit::soft::set_gdb(&address).unwrap();
     let dpa = Dpa::builder(&open_dpa_dev().unwrap())
         .app(&faulty::APP)
         .exec_mode(ExecMode::Isa)
@@ -80,14 +87,22 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Runs debuggee `name` waiting for gdb, then `gdb-multiarch -batch` with `commands` on
-/// `image`; returns gdb's output and the debuggee's (which must succeed).
-fn debug(name: &str, image: &std::path::Path, commands: &[&str]) -> (String, String) {
+/// Runs debuggee `name` waiting for gdb, then `gdb-multiarch -batch` with `commands`; returns
+/// gdb's output and the debuggee's (which must succeed). gdb is not told the image: the soft
+/// device names it (`qXfer:exec-file`).
+fn debug(name: &str, commands: &[&str]) -> (String, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let mut program = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", name, "--nocapture", "--test-threads=1"])
         .env(DEBUGGEE, "1")
-        .env("DPAKIT_SOFT_GDB", &addr)
+        .env(
+            if name == "debuggee_read_at" {
+                ADDRESS
+            } else {
+                "DPAKIT_SOFT_GDB"
+            },
+            &addr,
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -121,7 +136,6 @@ fn debug(name: &str, image: &std::path::Path, commands: &[&str]) -> (String, Str
         "-ex",
         "set confirm off",
     ]);
-    gdb.arg("-ex").arg(format!("file {}", image.display()));
     gdb.arg("-ex").arg(format!("target remote {addr}"));
     for c in commands {
         gdb.args(["-ex", c]);
@@ -150,10 +164,8 @@ fn gdb_breaks_in_the_echo_kernel_steps_and_detaches() {
     if debuggee() {
         return;
     }
-    let image = dpakit::kit_image().expect("the kit's image");
     let (gdb, program) = debug(
         "debuggee_echo",
-        image,
         &[
             "break echo",
             "continue",
@@ -177,10 +189,8 @@ fn a_kernel_reading_out_of_bounds_stops_in_gdb_at_its_line() {
     if debuggee() {
         return;
     }
-    let image = faulty::IMAGE.expect("the fixture's image");
     let (gdb, program) = debug(
         "debuggee_read_at",
-        std::path::Path::new(image),
         &["continue", "bt", "info threads", "detach"],
     );
     for want in ["SIGSEGV", "read_at", "lib.rs:"] {

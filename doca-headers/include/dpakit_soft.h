@@ -169,6 +169,14 @@ doca_error_t dpakit_soft_last_error(char *message, size_t size);
 /* Pins the calling thread to `cpu` (benchmarks keep host and DPA workers on distinct cores). */
 doca_error_t dpakit_soft_pin_current_thread(uint32_t cpu);
 
+/*
+ * The first DPA context started in ISA mode from now on waits for gdb at `address` ("HOST:PORT",
+ * as DPAKIT_SOFT_GDB, which it overrides; NULL goes back to the environment) and starts when gdb
+ * continues. DOCA_ERROR_INVALID_VALUE for an address that cannot be listened on,
+ * DOCA_ERROR_BAD_STATE once a context is debugged.
+ */
+doca_error_t dpakit_soft_set_gdb(const char *address);
+
 /* ---- DPA apps ---- */
 
 /*

@@ -72,7 +72,9 @@ pub use completion::{
 };
 pub use deterministic::TRACE_CAPACITY;
 pub use device::{ContextPart, Device, DeviceId, Part};
-pub use isa_mode::{DEFAULT_BUDGET as ISA_DEFAULT_BUDGET, ExecMode, IsaConfig, Profile};
+pub use isa_mode::{
+    DEFAULT_BUDGET as ISA_DEFAULT_BUDGET, ExecMode, IsaConfig, Profile, set_gdb_address,
+};
 pub use launch::LaunchEvent;
 pub use memory::DevPtr;
 pub use sched::{STOP_WAIT, SchedMode, SchedStats, TraceEvent, pin_current_thread};

@@ -278,6 +278,26 @@ impl Dpa {
 /// Activations [`Dpa::run_until_idle`] runs at most in one call.
 pub const RUN_UNTIL_IDLE_LIMIT: usize = 1 << 20;
 
+/// Makes the first DPA context started in ISA mode from now on wait for gdb at `address`
+/// (`HOST:PORT`, as `DPAKIT_SOFT_GDB`, which it overrides) and start when gdb continues
+/// (`dpakit_soft_set_gdb`; docs/debugging.md). `INVALID_VALUE` for an address that cannot be
+/// listened on, `BAD_STATE` once a context is debugged, `NOT_SUPPORTED` on DOCA's own libraries.
+#[doc(alias = "dpakit_soft_set_gdb")]
+pub fn set_gdb(address: &str) -> Result<()> {
+    let Some(api) = sys::soft::api() else {
+        bail!(
+            NotSupported,
+            "gdb on ISA mode is the soft device's: DOCA's own libraries have dpa-gdbserver"
+        );
+    };
+    let address = std::ffi::CString::new(address)
+        .map_err(|_| crate::Error::new(crate::ErrorCode::InvalidValue, "an address with a NUL"))?;
+    // SAFETY: a NUL-terminated string that outlives the call.
+    check("dpakit_soft_set_gdb", unsafe {
+        (api.set_gdb)(address.as_ptr())
+    })
+}
+
 /// Pins the calling thread to `cpu` (benchmarks keep the host side and DPA workers on distinct
 /// cores). Works whatever the DOCA library underneath.
 pub fn pin_current_thread(cpu: usize) -> Result<()> {

@@ -2828,6 +2828,9 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn dpakit_soft_pin_current_thread(cpu: u32) -> doca_error_t;
 }
+unsafe extern "C" {
+    pub fn dpakit_soft_set_gdb(address: *const ::core::ffi::c_char) -> doca_error_t;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct dpakit_soft_kernel {

@@ -94,3 +94,14 @@ fn a_kernel_panic_is_the_error_c_peeks_at_with_its_message_and_location() {
     }
     expect!(doca_dev_close(dev), DOCA_SUCCESS);
 }
+
+/// `dpakit_soft_set_gdb` checks the address it is given and takes NULL to go back to
+/// `DPAKIT_SOFT_GDB` (tests/gdb.rs drives gdb itself).
+#[test]
+fn the_gdb_address_is_checked_and_null_clears_it() {
+    expect!(
+        dpakit_soft_set_gdb(c"no address at all".as_ptr()),
+        DOCA_ERROR_INVALID_VALUE
+    );
+    expect!(dpakit_soft_set_gdb(std::ptr::null()), DOCA_SUCCESS);
+}

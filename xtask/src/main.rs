@@ -3,6 +3,7 @@
 mod api;
 mod bench;
 mod build_dpa;
+mod debug;
 mod fuzz;
 mod modules;
 mod new_project;
@@ -34,6 +35,10 @@ commands:
                           DOCA_HOME or PATH) for the BlueField-3 DPA program,
                           target/dpa/<profile>/dpacc/libdpakit_kernels.a. (A plain cargo build
                           builds the image too, and embeds it in the kit's app.)
+  debug --example NAME | --bin NAME [--kernel SYMBOL] [--batch CMD]... [-- ARGS]
+                          build the program, run it in ISA mode waiting for gdb, and start
+                          gdb-multiarch connected to it (a breakpoint on SYMBOL if given;
+                          --batch: run those gdb commands without a prompt); docs/debugging.md
   new DIR [--name NAME] [--dpakit-path DIR | --dpakit-version VER | --dpakit-git URL [--dpakit-rev REV]]
                           write a project of your own: a kernel crate, the types it shares
                           with its host program, the host program (cargo build builds and
@@ -103,6 +108,7 @@ fn main() -> ExitCode {
             );
             Ok(())
         }),
+        Some("debug") => debug::Options::parse(&args[1..]).and_then(|opts| debug::run(&opts)),
         Some("new") => new_project::Options::parse(&args[1..]).and_then(|opts| {
             let name = new_project::run(&opts)?;
             println!(

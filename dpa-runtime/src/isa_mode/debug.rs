@@ -101,6 +101,8 @@ pub(crate) struct Hub {
     halt: AtomicBool,
     /// Bumped at each change of the breakpoints: an activation copies them again only then.
     breakpoints_gen: AtomicU64,
+    /// The debugger left: activations started since run at full speed.
+    gone: AtomicBool,
 }
 
 static HUB: OnceLock<Hub> = OnceLock::new();
@@ -124,14 +126,20 @@ const START_TIMEOUT: Duration = Duration::from_secs(600);
 /// At a program's load: with `DPAKIT_SOFT_GDB` set, the first program waits for gdb (the
 /// protocol's thread starts once gdb is there) and is followed; any later one is not.
 pub(crate) fn follow_if_asked(id: u64, bias: u64, image: &Path) -> Result<bool> {
-    let Some(addr) = std::env::var_os(super::gdb::GDB_ENV) else {
+    let configured = GDB_ADDRESS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let Some(addr) = configured.or_else(|| {
+        std::env::var_os(super::gdb::GDB_ENV).map(|a| a.to_string_lossy().into_owned())
+    }) else {
         return Ok(false);
     };
     static SERVED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     let served = SERVED.get_or_init(|| {
         // The program is followed before gdb asks anything.
         HUB.get_or_init(Hub::default).follows(id, bias, image);
-        super::gdb::serve(&addr.to_string_lossy(), HUB.get_or_init(Hub::default))
+        super::gdb::serve(&addr, HUB.get_or_init(Hub::default))
     });
     if let Err(why) = served {
         return Err(err(ErrorCode::NotConnected, why.clone()));
@@ -158,6 +166,35 @@ pub(crate) fn follow_if_asked(id: u64, bias: u64, image: &Path) -> Result<bool> 
         state = hub.wait(state, LOOK_EVERY);
     }
     Ok(true)
+}
+
+/// Where the first ISA-mode start waits for gdb, set by the program (`dpakit_soft_set_gdb`); it
+/// wins over `DPAKIT_SOFT_GDB`.
+static GDB_ADDRESS: Mutex<Option<String>> = Mutex::new(None);
+
+/// `dpakit_soft_set_gdb`: the first DPA context started in ISA mode from now on waits for gdb at
+/// `address` (`HOST:PORT`), as `DPAKIT_SOFT_GDB` says; `None` goes back to the environment.
+/// `BAD_STATE` once a program is debugged: one debugger per process, from its start.
+pub fn set_gdb_address(address: Option<&str>) -> Result<()> {
+    use std::net::ToSocketAddrs;
+    if HUB.get().is_some() {
+        return Err(err(
+            ErrorCode::BadState,
+            "a DPA context is already debugged: gdb is set before the first ISA-mode start",
+        ));
+    }
+    if let Some(address) = address
+        && address
+            .to_socket_addrs()
+            .map_or(true, |mut a| a.next().is_none())
+    {
+        return Err(err(
+            ErrorCode::InvalidValue,
+            format!("`{address}` is not an address to listen on for gdb (HOST:PORT)"),
+        ));
+    }
+    *GDB_ADDRESS.lock().unwrap_or_else(|e| e.into_inner()) = address.map(str::to_string);
+    Ok(())
 }
 
 /// The thread id GDB knows the running activation by: a DPA thread's index plus one, a
@@ -255,6 +292,11 @@ impl Hub {
                 true
             }
         }
+    }
+
+    /// Whether gdb is still there: an activation starting after a detach runs undebugged.
+    pub(crate) fn attached(&self) -> bool {
+        !self.gone.load(Ordering::Acquire)
     }
 
     /// An activation's watch: it stops at once when its thread's step ended the activation
@@ -388,6 +430,7 @@ impl Hub {
     pub(crate) fn detach(&self) {
         let mut state = self.lock();
         state.detached = true;
+        self.gone.store(true, Ordering::Release);
         state.breakpoints.clear();
         state.stepping.clear();
         self.breakpoints_changed();

@@ -6,6 +6,7 @@
 //! what `qOffsets` answers, so gdb relocates the image's symbols and DWARF itself.
 
 use super::debug::{Hub, IDLE_TID, Resume, StopWhy};
+use gdbstub::common::Pid;
 use gdbstub::common::{Signal, Tid};
 use gdbstub::conn::{Connection, ConnectionExt};
 use gdbstub::stub::run_blocking::{self, BlockingEventLoop, WaitForStopReasonError};
@@ -18,6 +19,7 @@ use gdbstub::target::ext::base::multithread::{
 use gdbstub::target::ext::breakpoints::{
     Breakpoints, BreakpointsOps, HwBreakpoint, HwBreakpointOps, SwBreakpoint, SwBreakpointOps,
 };
+use gdbstub::target::ext::exec_file::{ExecFile, ExecFileOps};
 use gdbstub::target::ext::section_offsets::{Offsets, SectionOffsets, SectionOffsetsOps};
 use gdbstub::target::ext::thread_extra_info::{ThreadExtraInfo, ThreadExtraInfoOps};
 use gdbstub::target::{Target, TargetError, TargetResult};
@@ -103,6 +105,10 @@ impl Target for DpaTarget {
     }
 
     fn support_section_offsets(&mut self) -> Option<SectionOffsetsOps<'_, Self>> {
+        Some(self)
+    }
+
+    fn support_exec_file(&mut self) -> Option<ExecFileOps<'_, Self>> {
         Some(self)
     }
 
@@ -290,6 +296,31 @@ impl SectionOffsets for DpaTarget {
             data: bias,
             bss: Some(bias),
         })
+    }
+}
+
+/// The image file, so gdb loads its symbols and DWARF without being told (`file`).
+impl ExecFile for DpaTarget {
+    fn get_exec_file(
+        &self,
+        _pid: Option<Pid>,
+        offset: u64,
+        length: usize,
+        buf: &mut [u8],
+    ) -> TargetResult<usize, Self> {
+        let state = self.hub.lock();
+        let path = state
+            .program
+            .as_ref()
+            .map(|(_, _, path)| path.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let bytes = path.as_bytes();
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        let n = length.min(buf.len()).min(bytes.len() - start);
+        buf[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
     }
 }
 

@@ -16,6 +16,7 @@ mod bus;
 mod calls;
 pub(crate) mod counters;
 mod debug;
+pub use debug::set_gdb_address;
 mod gdb;
 mod image;
 mod printf;
@@ -263,6 +264,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
             .debugged
             .then(debug::hub)
             .flatten()
+            .filter(|hub| hub.attached())
             .map(|hub| (hub, debug::tid(cur)));
         let mut bus = KernelBus::new(mem, cur, program, counters, debugger);
         let mut hart = Hart::new();

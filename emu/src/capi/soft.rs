@@ -261,6 +261,21 @@ pub unsafe extern "C" fn dpakit_soft_last_error(message: *mut c_char, size: usiz
     }
 }
 
+/// `dpakit_soft_set_gdb`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn dpakit_soft_set_gdb(address: *const c_char) -> doca_error_t {
+    call("dpakit_soft_set_gdb", || {
+        let address = if address.is_null() {
+            None
+        } else {
+            Some(crate::checked_read::read_c_string_limited(
+                address, 256, "address",
+            )?)
+        };
+        crate::dpa::set_gdb_address(address.as_deref())
+    })
+}
+
 /// `dpakit_soft_pin_current_thread`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn dpakit_soft_pin_current_thread(cpu: u32) -> doca_error_t {
