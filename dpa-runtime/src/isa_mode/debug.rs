@@ -116,57 +116,22 @@ pub(crate) fn hub() -> Option<&'static Hub> {
 /// detach, a closed connection): the bound of every wait here.
 const LOOK_EVERY: Duration = Duration::from_millis(50);
 
+/// Creates the process's hub (once).
+pub(crate) fn install() -> &'static Hub {
+    HUB.get_or_init(Hub::default)
+}
+
+/// The address `dpakit_soft_set_gdb` set, if any.
+pub(crate) fn configured_address() -> Option<String> {
+    GDB_ADDRESS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
 /// GDB's thread for the DPA while no activation is parked (before the first, or with every
 /// thread between activations): no registers, no memory, but gdb needs a thread to attach to.
 pub(crate) const IDLE_TID: usize = 0x7fff_ffff;
-
-/// How long the first ISA-mode start waits for gdb to connect and start the program.
-const START_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// At a program's load: with `DPAKIT_SOFT_GDB` set, the first program waits for gdb (the
-/// protocol's thread starts once gdb is there) and is followed; any later one is not.
-pub(crate) fn follow_if_asked(id: u64, bias: u64, image: &Path) -> Result<bool> {
-    let configured = GDB_ADDRESS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    let Some(addr) = configured.or_else(|| {
-        std::env::var_os(super::gdb::GDB_ENV).map(|a| a.to_string_lossy().into_owned())
-    }) else {
-        return Ok(false);
-    };
-    static SERVED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-    let served = SERVED.get_or_init(|| {
-        // The program is followed before gdb asks anything.
-        HUB.get_or_init(Hub::default).follows(id, bias, image);
-        super::gdb::serve(&addr, HUB.get_or_init(Hub::default))
-    });
-    if let Err(why) = served {
-        return Err(err(ErrorCode::NotConnected, why.clone()));
-    }
-    let Some(hub) = hub() else { return Ok(false) };
-    if !hub.follows(id, bias, image) {
-        return Ok(false);
-    }
-    // The program starts when gdb says so: breakpoints set before are in place for the first
-    // activation.
-    let deadline = std::time::Instant::now() + START_TIMEOUT;
-    let mut state = hub.lock();
-    while !state.started && !state.detached {
-        if std::time::Instant::now() > deadline {
-            return Err(err(
-                ErrorCode::TimeOut,
-                format!(
-                    "{}: gdb did not start the program (continue) in {} s",
-                    super::gdb::GDB_ENV,
-                    START_TIMEOUT.as_secs()
-                ),
-            ));
-        }
-        state = hub.wait(state, LOOK_EVERY);
-    }
-    Ok(true)
-}
 
 /// Where the first ISA-mode start waits for gdb, set by the program (`dpakit_soft_set_gdb`); it
 /// wins over `DPAKIT_SOFT_GDB`.
@@ -280,7 +245,7 @@ impl Hub {
     }
 
     /// Whether the activations of program `id` are followed; the first program to ask is.
-    fn follows(&self, id: u64, bias: u64, image: &Path) -> bool {
+    pub(crate) fn follows(&self, id: u64, bias: u64, image: &Path) -> bool {
         let mut state = self.lock();
         if state.detached {
             return false;

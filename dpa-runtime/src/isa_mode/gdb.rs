@@ -5,7 +5,8 @@
 //! before each instruction (the image's code is never patched), and the image's load bias is
 //! what `qOffsets` answers, so gdb relocates the image's symbols and DWARF itself.
 
-use super::debug::{Hub, IDLE_TID, Resume, StopWhy};
+use super::debug::{self, Hub, IDLE_TID, Resume, StopWhy};
+use crate::error::{ErrorCode, Result, err};
 use gdbstub::common::Pid;
 use gdbstub::common::{Signal, Tid};
 use gdbstub::conn::{Connection, ConnectionExt};
@@ -27,6 +28,8 @@ use gdbstub_arch::riscv::Riscv64;
 use gdbstub_arch::riscv::reg::RiscvCoreRegs;
 use std::collections::BTreeMap;
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The variable that names where the soft device waits for gdb.
@@ -34,6 +37,55 @@ pub const GDB_ENV: &str = "DPAKIT_SOFT_GDB";
 
 /// How long the first ISA-mode start waits for gdb to connect before it fails.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long the first ISA-mode start waits for gdb to connect and start the program.
+const START_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How often the wait for gdb's first `continue` looks again.
+const LOOK_EVERY: Duration = Duration::from_millis(50);
+
+/// At a program's load: with `DPAKIT_SOFT_GDB` set, the first program waits for gdb (the
+/// protocol's thread starts once gdb is there) and is followed; any later one is not.
+pub(crate) fn follow_if_asked(id: u64, bias: u64, image: &Path) -> Result<bool> {
+    let Some(addr) = debug::configured_address()
+        .or_else(|| std::env::var_os(GDB_ENV).map(|a| a.to_string_lossy().into_owned()))
+    else {
+        return Ok(false);
+    };
+    static SERVED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    let served = SERVED.get_or_init(|| {
+        // The program is followed before gdb asks anything.
+        debug::install().follows(id, bias, image);
+        serve(&addr, debug::install())
+    });
+    if let Err(why) = served {
+        return Err(err(ErrorCode::NotConnected, why.clone()));
+    }
+    let Some(hub) = debug::hub() else {
+        return Ok(false);
+    };
+    if !hub.follows(id, bias, image) {
+        return Ok(false);
+    }
+    // The program starts when gdb says so: breakpoints set before are in place for the first
+    // activation.
+    let deadline = std::time::Instant::now() + START_TIMEOUT;
+    let mut state = hub.lock();
+    while !state.started && !state.detached {
+        if std::time::Instant::now() > deadline {
+            return Err(err(
+                ErrorCode::TimeOut,
+                format!(
+                    "{}: gdb did not start the program (continue) in {} s",
+                    GDB_ENV,
+                    START_TIMEOUT.as_secs()
+                ),
+            ));
+        }
+        state = hub.wait(state, LOOK_EVERY);
+    }
+    Ok(true)
+}
 
 /// Waits (at most [`ATTACH_TIMEOUT`]) for gdb at `addr` and serves it on a new thread; the hub
 /// exists from then on. Called once, by the first ISA-mode start that finds `DPAKIT_SOFT_GDB`.

@@ -110,7 +110,7 @@ impl Program {
             .find(|s| s.name == PANIC_TRAP)
             .map(|s| (s.start, s.start + s.size));
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let debugged = debug::follow_if_asked(id, image.bias(), &path)?;
+        let debugged = gdb::follow_if_asked(id, image.bias(), &path)?;
         Ok(Program {
             panic_trap,
             stubs: image::Stubs::of(&image),
