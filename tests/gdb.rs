@@ -6,6 +6,10 @@
 //! Each program under the debugger is this test binary again, running one of the `debuggee_*`
 //! tests with `DPAKIT_TEST_DEBUGGEE` set (without it they return at once).
 
+// The soft device's own debugger, with the fixture's kernels (which feature doca builds have no
+// app library for).
+#![cfg(not(feature = "doca"))]
+
 use dpakit::abi::{Echo, ImmMessage};
 use dpakit::dpa::Dpa;
 use dpakit::pe::Pe;
@@ -201,4 +205,31 @@ fn a_kernel_reading_out_of_bounds_stops_in_gdb_at_its_line() {
         program.contains("outside the memory the kernel may reach"),
         "{program}"
     );
+}
+
+#[test]
+fn a_watchpoint_stops_the_kernel_that_reads_the_watched_word() {
+    if debuggee() {
+        return;
+    }
+    // At the echo kernel's entry a0 points at its argument block, whose first word (the DPA
+    // consumer's handle) the kernel reads next.
+    let (gdb, program) = debug(
+        "debuggee_echo",
+        &[
+            "break echo",
+            "continue",
+            "set language c",
+            "rwatch -l *(long *)$a0",
+            "delete 1",
+            "continue",
+            "bt 1",
+            "delete",
+            "detach",
+        ],
+    );
+    for want in ["read watchpoint 2", "Value = "] {
+        assert!(gdb.contains(want), "gdb did not say `{want}`:\n{gdb}");
+    }
+    assert!(program.contains("3 echoes"), "{program}");
 }

@@ -17,7 +17,7 @@ use crate::current::Current;
 use crate::error::{ErrorCode, Result, err};
 use crate::sync::Ordering;
 use crate::sync::plain::{AtomicBool, AtomicU64};
-use dpakit_rv::Bus;
+use dpakit_rv::{Access, AmoOp, Bus, Direct, MemFault};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
@@ -38,6 +38,8 @@ pub(crate) enum StopWhy {
     Breakpoint,
     /// One instruction stepped.
     Stepped,
+    /// An access touched a watched range: `addr` is where, `write` whether it wrote.
+    Watch { addr: u64, write: bool },
     /// Halted: Ctrl-C in gdb, or another thread stopped.
     Halted,
     /// A fatal error, before the DPA context gets it: the signal GDB shows (`SIGSEGV` for an
@@ -79,6 +81,7 @@ pub(crate) struct State {
     /// The program the debugger follows (`Program::id`), its load bias and its image file.
     pub program: Option<(u64, u64, PathBuf)>,
     pub breakpoints: Vec<u64>,
+    pub watchpoints: Vec<Watchpoint>,
     pub parked: BTreeMap<usize, Parked>,
     /// Stops not reported to GDB yet.
     pub stops: VecDeque<usize>,
@@ -172,6 +175,92 @@ pub(crate) fn tid(cur: &Current<'_>) -> usize {
     }
 }
 
+/// A watched range of memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Watchpoint {
+    pub addr: u64,
+    pub len: u64,
+    pub read: bool,
+    pub write: bool,
+}
+
+impl Watchpoint {
+    /// Whether an access of `size` bytes at `addr` touches the range the way it watches.
+    fn hit(&self, addr: u64, size: u8, write: bool) -> bool {
+        let touches = addr < self.addr.saturating_add(self.len)
+            && self.addr < addr.saturating_add(u64::from(size));
+        touches && if write { self.write } else { self.read }
+    }
+}
+
+/// The bus of a debugged activation's instruction: the kernel's own, with every access looked
+/// at against the watchpoints (no direct access, which would bypass the look).
+pub(crate) struct WatchBus<'b, B> {
+    pub inner: &'b mut B,
+    pub watchpoints: &'b [Watchpoint],
+    /// The first watched access of the instruction, if any.
+    pub hit: Option<(u64, bool)>,
+}
+
+impl<B> WatchBus<'_, B> {
+    #[inline]
+    fn look(&mut self, addr: u64, size: u8, write: bool) {
+        if self.hit.is_none() && self.watchpoints.iter().any(|w| w.hit(addr, size, write)) {
+            self.hit = Some((addr, write));
+        }
+    }
+}
+
+impl<B: Bus> Bus for WatchBus<'_, B> {
+    fn fetch16(&mut self, addr: u64) -> std::result::Result<u16, MemFault> {
+        self.inner.fetch16(addr)
+    }
+    fn load(&mut self, addr: u64, size: u8) -> std::result::Result<u64, MemFault> {
+        let value = self.inner.load(addr, size)?;
+        self.look(addr, size, false);
+        Ok(value)
+    }
+    fn store(&mut self, addr: u64, size: u8, value: u64) -> std::result::Result<(), MemFault> {
+        self.inner.store(addr, size, value)?;
+        self.look(addr, size, true);
+        Ok(())
+    }
+    fn amo(
+        &mut self,
+        addr: u64,
+        size: u8,
+        op: AmoOp,
+        operand: u64,
+    ) -> std::result::Result<u64, MemFault> {
+        let old = self.inner.amo(addr, size, op, operand)?;
+        self.look(addr, size, true);
+        Ok(old)
+    }
+    fn cas(
+        &mut self,
+        addr: u64,
+        size: u8,
+        expected: u64,
+        new: u64,
+    ) -> std::result::Result<bool, MemFault> {
+        let stored = self.inner.cas(addr, size, expected, new)?;
+        self.look(addr, size, stored);
+        Ok(stored)
+    }
+    fn code_is_fixed(&self, addr: u64, len: u8) -> bool {
+        self.inner.code_is_fixed(addr, len)
+    }
+    fn direct(&mut self, _addr: u64, _size: u8, _access: Access) -> Option<Direct> {
+        None
+    }
+    fn ecall(&mut self, pc: u64, x: &mut [u64; 32], instret: u64) -> bool {
+        self.inner.ecall(pc, x, instret)
+    }
+    fn stamp(&self) -> u64 {
+        self.inner.stamp()
+    }
+}
+
 /// What an activation of the debugged program keeps between instructions: its copy of the
 /// breakpoints (copied again when they change), a step under way, and the pc it was resumed
 /// at (the breakpoint there was reported already).
@@ -179,6 +268,9 @@ pub(crate) fn tid(cur: &Current<'_>) -> usize {
 pub(crate) struct Watch {
     tid: usize,
     breakpoints: Vec<u64>,
+    pub watchpoints: Vec<Watchpoint>,
+    /// A watched access of the last instruction: the next look stops.
+    pub watch_hit: Option<(u64, bool)>,
     generation: u64,
     step_pending: bool,
     step_done: bool,
@@ -189,12 +281,18 @@ impl Watch {
     /// Why to stop before the instruction at `pc`, if the debugger wants it.
     #[inline]
     pub(crate) fn stop_before(&mut self, hub: &Hub, pc: u64) -> Option<StopWhy> {
+        if let Some((addr, write)) = self.watch_hit.take() {
+            self.step_done = false;
+            return Some(StopWhy::Watch { addr, write });
+        }
         if std::mem::take(&mut self.step_done) {
             return Some(StopWhy::Stepped);
         }
         let generation = hub.breakpoints_gen.load(Ordering::Acquire);
         if generation != self.generation {
-            self.breakpoints.clone_from(&hub.lock().breakpoints);
+            let state = hub.lock();
+            self.breakpoints.clone_from(&state.breakpoints);
+            self.watchpoints.clone_from(&state.watchpoints);
             self.generation = generation;
         }
         let resumed_here = self.resumed_at.take() == Some(pc);
@@ -271,6 +369,8 @@ impl Hub {
         Watch {
             tid,
             breakpoints: Vec::new(),
+            watchpoints: Vec::new(),
+            watch_hit: None,
             generation: u64::MAX,
             step_pending: false,
             step_done,
@@ -375,15 +475,18 @@ impl Hub {
         }
     }
 
-    /// Lets the parked activations go as `actions` says; those without an action stay parked.
-    /// The halt is lifted, so activations not parked run on.
-    pub(crate) fn resume(&self, actions: &BTreeMap<usize, Resume>) {
+    /// Lets the parked activations go as `actions` says; those without an action continue, or
+    /// stay parked when `others_stay` (gdb's scheduler locking). The halt is lifted, so
+    /// activations not parked run on.
+    pub(crate) fn resume(&self, actions: &BTreeMap<usize, Resume>, others_stay: bool) {
         let mut state = self.lock();
         self.halt.store(false, Ordering::Release);
         state.started = true;
         for (tid, parked) in state.parked.iter_mut() {
-            if let Some(action) = actions.get(tid) {
-                parked.resume = Some(*action);
+            match actions.get(tid) {
+                Some(action) => parked.resume = Some(*action),
+                None if !others_stay => parked.resume = Some(Resume::Continue),
+                None => {}
             }
         }
         state.stops.clear();
@@ -397,6 +500,7 @@ impl Hub {
         state.detached = true;
         self.gone.store(true, Ordering::Release);
         state.breakpoints.clear();
+        state.watchpoints.clear();
         state.stepping.clear();
         self.breakpoints_changed();
         self.halt.store(false, Ordering::Release);

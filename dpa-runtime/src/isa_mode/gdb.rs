@@ -5,7 +5,7 @@
 //! before each instruction (the image's code is never patched), and the image's load bias is
 //! what `qOffsets` answers, so gdb relocates the image's symbols and DWARF itself.
 
-use super::debug::{self, Hub, IDLE_TID, Resume, StopWhy};
+use super::debug::{self, Hub, IDLE_TID, Resume, StopWhy, Watchpoint};
 use crate::error::{ErrorCode, Result, err};
 use gdbstub::common::Pid;
 use gdbstub::common::{Signal, Tid};
@@ -18,7 +18,8 @@ use gdbstub::target::ext::base::multithread::{
     MultiThreadSchedulerLockingOps, MultiThreadSingleStep, MultiThreadSingleStepOps,
 };
 use gdbstub::target::ext::breakpoints::{
-    Breakpoints, BreakpointsOps, HwBreakpoint, HwBreakpointOps, SwBreakpoint, SwBreakpointOps,
+    Breakpoints, BreakpointsOps, HwBreakpoint, HwBreakpointOps, HwWatchpoint, HwWatchpointOps,
+    SwBreakpoint, SwBreakpointOps, WatchKind,
 };
 use gdbstub::target::ext::exec_file::{ExecFile, ExecFileOps};
 use gdbstub::target::ext::section_offsets::{Offsets, SectionOffsets, SectionOffsetsOps};
@@ -121,6 +122,7 @@ pub(crate) fn serve(addr: &str, hub: &'static Hub) -> Result<(), String> {
             let mut target = DpaTarget {
                 hub,
                 actions: BTreeMap::new(),
+                others_stay: false,
             };
             let gdb = GdbStub::new(stream);
             if let Err(e) = gdb.run_blocking::<EventLoop>(&mut target) {
@@ -138,6 +140,8 @@ struct DpaTarget {
     hub: &'static Hub,
     /// The resume actions of the next `vCont`.
     actions: BTreeMap<usize, Resume>,
+    /// The `vCont` names no default action: threads without one stay stopped.
+    others_stay: bool,
 }
 
 fn tid_of(tid: Tid) -> usize {
@@ -249,12 +253,14 @@ impl MultiThreadBase for DpaTarget {
 impl MultiThreadResume for DpaTarget {
     fn resume(&mut self) -> Result<(), Self::Error> {
         let actions = std::mem::take(&mut self.actions);
-        self.hub.resume(&actions);
+        self.hub
+            .resume(&actions, std::mem::take(&mut self.others_stay));
         Ok(())
     }
 
     fn clear_resume_actions(&mut self) -> Result<(), Self::Error> {
         self.actions.clear();
+        self.others_stay = false;
         Ok(())
     }
 
@@ -276,10 +282,10 @@ impl MultiThreadResume for DpaTarget {
     }
 }
 
-/// A `vCont` that names no action for the other threads: they stay parked, which is what a
-/// resume does to every parked thread without an action anyway.
+/// A `vCont` that names no action for the other threads: they stay stopped.
 impl MultiThreadSchedulerLocking for DpaTarget {
     fn set_resume_action_scheduler_lock(&mut self) -> Result<(), Self::Error> {
+        self.others_stay = true;
         Ok(())
     }
 }
@@ -302,6 +308,59 @@ impl Breakpoints for DpaTarget {
 
     fn support_hw_breakpoint(&mut self) -> Option<HwBreakpointOps<'_, Self>> {
         Some(self)
+    }
+
+    fn support_hw_watchpoint(&mut self) -> Option<HwWatchpointOps<'_, Self>> {
+        Some(self)
+    }
+}
+
+impl HwWatchpoint for DpaTarget {
+    fn add_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        let (read, write) = match kind {
+            WatchKind::Write => (false, true),
+            WatchKind::Read => (true, false),
+            WatchKind::ReadWrite => (true, true),
+        };
+        let mut state = self.hub.lock();
+        state.watchpoints.push(Watchpoint {
+            addr,
+            len,
+            read,
+            write,
+        });
+        self.hub.breakpoints_changed();
+        Ok(true)
+    }
+
+    fn remove_hw_watchpoint(
+        &mut self,
+        addr: u64,
+        len: u64,
+        kind: WatchKind,
+    ) -> TargetResult<bool, Self> {
+        let (read, write) = match kind {
+            WatchKind::Write => (false, true),
+            WatchKind::Read => (true, false),
+            WatchKind::ReadWrite => (true, true),
+        };
+        let gone = Watchpoint {
+            addr,
+            len,
+            read,
+            write,
+        };
+        let mut state = self.hub.lock();
+        let before = state.watchpoints.len();
+        state.watchpoints.retain(|w| *w != gone);
+        let removed = state.watchpoints.len() != before;
+        self.hub.breakpoints_changed();
+        Ok(removed)
     }
 }
 
@@ -405,6 +464,15 @@ fn stop_reason(tid: usize, why: &StopWhy) -> MultiThreadStopReason<u64> {
         StopWhy::Stepped => MultiThreadStopReason::SignalWithThread {
             tid,
             signal: Signal::SIGTRAP,
+        },
+        StopWhy::Watch { addr, write } => MultiThreadStopReason::Watch {
+            tid,
+            kind: if *write {
+                WatchKind::Write
+            } else {
+                WatchKind::Read
+            },
+            addr: *addr,
         },
         StopWhy::Halted => MultiThreadStopReason::SignalWithThread {
             tid,

@@ -304,7 +304,20 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                     watch.resumed(hub, resume, hart.pc);
                 }
             }
-            let (stop, _) = hart.run_cached(&mut bus, cache, EXIT_PC, slice);
+            let (stop, _) = match watch.as_mut() {
+                // Debugged: each access looked at against the watchpoints.
+                Some(watch) if !watch.watchpoints.is_empty() => {
+                    let mut watched = debug::WatchBus {
+                        inner: &mut bus,
+                        watchpoints: &watch.watchpoints,
+                        hit: None,
+                    };
+                    let ran = hart.run(&mut watched, EXIT_PC, slice);
+                    watch.watch_hit = watched.hit;
+                    ran
+                }
+                _ => hart.run_cached(&mut bus, cache, EXIT_PC, slice),
+            };
             // Nothing below may end the activation holding an mmap.
             bus.mem.release();
             bus.count(hart.instret());
