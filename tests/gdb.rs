@@ -31,11 +31,8 @@ fn debuggee() -> bool {
     std::env::var_os(DEBUGGEE).is_some()
 }
 
-#[test]
-fn debuggee_echo() {
-    if !debuggee() {
-        return;
-    }
+/// Three echo round trips through `kernel` in ISA mode.
+fn echo_three_times(kernel: &'static dpakit::ThreadKernel<dpakit::abi::args::MsgqPathArgs>) {
     let dpa = Dpa::builder(&open_dpa_dev().unwrap())
         .app(kit_app())
         .sched_mode(SchedMode::BusyPoll)
@@ -44,9 +41,7 @@ fn debuggee_echo() {
         .start()
         .unwrap();
     let pe = Pe::new().unwrap();
-    let path = MsgqPath::builder(&dpa, &pe, &kernels::ECHO)
-        .start()
-        .unwrap();
+    let path = MsgqPath::builder(&dpa, &pe, kernel).start().unwrap();
     for token in 0..3 {
         let echo = Echo {
             token,
@@ -59,6 +54,20 @@ fn debuggee_echo() {
     }
     dpa.check().unwrap();
     println!("debuggee: 3 echoes");
+}
+
+#[test]
+fn debuggee_echo() {
+    if debuggee() {
+        echo_three_times(&kernels::ECHO);
+    }
+}
+
+#[test]
+fn debuggee_echo_c() {
+    if debuggee() {
+        echo_three_times(&kernels::ECHO_C);
+    }
 }
 
 #[test]
@@ -229,6 +238,28 @@ fn a_watchpoint_stops_the_kernel_that_reads_the_watched_word() {
         ],
     );
     for want in ["read watchpoint 2", "Value = "] {
+        assert!(gdb.contains(want), "gdb did not say `{want}`:\n{gdb}");
+    }
+    assert!(program.contains("3 echoes"), "{program}");
+}
+
+#[test]
+fn gdb_breaks_in_the_c_echo_kernel_at_its_source_line() {
+    if debuggee() {
+        return;
+    }
+    let (gdb, program) = debug(
+        "debuggee_echo_c",
+        &[
+            "break echo_c",
+            "continue",
+            "bt",
+            "info locals",
+            "delete",
+            "detach",
+        ],
+    );
+    for want in ["Breakpoint 1", "echo_c", "echo.c:"] {
         assert!(gdb.contains(want), "gdb did not say `{want}`:\n{gdb}");
     }
     assert!(program.contains("3 echoes"), "{program}");
