@@ -349,14 +349,14 @@ impl Dma {
         &self,
         timeout: std::time::Duration,
     ) -> Result<Option<MemcpyCompletion>> {
-        let Some(pulled) = &self.inner.pulled else {
-            bail!(
-                BadState,
-                "this DMA context was not built with pull_completions: its completions go to \
-                 its callback, or are not reported"
-            );
-        };
-        pulled.next(&self.inner.pe, "Dma::next_completion", timeout)
+        crate::pulled::next_of(
+            self.inner.pulled.as_ref(),
+            &self.inner.pe,
+            "Dma::next_completion",
+            "this DMA context was not built with pull_completions: its completions go to \
+             its callback, or are not reported",
+            timeout,
+        )
     }
 
     /// `doca_dma_cap_get_max_num_tasks`: the largest task pool a context may configure.

@@ -5,7 +5,7 @@
 //! So nothing is dropped, the queue never grows past what it reserved at creation, and taking
 //! and queueing allocate nothing.
 
-use crate::error::Result;
+use crate::error::{Result, bail};
 use crate::pe::Pe;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -51,5 +51,21 @@ impl<T> Pulled<T> {
         pe.require_outside_callback(what)?;
         pe.progress_within(timeout, || self.len() > 0)?;
         Ok(self.pop())
+    }
+}
+
+/// The next value an object hands out (as [`Pulled::next`]), for an object that may have been
+/// built to report to a callback instead: `BAD_STATE` saying `why_none` then, rather than a
+/// wait for values that never come.
+pub(crate) fn next_of<T>(
+    pulled: Option<&Pulled<T>>,
+    pe: &Pe,
+    what: &str,
+    why_none: &str,
+    timeout: Duration,
+) -> Result<Option<T>> {
+    match pulled {
+        Some(pulled) => pulled.next(pe, what, timeout),
+        None => bail!(BadState, "{why_none}"),
     }
 }

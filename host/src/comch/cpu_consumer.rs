@@ -405,13 +405,13 @@ impl CpuConsumer {
     /// until one arrives; `None` after `timeout`. `SHUTDOWN` on Ctrl-C (see
     /// [`interrupt`](crate::interrupt)); `BAD_STATE` for a consumer with a receive callback.
     pub fn next_recv(&self, timeout: std::time::Duration) -> Result<Option<ConsumerMessage>> {
-        let Some(ready) = &self.inner.ready else {
-            bail!(
-                BadState,
-                "this consumer has a receive callback: its messages go there, not to next_recv"
-            );
-        };
-        ready.next(&self.inner.pe, "CpuConsumer::next_recv", timeout)
+        crate::pulled::next_of(
+            self.inner.ready.as_ref(),
+            &self.inner.pe,
+            "CpuConsumer::next_recv",
+            "this consumer has a receive callback: its messages go there, not to next_recv",
+            timeout,
+        )
     }
 
     /// `doca_ctx_get_state`.

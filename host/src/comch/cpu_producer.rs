@@ -326,14 +326,14 @@ impl CpuProducer {
     /// [`interrupt`](crate::interrupt)); `BAD_STATE` for a producer not built with
     /// [`pull_completions`](CpuProducerBuilder::pull_completions).
     pub fn next_completion(&self, timeout: std::time::Duration) -> Result<Option<SendCompletion>> {
-        let Some(pulled) = &self.inner.pulled else {
-            bail!(
-                BadState,
-                "this producer was not built with pull_completions: its completions go to its \
-                 callback, or are not reported"
-            );
-        };
-        pulled.next(&self.inner.pe, "CpuProducer::next_completion", timeout)
+        crate::pulled::next_of(
+            self.inner.pulled.as_ref(),
+            &self.inner.pe,
+            "CpuProducer::next_completion",
+            "this producer was not built with pull_completions: its completions go to its \
+             callback, or are not reported",
+            timeout,
+        )
     }
 
     /// The size of the send task pool.

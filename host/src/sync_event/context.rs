@@ -545,14 +545,14 @@ impl SyncEventContext {
     /// until one is there; `None` after `timeout`. `SHUTDOWN` on Ctrl-C; `BAD_STATE` for a
     /// context not built with [`pull_completions`](SyncEventContextBuilder::pull_completions).
     pub fn next_completion(&self, timeout: std::time::Duration) -> Result<Option<TaskCompletion>> {
-        let Some((pulled, _)) = &self.inner.pulled else {
-            bail!(
-                BadState,
-                "this sync event context was not built with pull_completions: its completions \
-                 go to its callback, or are not reported"
-            );
-        };
-        pulled.next(&self.inner.pe, "SyncEventContext::next_completion", timeout)
+        crate::pulled::next_of(
+            self.inner.pulled.as_ref().map(|(pulled, _)| pulled),
+            &self.inner.pe,
+            "SyncEventContext::next_completion",
+            "this sync event context was not built with pull_completions: its completions \
+             go to its callback, or are not reported",
+            timeout,
+        )
     }
 
     /// `doca_ctx_get_num_inflight_tasks`: tasks submitted and not completed yet.

@@ -404,14 +404,14 @@ impl Producer {
     /// until one is there; `None` after `timeout`. `SHUTDOWN` on Ctrl-C; `BAD_STATE` for a
     /// producer not built with [`pull_completions`](ProducerBuilder::pull_completions).
     pub fn next_completion(&self, timeout: std::time::Duration) -> Result<Option<SendCompletion>> {
-        let Some(pulled) = &self.inner.pulled else {
-            bail!(
-                BadState,
-                "this producer was not built with pull_completions: its completions go to its \
-                 callback, or are counted (failed_sends)"
-            );
-        };
-        pulled.next(&self.inner.pe, "Producer::next_completion", timeout)
+        crate::pulled::next_of(
+            self.inner.pulled.as_ref(),
+            &self.inner.pe,
+            "Producer::next_completion",
+            "this producer was not built with pull_completions: its completions go to its \
+             callback, or are counted (failed_sends)",
+            timeout,
+        )
     }
 
     /// `doca_ctx_get_state`.
