@@ -100,10 +100,10 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Runs debuggee `name` waiting for gdb, then `gdb-multiarch -batch` with `commands`; returns
-/// gdb's output and the debuggee's (which must succeed). gdb is not told the image: the soft
-/// device names it (`qXfer:exec-file`).
-fn debug(name: &str, commands: &[&str]) -> (String, String) {
+/// Runs debuggee `name` waiting for gdb, then `gdb-multiarch -batch` with `commands`, whose
+/// output must say each of `gdb_says`; returns the debuggee's output (it must succeed). gdb is
+/// not told the image: the soft device names it (`qXfer:exec-file`).
+fn debug(name: &str, commands: &[&str], gdb_says: &[&str]) -> String {
     let addr = format!("127.0.0.1:{}", free_port());
     let mut program = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", name, "--nocapture", "--test-threads=1"])
@@ -169,7 +169,13 @@ fn debug(name: &str, commands: &[&str]) -> (String, String) {
         "the program under gdb failed ({}):\n{program_said}\ngdb:\n{gdb_said}",
         out.status
     );
-    (gdb_said, program_said)
+    for want in gdb_says {
+        assert!(
+            gdb_said.contains(want),
+            "gdb did not say `{want}`:\n{gdb_said}"
+        );
+    }
+    program_said
 }
 
 #[test]
@@ -177,7 +183,7 @@ fn gdb_breaks_in_the_echo_kernel_steps_and_detaches() {
     if debuggee() {
         return;
     }
-    let (gdb, program) = debug(
+    let program = debug(
         "debuggee_echo",
         &[
             "break echo",
@@ -190,10 +196,8 @@ fn gdb_breaks_in_the_echo_kernel_steps_and_detaches() {
             "delete",
             "detach",
         ],
+        &["Breakpoint 1", "echo", "echo.rs:", "#0", "pc "],
     );
-    for want in ["Breakpoint 1", "echo", "echo.rs:", "#0", "pc "] {
-        assert!(gdb.contains(want), "gdb did not say `{want}`:\n{gdb}");
-    }
     assert!(program.contains("3 echoes"), "{program}");
 }
 
@@ -202,13 +206,11 @@ fn a_kernel_reading_out_of_bounds_stops_in_gdb_at_its_line() {
     if debuggee() {
         return;
     }
-    let (gdb, program) = debug(
+    let program = debug(
         "debuggee_read_at",
         &["continue", "bt", "info threads", "detach"],
+        &["SIGSEGV", "read_at", "lib.rs:"],
     );
-    for want in ["SIGSEGV", "read_at", "lib.rs:"] {
-        assert!(gdb.contains(want), "gdb did not say `{want}`:\n{gdb}");
-    }
     assert!(program.contains("the DPA failed"), "{program}");
     assert!(
         program.contains("outside the memory the kernel may reach"),
@@ -223,7 +225,7 @@ fn a_watchpoint_stops_the_kernel_that_reads_the_watched_word() {
     }
     // At the echo kernel's entry a0 points at its argument block, whose first word (the DPA
     // consumer's handle) the kernel reads next.
-    let (gdb, program) = debug(
+    let program = debug(
         "debuggee_echo",
         &[
             "break echo",
@@ -236,10 +238,8 @@ fn a_watchpoint_stops_the_kernel_that_reads_the_watched_word() {
             "delete",
             "detach",
         ],
+        &["read watchpoint 2", "Value = "],
     );
-    for want in ["read watchpoint 2", "Value = "] {
-        assert!(gdb.contains(want), "gdb did not say `{want}`:\n{gdb}");
-    }
     assert!(program.contains("3 echoes"), "{program}");
 }
 
@@ -248,7 +248,7 @@ fn gdb_breaks_in_the_c_echo_kernel_at_its_source_line() {
     if debuggee() {
         return;
     }
-    let (gdb, program) = debug(
+    let program = debug(
         "debuggee_echo_c",
         &[
             "break echo_c",
@@ -258,9 +258,7 @@ fn gdb_breaks_in_the_c_echo_kernel_at_its_source_line() {
             "delete",
             "detach",
         ],
+        &["Breakpoint 1", "echo_c", "echo.c:"],
     );
-    for want in ["Breakpoint 1", "echo_c", "echo.c:"] {
-        assert!(gdb.contains(want), "gdb did not say `{want}`:\n{gdb}");
-    }
     assert!(program.contains("3 echoes"), "{program}");
 }

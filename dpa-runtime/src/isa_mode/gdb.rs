@@ -315,6 +315,21 @@ impl Breakpoints for DpaTarget {
     }
 }
 
+/// The range gdb watches, and how.
+fn watchpoint(addr: u64, len: u64, kind: WatchKind) -> Watchpoint {
+    let (read, write) = match kind {
+        WatchKind::Write => (false, true),
+        WatchKind::Read => (true, false),
+        WatchKind::ReadWrite => (true, true),
+    };
+    Watchpoint {
+        addr,
+        len,
+        read,
+        write,
+    }
+}
+
 impl HwWatchpoint for DpaTarget {
     fn add_hw_watchpoint(
         &mut self,
@@ -322,18 +337,10 @@ impl HwWatchpoint for DpaTarget {
         len: u64,
         kind: WatchKind,
     ) -> TargetResult<bool, Self> {
-        let (read, write) = match kind {
-            WatchKind::Write => (false, true),
-            WatchKind::Read => (true, false),
-            WatchKind::ReadWrite => (true, true),
-        };
-        let mut state = self.hub.lock();
-        state.watchpoints.push(Watchpoint {
-            addr,
-            len,
-            read,
-            write,
-        });
+        self.hub
+            .lock()
+            .watchpoints
+            .push(watchpoint(addr, len, kind));
         self.hub.breakpoints_changed();
         Ok(true)
     }
@@ -344,17 +351,7 @@ impl HwWatchpoint for DpaTarget {
         len: u64,
         kind: WatchKind,
     ) -> TargetResult<bool, Self> {
-        let (read, write) = match kind {
-            WatchKind::Write => (false, true),
-            WatchKind::Read => (true, false),
-            WatchKind::ReadWrite => (true, true),
-        };
-        let gone = Watchpoint {
-            addr,
-            len,
-            read,
-            write,
-        };
+        let gone = watchpoint(addr, len, kind);
         let mut state = self.hub.lock();
         let before = state.watchpoints.len();
         state.watchpoints.retain(|w| *w != gone);
