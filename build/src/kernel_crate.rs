@@ -27,11 +27,9 @@ use crate::build_id::{BuildId, one_line};
 use crate::{ErrorKind, Kernels};
 use std::path::{Path, PathBuf};
 
-/// The cfg a host build of a kernel crate gets when its image is embedded (`dpa_app!` reads it).
+/// The cfg a host build of a kernel crate gets when its image is embedded: `dpa_app!` then
+/// embeds the file `DPAKIT_DPA_IMAGE` names.
 pub const IMAGE_CFG: &str = "dpakit_dpa_image";
-
-/// The file `dpa_app!` embeds under [`IMAGE_CFG`].
-pub const IMAGE_DATA_ENV: &str = "DPAKIT_DPA_IMAGE_DATA";
 
 /// In a kernel crate's build script: [`KernelCrate::new`]`.emit()`.
 pub fn kernel_crate() {
@@ -68,7 +66,6 @@ impl KernelCrate {
         match build_image() {
             Ok(image) => {
                 println!("cargo::rustc-cfg={IMAGE_CFG}");
-                println!("cargo::rustc-env={IMAGE_DATA_ENV}={}", image.display());
                 println!("cargo::rustc-env={}={}", crate::IMAGE_ENV, image.display());
             }
             Err(e) if e.kind() == ErrorKind::Toolchain => println!(

@@ -47,7 +47,7 @@ pub mod soft_dpacc;
 pub mod toolchain;
 
 pub use error::{Error, ErrorKind, Result};
-pub use kernel_crate::{IMAGE_CFG, IMAGE_DATA_ENV, KernelCrate, kernel_crate};
+pub use kernel_crate::{IMAGE_CFG, KernelCrate, kernel_crate};
 pub use records::Lang;
 pub use report::{Kernel, Report};
 pub use toolchain::DPA_TARGET;

@@ -381,13 +381,14 @@ macro_rules! __dpa_app_symbol {
             };
             static IMAGE_PATH: [u8; IMAGE.len() + 1] = $crate::__private::nul_terminated(IMAGE);
             // The image itself, when the crate's build script built it for this host build
-            // (`dpakit_build::kernel_crate` sets the cfg and names the file); a crate without
+            // (`dpakit_build::kernel_crate` sets the cfg beside DPAKIT_DPA_IMAGE; the soft app
+            // library's build names the file without the cfg, and embeds nothing); a crate without
             // that build script embeds nothing, and is not warned about a cfg it never sets.
             #[allow(unexpected_cfgs)]
             const IMAGE_DATA: &[u8] = {
                 #[cfg(dpakit_dpa_image)]
                 {
-                    include_bytes!(env!("DPAKIT_DPA_IMAGE_DATA"))
+                    include_bytes!(env!("DPAKIT_DPA_IMAGE"))
                 }
                 #[cfg(not(dpakit_dpa_image))]
                 {
