@@ -508,11 +508,6 @@ impl BlockingEventLoop for EventLoop {
                         return Ok(run_blocking::Event::TargetStopped(reason));
                     }
                 }
-                if state.detached {
-                    return Ok(run_blocking::Event::TargetStopped(
-                        MultiThreadStopReason::Exited(0),
-                    ));
-                }
                 drop(target.hub.wait(state, POLL));
             }
             match conn.peek() {
