@@ -43,6 +43,7 @@ pub mod thread_shared;
 mod thread_state;
 mod trap;
 mod trigger;
+pub mod view;
 
 // The concurrency facade (loom under cfg(loom)) and the wake-up handshake: dpakit-sync.
 use dpakit_sync as sync;
@@ -122,6 +123,10 @@ pub struct DpaShared {
     /// Kernel launches, queued and running.
     pub(crate) launcher: launch::Launcher,
     fatal: Fatal<Error>,
+    /// The last views of destroyed threads, for the live view and the dump at exit.
+    ended_threads: std::sync::Mutex<view::Ended<view::ThreadView>>,
+    /// The layer above's queues, for the same.
+    queues: std::sync::Mutex<view::Queues>,
 }
 
 impl fmt::Debug for DpaShared {
@@ -137,7 +142,7 @@ impl fmt::Debug for DpaShared {
 static NEXT_DPA_ID: AtomicU16 = AtomicU16::new(1);
 
 /// Every DPA context of the process, for diagnostics that name running kernels wherever they
-/// are (a wait that timed out). Control path only: a context is added when it starts, and the
+/// are (a wait that timed out) and for the [`view`]. Control path only: a context is added when it starts, and the
 /// ones gone are pruned then.
 static LIVE: std::sync::Mutex<Vec<std::sync::Weak<DpaShared>>> = std::sync::Mutex::new(Vec::new());
 
@@ -247,6 +252,7 @@ impl Drop for Life {
     fn drop(&mut self) {
         self.0.launcher.shutdown(STOP_WAIT);
         self.0.sched.shutdown();
+        view::context_ended(&self.0);
     }
 }
 
@@ -352,6 +358,8 @@ impl DpaBuilder {
             isa,
             launcher: launch::Launcher::new(weak.clone(), self.kernel_max_run_time),
             fatal: Fatal::new(),
+            ended_threads: std::sync::Mutex::new(view::Ended::new(view::ENDED_THREADS_PER_CONTEXT)),
+            queues: std::sync::Mutex::new(view::Queues::new()),
         });
         device_symbols::keep_linked();
         activation::install_panic_hook();

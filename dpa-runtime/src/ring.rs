@@ -258,6 +258,15 @@ impl CompletionRing {
         (tail.saturating_sub(acked) as usize).min(self.capacity())
     }
 
+    /// Messages pushed (counting any being pushed) and messages polled, since the ring was
+    /// made: for statistics, read relaxed.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.tail.load(Ordering::Relaxed),
+            self.head.read.load(Ordering::Relaxed),
+        )
+    }
+
     /// Messages polled and not yet released.
     #[inline]
     pub fn outstanding(&self) -> u64 {

@@ -258,6 +258,8 @@ impl Drop for DpaThread {
         self.shared.release_stack();
         let dpa = &self.dpa.shared;
         dpa.sched.unregister(&self.shared);
+        let last = self.shared.view(dpa.isa.is_some(), true);
         dpa.threads.retire(self.shared.index, &dpa.sched.grace);
+        dpa.thread_ended(last);
     }
 }

@@ -55,6 +55,7 @@ impl Device for Dev {
     }
 
     fn context_part(&self) -> Box<dyn ContextPart> {
+        crate::stats::context_made();
         Box::new(Objects {
             dev: self.clone(),
             dpa_consumers: Table::new(limits::MSGQ_MAX_NUM_CONSUMERS * 16),

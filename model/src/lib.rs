@@ -56,6 +56,8 @@ model_mod!(msgq);
 model_mod!(pe);
 model_mod!(retry_timer);
 runtime_mod!(ring);
+/// The live view and the dump at exit (`DPAKIT_SOFT_STATS`).
+mod stats;
 // The concurrency facade (loom under cfg(loom)) and the wake-up handshake: dpakit-sync.
 use dpakit_sync as sync;
 model_mod!(sync_event);

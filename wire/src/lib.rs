@@ -7,7 +7,9 @@
 //! * [`proto`]: the handshake and control messages, decoded without trusting the peer;
 //! * [`ctrl_ring`]: the control path in shared memory, a ring per direction of a connection;
 //! * [`fast_path`]: the shared-memory rings of the Comch fast path and their announcement,
-//!   with every byte and descriptor a peer hands over checked.
+//!   with every byte and descriptor a peer hands over checked;
+//! * [`stats`]: the live view's socket, where a tool asks a running program what its DPA
+//!   contexts are doing.
 //!
 //! A layer of the soft device (docs/design.md): it knows DOCA's error codes and the documented
 //! limits ([`dpakit_abi::soft::limits`]), nothing of the model or the C API above it. Its API is
@@ -21,6 +23,7 @@ pub mod fuzzing;
 pub mod proto;
 pub mod runtime;
 pub mod socket;
+pub mod stats;
 
 pub use runtime::{any_uid, runtime_dir, server_path, service_path};
 pub use socket::{Connect, Listener, Poller, Recv, SeqPacket, remove_stale};

@@ -334,5 +334,6 @@ impl<F: RecvFace> Drop for CpuConsumer<F> {
     fn drop(&mut self) {
         let _ = self.stop();
         self.inner.msgq.cpu_consumers.remove(self.inner.index);
+        self.inner.msgq.retire_cpu_consumer(&self.inner.shared);
     }
 }

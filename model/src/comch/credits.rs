@@ -98,6 +98,11 @@ impl Credits {
         spent >= fresh
     }
 
+    /// Credits spent since the counter was made: for statistics, read relaxed.
+    pub(crate) fn spent(&self) -> u64 {
+        self.spent.spent.load(Ordering::Relaxed)
+    }
+
     /// Credits granted and not spent yet.
     pub(crate) fn available(&self) -> u64 {
         self.granted

@@ -171,6 +171,7 @@ impl DpaConsumer {
 impl Drop for DpaConsumer {
     fn drop(&mut self) {
         self.msgq.dpa_consumers.remove(self.msgq_index);
+        self.msgq.retire_dpa_consumer(&self.shared);
         self.shared.completion.release_consumer(self.shared.tag);
         let dpa = &self.msgq.dpa.shared;
         objects(dpa)

@@ -194,6 +194,11 @@ impl DpaConsumerShared {
         self.credits.available()
     }
 
+    /// Receives messages filled (or are being delivered to).
+    pub(crate) fn credits_spent(&self) -> u64 {
+        self.credits.spent()
+    }
+
     /// `consumer_ack(n)`: posts `n` receives unless that would exceed `max_recv` outstanding.
     /// Returns the receives already outstanding on refusal.
     pub(crate) fn ack(&self, n: u32) -> Result<(), u64> {
@@ -257,6 +262,11 @@ impl CpuConsumerShared {
     #[inline]
     pub(crate) fn claim_receive(&self) -> bool {
         self.credits.try_spend()
+    }
+
+    /// Receives posted that no message filled yet.
+    pub(crate) fn credits(&self) -> u64 {
+        self.credits.available()
     }
 
     /// Whether no receive is posted (`doca_dpa_dev_comch_producer_is_consumer_empty`).

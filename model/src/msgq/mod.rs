@@ -4,6 +4,8 @@
 //! DPA→CPU queue (DPA producers, CPU consumers). Endpoints are created from a started queue, carry
 //! immediate data only (no `doca_buf`), and the queue cannot stop while endpoints exist.
 
+mod view;
+
 use crate::comch::{CpuConsumerShared, CreditWaiters, DpaConsumerShared};
 use crate::ctx::{CtxState, StateMachine};
 use crate::dpa::{Dpa, DpaDev};
@@ -24,6 +26,8 @@ pub enum Direction {
 }
 
 pub(crate) struct MsgqShared {
+    /// Its number in the process, for the live view.
+    pub id: u32,
     pub state: StateMachine,
     pub direction: Direction,
     pub dpa: Dpa,
@@ -36,6 +40,8 @@ pub(crate) struct MsgqShared {
     /// CPU producers (CPU→DPA queues), for DPA consumers to wake when they post receives.
     pub credit_waiters: Arc<CreditWaiters>,
     next_producer_id: AtomicU32,
+    /// What its destroyed consumers counted, for the live view.
+    retired: view::Retired,
 }
 
 impl fmt::Debug for MsgqShared {
@@ -189,7 +195,9 @@ impl MsgqBuilder {
             );
         }
         dpa.shared.require_running("create a MsgQ on it")?;
+        static NEXT_ID: AtomicU32 = AtomicU32::new(1);
         let shared = Arc::new(MsgqShared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             state: StateMachine::new("the MsgQ"),
             direction,
             dpa,
@@ -200,8 +208,12 @@ impl MsgqBuilder {
             producers: AtomicU32::new(0),
             credit_waiters: Arc::new(CreditWaiters::new(self.max_num_producers as usize)),
             next_producer_id: AtomicU32::new(1),
+            retired: view::Retired::default(),
         });
         shared.state.start()?;
+        let source: std::sync::Weak<dyn dpakit_dpa_runtime::view::QueueSource> =
+            Arc::downgrade(&shared) as _;
+        shared.dpa.shared.add_queue(source);
         Ok(Msgq { shared })
     }
 }
