@@ -4,6 +4,7 @@ mod api;
 mod bench;
 mod build_dpa;
 mod debug;
+mod dpa_top;
 mod fuzz;
 mod modules;
 mod new_project;
@@ -39,6 +40,12 @@ commands:
                           build the program, run it in ISA mode waiting for gdb, and start
                           gdb-multiarch connected to it (a breakpoint on SYMBOL if given;
                           --batch: run those gdb commands without a prompt); docs/debugging.md
+  dpa-top [--pid PID] [--json] [--once] [--interval MS]
+                          what the DPA contexts of running programs are doing, refreshed
+                          every second: per DPA thread its kernel, state, activations,
+                          instructions and device calls (ISA mode); per MsgQ messages sent
+                          and taken, and credits. --json: the view as JSON (once, or every
+                          MS with --interval); --once: print once and exit
   new DIR [--name NAME] [--dpakit-path DIR | --dpakit-version VER | --dpakit-git URL [--dpakit-rev REV]]
                           write a project of your own: a kernel crate, the types it shares
                           with its host program, the host program (cargo build builds and
@@ -109,6 +116,7 @@ fn main() -> ExitCode {
             Ok(())
         }),
         Some("debug") => debug::Options::parse(&args[1..]).and_then(|opts| debug::run(&opts)),
+        Some("dpa-top") => dpa_top::Options::parse(&args[1..]).and_then(|opts| dpa_top::run(&opts)),
         Some("new") => new_project::Options::parse(&args[1..]).and_then(|opts| {
             let name = new_project::run(&opts)?;
             println!(

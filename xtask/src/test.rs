@@ -73,6 +73,14 @@ pub fn run() -> Result {
     // What a debug build would take minutes for: the ISA budget's 100,000 messages of 14,000
     // instructions (the release dependencies are the isa_profile example's, built above).
     cargo(&["test", "--release", "--test", "dpa_edges"], &[])?;
+    // The live view of a running program (the quickstart `cargo test` built).
+    crate::dpa_top::check_against(
+        &workspace_root()
+            .join("target")
+            .join("debug")
+            .join("examples")
+            .join("quickstart"),
+    )?;
     clock.lap("workspace tests");
     cargo(
         &["doc", "--no-deps", "--workspace"],
@@ -116,13 +124,16 @@ pub fn run() -> Result {
         Err(why) => eprintln!("note: the API check skipped: {why}"),
     }
     clock.lap("public API");
+    let miri = start_miri();
     loom()?;
-    clock.lap("loom");
-    miri();
-    clock.lap("miri");
+    clock.lap("loom (miri beside it)");
     // Each fuzz target for 30 s: regression inputs first, then new ones.
     fuzz::in_test();
-    clock.lap("fuzz");
+    clock.lap("fuzz (miri beside it)");
+    if let Some(miri) = miri {
+        miri.finish()?;
+    }
+    clock.lap("the rest of miri");
     clock.report();
     Ok(())
 }
@@ -189,19 +200,22 @@ fn loom() -> Result {
 }
 
 /// The unit tests of every crate miri can run (shared-abi, dpa-dev's host build, the soft
-/// device, its interpreter and transport) under miri, which needs a nightly toolchain with the miri component. Tests that
-/// need what miri cannot do (system calls it does not model, C code, stack switching) are
-/// ignored one by one with the reason; docs/design.md lists them. Where miri cannot be
-/// installed, say so and go on: the rest of the suite still ran.
-fn miri() {
+/// device, its interpreter and transport) under miri, which needs a nightly toolchain with the
+/// miri component. Tests that need what miri cannot do (system calls it does not model, C code,
+/// stack switching) are ignored one by one with the reason; docs/design.md lists them.
+///
+/// Miri interprets on one core for minutes, so it runs in the background beside the stages
+/// after it ([`Background`]). Where miri cannot be installed, say so and go on: the rest of
+/// the suite still runs.
+fn start_miri() -> Option<Background> {
     let ready = setup::ensure_nightly_component("miri")
         .and_then(|()| setup::ensure_nightly_component("rust-src"));
     if let Err(why) = ready {
         eprintln!("note: miri skipped: {why}");
-        return;
+        return None;
     }
     let target = workspace_root().join("target").join("miri");
-    let result = cargo(
+    let mut cmd = cargo_command(
         &[
             "+nightly",
             "miri",
@@ -227,10 +241,13 @@ fn miri() {
             ("CARGO_TARGET_DIR", target.to_str().expect("UTF-8 path")),
         ],
     );
-    if let Err(e) = result {
-        // A miri failure is a real finding: fail loudly.
-        eprintln!("error: {e}");
-        std::process::exit(1);
+    // A miri failure is a real finding: `Background::finish` fails the run with it.
+    match Background::spawn(&mut cmd, "miri", target.join("miri.log")) {
+        Ok(bg) => Some(bg),
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
     }
 }
 
@@ -267,6 +284,18 @@ fn rustfmt_every_file() -> Result {
 }
 
 pub(crate) fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result {
+    let status = cargo_command(args, env)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo {}` failed ({status})", args.join(" ")))
+    }
+}
+
+/// The cargo command line `args` with `env` set, run from the workspace root, printed.
+fn cargo_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     // `+toolchain` must reach the rustup proxy, so use plain `cargo` for it.
     let cargo = if args.first().is_some_and(|a| a.starts_with('+')) {
         "cargo".to_string()
@@ -285,12 +314,58 @@ pub(crate) fn cargo(args: &[&str], env: &[(&str, &str)]) -> Result {
             .env_remove("CARGO")
             .env_remove("RUSTC");
     }
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("`cargo {}` failed ({status})", args.join(" ")))
+    cmd
+}
+
+/// A stage running beside the others, its output in a log of its own (printed when it
+/// fails, so the other stages' output stays readable). Killed if the run ends before it.
+struct Background {
+    child: std::process::Child,
+    what: &'static str,
+    log: std::path::PathBuf,
+}
+
+impl Background {
+    fn spawn(cmd: &mut Command, what: &'static str, log: std::path::PathBuf) -> Result<Self> {
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = file.try_clone().map_err(|e| e.to_string())?;
+        let child = cmd
+            .stdout(file)
+            .stderr(err)
+            .spawn()
+            .map_err(|e| format!("cannot start {what}: {e}"))?;
+        eprintln!("{what}: running in the background, log {}", log.display());
+        Ok(Self { child, what, log })
+    }
+
+    /// Waits for it; its test summaries on success, its log's end and an error on failure.
+    fn finish(mut self) -> Result {
+        let status = self.child.wait().map_err(|e| e.to_string())?;
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        if status.success() {
+            for line in log.lines().filter(|l| l.starts_with("test result:")) {
+                eprintln!("{}: {line}", self.what);
+            }
+            return Ok(());
+        }
+        let lines: Vec<&str> = log.lines().collect();
+        eprintln!("{}", lines[lines.len().saturating_sub(150)..].join("\n"));
+        Err(format!(
+            "{} failed ({status}); its whole log: {}",
+            self.what,
+            self.log.display()
+        ))
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
