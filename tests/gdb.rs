@@ -202,6 +202,30 @@ fn gdb_breaks_in_the_echo_kernel_steps_and_detaches() {
 }
 
 #[test]
+fn gdb_reads_the_32_byte_message_the_echo_kernel_answers() {
+    if debuggee() {
+        return;
+    }
+    // At the device call that sends the reply (called from dpa-dev's comch.rs), a2 points at
+    // the message's 32 bytes and a3 is their length: the Echo the host sent, tag 0xfeed in its
+    // last word after the header, the token and the timestamp.
+    let program = debug(
+        "debuggee_echo",
+        &[
+            "break doca_dpa_dev_comch_producer_post_send_imm_only",
+            "continue",
+            "bt 2",
+            "p $a3",
+            "x/4gx $a2",
+            "delete",
+            "detach",
+        ],
+        &["Breakpoint 1", "comch.rs:", "= 32", "0x000000000000feed"],
+    );
+    assert!(program.contains("3 echoes"), "{program}");
+}
+
+#[test]
 fn a_kernel_reading_out_of_bounds_stops_in_gdb_at_its_line() {
     if debuggee() {
         return;

@@ -29,9 +29,14 @@ thread_kernel! {
     }
 }
 
-/// The process's threads (`/proc/self/task`).
+/// The process's threads (`/proc/self/task`), but the live view's (`dpakit-stats`), which the
+/// first DPA context starts for the life of the process.
 fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task").unwrap().count()
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.trim_end() != "dpakit-stats")
+        .count()
 }
 
 #[test]
