@@ -14,7 +14,7 @@ use crate::Result;
 use crate::runtime::runtime_dir;
 use crate::socket::{Connect, Listener, Poller, Recv, SeqPacket, remove_stale};
 use dpakit_abi::bail;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -80,11 +80,26 @@ pub fn serve(render: fn(Request) -> String) -> Result<()> {
     }
     let poller = Poller::new()?;
     poller.add(listener.fd(), 0)?;
-    std::thread::Builder::new()
+    // SAFETY: no pointers; the result is checked.
+    let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if stop < 0 {
+        bail!(
+            OperatingSystem,
+            "eventfd: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    let stop = unsafe { std::os::fd::OwnedFd::from_raw_fd(stop) };
+    poller.add(stop.as_raw_fd(), 1)?;
+    let thread = std::thread::Builder::new()
         .name("dpakit-stats".into())
         .spawn(move || {
             loop {
                 poller.wait(-1);
+                if STOPPING.load(dpakit_sync::Ordering::Acquire) {
+                    return;
+                }
                 match listener.accept() {
                     Ok(Some(client)) => answer(&client, render),
                     Ok(None) => {}
@@ -99,16 +114,37 @@ pub fn serve(render: fn(Request) -> String) -> Result<()> {
                 format!("cannot start the live view's thread: {e}"),
             )
         })?;
+    *SERVER.lock().unwrap_or_else(|p| p.into_inner()) = Some((stop, thread));
     Ok(())
 }
 
-/// Removes this process's socket (at exit). A forked child, which inherits the record but not
-/// the listener, leaves its parent's socket alone.
+/// Set when the server thread is to end.
+static STOPPING: dpakit_sync::plain::AtomicBool = dpakit_sync::plain::AtomicBool::new(false);
+
+/// The server thread and the eventfd that wakes it to end.
+static SERVER: std::sync::Mutex<Option<(std::os::fd::OwnedFd, std::thread::JoinHandle<()>)>> =
+    std::sync::Mutex::new(None);
+
+/// At exit: removes this process's socket and ends the server thread, waiting for it (at most
+/// the [`PEER_DEADLINE`] of a client it is answering), so nothing of it is left behind. A
+/// forked child, which inherits the record but not the thread, leaves both alone.
 pub fn withdraw() {
-    if let Some((pid, path, ino)) = OWN.get() {
-        if *pid == std::process::id() && crate::socket::inode(path) == *ino {
-            let _ = std::fs::remove_file(path);
-        }
+    let Some((pid, path, ino)) = OWN.get() else {
+        return;
+    };
+    if *pid != std::process::id() {
+        return;
+    }
+    if crate::socket::inode(path) == *ino {
+        let _ = std::fs::remove_file(path);
+    }
+    let server = SERVER.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some((stop, thread)) = server {
+        STOPPING.store(true, dpakit_sync::Ordering::Release);
+        let one: u64 = 1;
+        // SAFETY: 8 readable bytes, the eventfd protocol's unit.
+        unsafe { libc::write(stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        let _ = thread.join();
     }
 }
 
