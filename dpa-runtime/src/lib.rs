@@ -142,25 +142,29 @@ impl fmt::Debug for DpaShared {
 static NEXT_DPA_ID: AtomicU16 = AtomicU16::new(1);
 
 /// Every DPA context of the process, for diagnostics that name running kernels wherever they
-/// are (a wait that timed out) and for the [`view`]. Control path only: a context is added when it starts, and the
-/// ones gone are pruned then.
+/// are (a wait that timed out) and for the [`view`]. Control path only: a context is added when
+/// it starts, and the ones gone are pruned then.
 static LIVE: std::sync::Mutex<Vec<std::sync::Weak<DpaShared>>> = std::sync::Mutex::new(Vec::new());
+
+/// The DPA contexts of the process that are still alive.
+fn live_contexts() -> Vec<Arc<DpaShared>> {
+    LIVE.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .collect()
+}
 
 /// The kernels of every DPA context of the process whose current activation has run for `min`
 /// or longer, described ([`DpaThread::describe`]).
 pub fn long_activations(min: std::time::Duration) -> Vec<String> {
-    let live: Vec<Arc<DpaShared>> = LIVE
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .filter_map(std::sync::Weak::upgrade)
-        .collect();
     let mut found = Vec::new();
-    for dpa in &live {
+    for dpa in &live_contexts() {
         // The host reads the thread table.
         let _reading = dpa.sched.grace.host();
-        let long = (0..dpa.threads.capacity())
-            .filter_map(|i| dpa.threads.get(i))
+        let long = dpa
+            .threads
+            .iter()
             .filter(|t| t.running_for().is_some_and(|t| t >= min));
         found.extend(long.map(|t| t.describe(dpa.id)));
     }

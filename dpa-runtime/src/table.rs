@@ -187,12 +187,15 @@ impl<T: Send + Sync> Table<T> {
         }
     }
 
+    /// The objects in use, by slot. A reader of a table that retires entries
+    /// ([`Table::retire`]) holds a grace-period read section meanwhile, as for [`Table::get`].
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        (0..self.slots.len()).filter_map(|i| self.get(i))
+    }
+
     /// Sums `f` over the objects in use.
     pub fn sum(&self, f: impl Fn(&T) -> u64) -> u64 {
-        (0..self.slots.len())
-            .filter_map(|i| self.get(i))
-            .map(f)
-            .sum()
+        self.iter().map(f).sum()
     }
 
     /// How many slots are in use.

@@ -13,10 +13,10 @@ mod render;
 use crate::isa_mode::Profile;
 use crate::sync::Ordering;
 use crate::thread_shared::ThreadShared;
-use crate::{DpaShared, ExecMode, LIVE, SchedMode};
+use crate::{DpaShared, ExecMode, SchedMode, live_contexts};
 use dpakit_abi::CtxState;
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// Destroyed contexts whose last view the process keeps (the oldest is forgotten first).
 pub const ENDED_CONTEXTS: usize = 32;
@@ -216,11 +216,7 @@ static ENDED: Mutex<Ended<ContextView>> = Mutex::new(Ended::new(ENDED_CONTEXTS))
 
 /// What every DPA context of the process is doing now, and the last view of those destroyed.
 pub fn snapshot() -> Snapshot {
-    let live: Vec<Arc<DpaShared>> = lock(&LIVE)
-        .iter()
-        .filter_map(std::sync::Weak::upgrade)
-        .collect();
-    let mut contexts: Vec<ContextView> = live.iter().map(|d| d.view(false)).collect();
+    let mut contexts: Vec<ContextView> = live_contexts().iter().map(|d| d.view(false)).collect();
     contexts.sort_by_key(|c| c.id);
     let (ended, contexts_forgotten) = lock(&ENDED).list();
     // A context whose last handle is dropping may be in both for a moment: the ended record
@@ -259,8 +255,8 @@ impl DpaShared {
         let mut threads = {
             // The host reads the thread table.
             let _reading = self.sched.grace.host();
-            (0..self.threads.capacity())
-                .filter_map(|i| self.threads.get(i))
+            self.threads
+                .iter()
                 .map(|t| t.view(isa.is_some(), false))
                 .collect::<Vec<_>>()
         };

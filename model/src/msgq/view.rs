@@ -54,12 +54,8 @@ impl MsgqShared {
             credits += c;
         };
         // Removed consumers live on until the table drops: no grace period to keep.
-        for c in (0..self.dpa_consumers.capacity()).filter_map(|i| self.dpa_consumers.get(i)) {
-            add(c.counts());
-        }
-        for c in (0..self.cpu_consumers.capacity()).filter_map(|i| self.cpu_consumers.get(i)) {
-            add(c.counts());
-        }
+        self.dpa_consumers.iter().for_each(|c| add(c.counts()));
+        self.cpu_consumers.iter().for_each(|c| add(c.counts()));
         QueueView {
             id: self.id,
             to_dpa: self.direction == Direction::ToDpa,
