@@ -52,7 +52,7 @@ fn sockaddr(path: &Path) -> Result<(libc::sockaddr_un, libc::socklen_t)> {
 }
 
 /// The inode a path names now (0 if none).
-pub(crate) fn inode(path: &Path) -> u64 {
+fn inode(path: &Path) -> u64 {
     std::fs::symlink_metadata(path).map_or(0, |m| m.ino())
 }
 
@@ -172,11 +172,6 @@ impl Listener {
 
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
-    }
-
-    /// The inode of its socket file.
-    pub(crate) fn inode(&self) -> u64 {
-        self.ino
     }
 
     /// Out of descriptors: frees the reserve, accepts one pending connection and closes it

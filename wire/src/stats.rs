@@ -14,9 +14,11 @@ use crate::Result;
 use crate::runtime::runtime_dir;
 use crate::socket::{Connect, Listener, Poller, Recv, SeqPacket, remove_stale};
 use dpakit_abi::bail;
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use dpakit_sync::Ordering;
+use dpakit_sync::plain::AtomicBool;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The most one message of an answer holds.
@@ -59,25 +61,31 @@ pub fn socket_path(pid: u32) -> Result<PathBuf> {
     Ok(runtime_dir()?.join(format!("stats-{pid}")))
 }
 
-/// This process's socket and its inode, once it listens.
-static OWN: OnceLock<(u32, PathBuf, u64)> = OnceLock::new();
+/// The server thread of this process, once it listens.
+struct Server {
+    /// The process that started it: a forked child inherits the record, not the thread.
+    pid: u32,
+    /// Wakes the thread to end.
+    stop: OwnedFd,
+    thread: std::thread::JoinHandle<()>,
+}
+
+static SERVER: Mutex<Option<Server>> = Mutex::new(None);
+
+/// Set when the server thread is to end.
+static STOPPING: AtomicBool = AtomicBool::new(false);
 
 /// Listens at this process's socket and answers on a thread of its own, with `render`'s view.
 /// Once per process; later calls do nothing. Sockets of dead processes left in the runtime
 /// directory are removed first.
 pub fn serve(render: fn(Request) -> String) -> Result<()> {
-    if OWN.get().is_some() {
+    let mut server = SERVER.lock().unwrap_or_else(|p| p.into_inner());
+    if server.is_some() {
         return Ok(());
     }
     let pid = std::process::id();
     remove_dead(&runtime_dir()?);
-    let path = socket_path(pid)?;
-    let listener = Listener::bind(&path)?;
-    let ino = listener.inode();
-    if OWN.set((pid, path, ino)).is_err() {
-        // Another thread won the race: its listener serves.
-        return Ok(());
-    }
+    let listener = Listener::bind(&socket_path(pid)?)?;
     let poller = Poller::new()?;
     poller.add(listener.fd(), 0)?;
     // SAFETY: no pointers; the result is checked.
@@ -90,14 +98,15 @@ pub fn serve(render: fn(Request) -> String) -> Result<()> {
         );
     }
     // SAFETY: a fresh descriptor nothing else owns.
-    let stop = unsafe { std::os::fd::OwnedFd::from_raw_fd(stop) };
+    let stop = unsafe { OwnedFd::from_raw_fd(stop) };
     poller.add(stop.as_raw_fd(), 1)?;
+    // The listener moves to the thread: its socket goes when the thread ends.
     let thread = std::thread::Builder::new()
         .name("dpakit-stats".into())
         .spawn(move || {
             loop {
                 poller.wait(-1);
-                if STOPPING.load(dpakit_sync::Ordering::Acquire) {
+                if STOPPING.load(Ordering::Acquire) {
                     return;
                 }
                 match listener.accept() {
@@ -114,38 +123,26 @@ pub fn serve(render: fn(Request) -> String) -> Result<()> {
                 format!("cannot start the live view's thread: {e}"),
             )
         })?;
-    *SERVER.lock().unwrap_or_else(|p| p.into_inner()) = Some((stop, thread));
+    *server = Some(Server { pid, stop, thread });
     Ok(())
 }
 
-/// Set when the server thread is to end.
-static STOPPING: dpakit_sync::plain::AtomicBool = dpakit_sync::plain::AtomicBool::new(false);
-
-/// The server thread and the eventfd that wakes it to end.
-static SERVER: std::sync::Mutex<Option<(std::os::fd::OwnedFd, std::thread::JoinHandle<()>)>> =
-    std::sync::Mutex::new(None);
-
-/// At exit: removes this process's socket and ends the server thread, waiting for it (at most
-/// the [`PEER_DEADLINE`] of a client it is answering), so nothing of it is left behind. A
-/// forked child, which inherits the record but not the thread, leaves both alone.
+/// At exit: ends the server thread and waits for it (at most the [`PEER_DEADLINE`] of a client
+/// it is answering), which removes the socket with its listener, so nothing of it is left
+/// behind. A forked child leaves its parent's alone.
 pub fn withdraw() {
-    let Some((pid, path, ino)) = OWN.get() else {
+    let own = SERVER
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take_if(|s| s.pid == std::process::id());
+    let Some(Server { stop, thread, .. }) = own else {
         return;
     };
-    if *pid != std::process::id() {
-        return;
-    }
-    if crate::socket::inode(path) == *ino {
-        let _ = std::fs::remove_file(path);
-    }
-    let server = SERVER.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some((stop, thread)) = server {
-        STOPPING.store(true, dpakit_sync::Ordering::Release);
-        let one: u64 = 1;
-        // SAFETY: 8 readable bytes, the eventfd protocol's unit.
-        unsafe { libc::write(stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
-        let _ = thread.join();
-    }
+    STOPPING.store(true, Ordering::Release);
+    let one: u64 = 1;
+    // SAFETY: 8 readable bytes, the eventfd protocol's unit.
+    unsafe { libc::write(stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    let _ = thread.join();
 }
 
 /// Serves one client within [`PEER_DEADLINE`].
