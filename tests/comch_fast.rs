@@ -284,23 +284,53 @@ fn chained_buffers_are_not_supported() {
     }
 }
 
+/// The safe API's fast-path endpoints on the pair's connection, each on a progress engine of
+/// its own.
+struct SafeEndpoints {
+    cpe2: Pe,
+    consumer: dpakit::comch::Consumer,
+    spe2: Pe,
+    producer: dpakit::comch::Producer,
+}
+
+/// A consumer of `num_recv` 4 KiB buffers, announced to the server's side before a producer of
+/// `num_send` is made there (`pull`: built to hand out its completions as values).
+fn safe_endpoints(p: &Pair, num_recv: u32, num_send: u32, pull: bool) -> SafeEndpoints {
+    let cpe2 = Pe::new().unwrap();
+    let consumer = dpakit::comch::Consumer::builder(p.cconn, &p.host, &cpe2)
+        .num_recv(num_recv)
+        .buf_size(4096)
+        .start()
+        .unwrap();
+    until(p, &[], || !p.consumers.borrow().is_empty());
+    let spe2 = Pe::new().unwrap();
+    let producer = dpakit::comch::Producer::builder(p.sconn, &p.arm, &spe2)
+        .num_send(num_send)
+        .buf_size(4096);
+    let producer = if pull {
+        producer.pull_completions()
+    } else {
+        producer
+    };
+    let producer = producer.start().unwrap();
+    SafeEndpoints {
+        cpe2,
+        consumer,
+        spe2,
+        producer,
+    }
+}
+
 #[test]
 fn a_consumer_without_a_callback_hands_out_samples_posted_again_when_dropped() {
     let p = pair("fast-samples");
-    let cpe2 = Pe::new().unwrap();
     // Two buffers: a third message waits until a sample is dropped.
-    let consumer = dpakit::comch::Consumer::builder(p.cconn, &p.host, &cpe2)
-        .num_recv(2)
-        .buf_size(4096)
-        .start()
-        .unwrap();
-    until(&p, &[], || !p.consumers.borrow().is_empty());
-    let spe2 = Pe::new().unwrap();
-    let producer = dpakit::comch::Producer::builder(p.sconn, &p.arm, &spe2)
-        .num_send(4)
-        .buf_size(4096)
-        .start()
-        .unwrap();
+    let SafeEndpoints {
+        cpe2,
+        consumer,
+        spe2,
+        producer,
+    } = safe_endpoints(&p, 2, 4, false);
     for i in 0..3u64 {
         let mut loan = producer.loan(100).unwrap();
         fast::fill(loan.as_mut_slice(), i);
@@ -347,20 +377,12 @@ fn a_consumer_without_a_callback_hands_out_samples_posted_again_when_dropped() {
 #[test]
 fn a_producer_built_to_pull_hands_out_completions_and_holds_buffers_until_taken() {
     let p = pair("fast-pulled");
-    let cpe2 = Pe::new().unwrap();
-    let consumer = dpakit::comch::Consumer::builder(p.cconn, &p.host, &cpe2)
-        .num_recv(8)
-        .buf_size(4096)
-        .start()
-        .unwrap();
-    until(&p, &[], || !p.consumers.borrow().is_empty());
-    let spe2 = Pe::new().unwrap();
-    let producer = dpakit::comch::Producer::builder(p.sconn, &p.arm, &spe2)
-        .num_send(2)
-        .buf_size(4096)
-        .pull_completions()
-        .start()
-        .unwrap();
+    let SafeEndpoints {
+        cpe2,
+        consumer,
+        spe2,
+        producer,
+    } = safe_endpoints(&p, 8, 2, true);
     for i in 0..2u32 {
         producer
             .send(consumer.id(), &[i as u8; 64], &i.to_le_bytes(), i)
