@@ -41,10 +41,8 @@ impl Options {
                 other => return Err(format!("dpa-top: unknown option `{other}`")),
             }
         }
-        if opts.json && !opts.once {
-            // One JSON object per line is what tools read; a refreshing screen is for people.
-            opts.once = opts.interval.is_none();
-        }
+        // JSON is for tools: once, unless they ask for one object per interval.
+        opts.once |= opts.json && opts.interval.is_none();
         Ok(opts)
     }
 }
