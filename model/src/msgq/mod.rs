@@ -195,7 +195,7 @@ impl MsgqBuilder {
             );
         }
         dpa.shared.require_running("create a MsgQ on it")?;
-        static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+        static NEXT_ID: crate::sync::plain::AtomicU32 = crate::sync::plain::AtomicU32::new(1);
         let shared = Arc::new(MsgqShared {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             state: StateMachine::new("the MsgQ"),
