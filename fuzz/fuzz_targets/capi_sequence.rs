@@ -78,6 +78,7 @@ fuzz_target!(
 fn init() {
     // A private runtime directory for the Comch sockets of this process, removed at exit.
     support::private_runtime_dir("dpakit-fuzz");
+    start_process_resources();
     // libFuzzer's hook aborts on any panic. A kernel's panic (in the kit's kernels or the
     // device runtime they call) is the kernel's bug, which the soft device reports as a fatal
     // DPA error: not a finding. Every other panic is.
@@ -89,6 +90,23 @@ fn init() {
         }
         abort(info);
     }));
+}
+
+/// Starts and destroys one DPA context, so what the soft device keeps for the life of the
+/// process once one has started (the live view's socket and thread) exists before the first
+/// input: an input's leak check then counts only what the input made.
+fn start_process_resources() {
+    let mut w = World::new();
+    // SAFETY: the API's calls on objects the world records and tears down.
+    unsafe {
+        let dev = capi::happy::open_dev(&mut w, c"b1:00.0");
+        let mut dpa = null_mut();
+        assert_eq!(doca_dpa_create(dev, &mut dpa), DOCA_SUCCESS);
+        w.add(capi::K::Dpa, dpa.cast());
+        doca_dpa_set_app(dpa, dpakit_kernels::APP.raw().cast());
+        assert_eq!(doca_dpa_start(dpa), DOCA_SUCCESS);
+    }
+    w.teardown();
 }
 
 fn open_fds() -> usize {
