@@ -11,7 +11,7 @@ use crate::wake::Arm;
 use dpakit_wire::Poller;
 use std::cell::RefCell;
 use std::fmt;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,19 +33,8 @@ pub struct PeWaker {
 
 impl PeWaker {
     fn new() -> Result<Self> {
-        // SAFETY: eventfd has no memory arguments; a negative return is handled below.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            bail!(
-                OperatingSystem,
-                "eventfd failed: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         Ok(Self {
-            fd,
+            fd: dpakit_wire::eventfd()?,
             armed: Arm::new(false),
         })
     }

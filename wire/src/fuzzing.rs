@@ -79,7 +79,7 @@ pub fn consumer_announcement(
             0 => memory_file(files.ring_len, files.ring, files.sealed)?,
             1 => memory_file(files.data_len, &[], files.sealed)?,
             _ if files.wake_socket => stream_socket()?,
-            _ => eventfd()?,
+            _ => crate::socket::eventfd()?,
         });
     }
     let budget = PeerFds::new(1);
@@ -142,16 +142,6 @@ fn stream_socket() -> Result<OwnedFd> {
         drop(OwnedFd::from_raw_fd(fds[1]));
         Ok(OwnedFd::from_raw_fd(fds[0]))
     }
-}
-
-fn eventfd() -> Result<OwnedFd> {
-    // SAFETY: no pointers; the result is checked.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    if fd < 0 {
-        bail!(OperatingSystem, "eventfd failed");
-    }
-    // SAFETY: a fresh descriptor nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// The socket the Comch server `name` of the host function `function` (a PCI address as DOCA

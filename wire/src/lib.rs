@@ -26,7 +26,7 @@ pub mod socket;
 pub mod stats;
 
 pub use runtime::{any_uid, runtime_dir, server_path, service_path};
-pub use socket::{Connect, Listener, Poller, Recv, SeqPacket, remove_stale};
+pub use socket::{Connect, Listener, Poller, Recv, SeqPacket, eventfd, remove_stale};
 
 use dpakit_abi::Error;
 

@@ -473,6 +473,17 @@ impl Control {
     }
 }
 
+/// A fresh eventfd (counter 0, non-blocking, closed on exec): a wake-up a poller can watch.
+pub fn eventfd() -> Result<OwnedFd> {
+    // SAFETY: no pointers; the result is checked.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(os_error("eventfd"));
+    }
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// An epoll set: which of many descriptors are readable, in one system call.
 #[derive(Debug)]
 pub struct Poller {

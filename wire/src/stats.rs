@@ -16,7 +16,7 @@ use crate::socket::{Connect, Listener, Poller, Recv, SeqPacket, remove_stale};
 use dpakit_abi::bail;
 use dpakit_sync::Ordering;
 use dpakit_sync::plain::AtomicBool;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -88,17 +88,7 @@ pub fn serve(render: fn(Request) -> String) -> Result<()> {
     let listener = Listener::bind(&socket_path(pid)?)?;
     let poller = Poller::new()?;
     poller.add(listener.fd(), 0)?;
-    // SAFETY: no pointers; the result is checked.
-    let stop = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    if stop < 0 {
-        bail!(
-            OperatingSystem,
-            "eventfd: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    // SAFETY: a fresh descriptor nothing else owns.
-    let stop = unsafe { OwnedFd::from_raw_fd(stop) };
+    let stop = crate::socket::eventfd()?;
     poller.add(stop.as_raw_fd(), 1)?;
     // The listener moves to the thread: its socket goes when the thread ends.
     let thread = std::thread::Builder::new()

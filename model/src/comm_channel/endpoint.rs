@@ -25,7 +25,7 @@ use dpakit_wire::proto;
 use dpakit_wire::{self as wire, Connect, Listener, Poller, SeqPacket};
 use service::Service;
 use std::collections::VecDeque;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 /// Poller token of a service's listening socket.
@@ -93,20 +93,6 @@ pub struct Endpoint {
     channels: Option<Channels>,
     /// How long a peer may leave a send without room before its connection is aborted.
     stall: Duration,
-}
-
-fn eventfd() -> Result<OwnedFd> {
-    // SAFETY: no pointers; the result is checked.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        bail!(
-            OperatingSystem,
-            "eventfd: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    // SAFETY: a fresh descriptor nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Sets (`true`) or clears an event descriptor.
@@ -199,8 +185,8 @@ impl Endpoint {
         let channels = Channels {
             recv: Poller::new()?,
             send: Poller::new()?,
-            recv_ready: eventfd()?,
-            send_ready: eventfd()?,
+            recv_ready: dpakit_wire::eventfd()?,
+            send_ready: dpakit_wire::eventfd()?,
         };
         channels.recv.add(channels.recv_ready.as_raw_fd(), READY)?;
         channels.send.add(channels.send_ready.as_raw_fd(), READY)?;
