@@ -26,6 +26,7 @@ const DEBIAN_LIBRARIES: &[&str] = &["libclang-dev"];
 
 pub fn run() -> Result {
     let mut clock = Clock::default();
+    no_incremental_builds();
     setup::ensure_dpa_target()?;
     setup::ensure_components(&["rustfmt", "clippy"])?;
     setup::ensure_debian_packages(DEBIAN_PACKAGES)?;
@@ -136,6 +137,16 @@ pub fn run() -> Result {
     clock.lap("the rest of miri");
     clock.report();
     Ok(())
+}
+
+/// A run builds each crate once per configuration, so incremental caches (gigabytes for the
+/// workspace's test binaries) would only cost disk. A developer's own setting is kept.
+fn no_incremental_builds() {
+    if std::env::var_os("CARGO_INCREMENTAL").is_none() {
+        // SAFETY: called first thing in `run`, before any thread of this process starts, so
+        // nothing reads the environment concurrently.
+        unsafe { std::env::set_var("CARGO_INCREMENTAL", "0") };
+    }
 }
 
 /// Wall time per stage, printed at the end: where a slow run spent its minutes.
