@@ -11,14 +11,14 @@
 #![cfg(not(feature = "doca"))]
 
 use dpakit::abi::{Echo, ImmMessage};
-use dpakit::dpa::Dpa;
+use dpakit::dpa::{Dpa, DpaThread, NotificationCompletion};
 use dpakit::pe::Pe;
 use dpakit::soft::{ExecMode, SchedMode, SoftSettings};
 use dpakit::{MsgqPath, kernels, kit_app, open_dpa_dev};
 use dpakit_fixture_faulty_kernels as faulty;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const DEBUGGEE: &str = "DPAKIT_TEST_DEBUGGEE";
 /// Where the read_at debuggee asks for gdb through `dpakit::soft::set_gdb` rather than
@@ -26,6 +26,8 @@ const DEBUGGEE: &str = "DPAKIT_TEST_DEBUGGEE";
 const ADDRESS: &str = "DPAKIT_TEST_GDB_ADDRESS";
 /// Generous: the program waits while gdb has it stopped.
 const WAIT: Duration = Duration::from_secs(60);
+/// A whole session, gdb and the program: past it both are killed and the test fails.
+const SESSION: Duration = Duration::from_secs(120);
 
 fn debuggee() -> bool {
     std::env::var_os(DEBUGGEE).is_some()
@@ -91,6 +93,123 @@ fn debuggee_read_at() {
     println!("debuggee: the DPA failed: {e}");
 }
 
+/// What the spin debuggee says once its kernel spins.
+const SPINS: &str = "debuggee: the kernel spins";
+/// What gdb writes to the release word, and the spin kernel returns.
+const RELEASE: u64 = 7;
+
+/// A DPA thread running `SPIN_UNTIL_RELEASED` over two words of DPA memory, activated (by an
+/// RPC) and running: the memory's address. The kernel stops spinning once the second word is set.
+fn spinning(dpa: &Dpa) -> (DpaThread, NotificationCompletion, dpakit::dpa::DevPtr) {
+    let flags = dpa.mem_alloc_init(&[0u64; 2]).unwrap();
+    let thread = DpaThread::builder(dpa, &faulty::SPIN_UNTIL_RELEASED)
+        .arg(flags.raw())
+        .start()
+        .unwrap();
+    let wake = NotificationCompletion::start(dpa, &thread).unwrap();
+    thread.run().unwrap();
+    dpa.rpc(&faulty::NOTIFY, (wake.dpa_handle().raw(),))
+        .unwrap();
+    (thread, wake, flags)
+}
+
+/// Waits until the first word at `flags` is `value`, or `dpa` failed.
+fn wait_for_word(dpa: &Dpa, flags: dpakit::dpa::DevPtr, value: u64) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let mut word = [0u8; 8];
+        dpa.d2h_memcpy(&mut word, flags).unwrap();
+        if u64::from_le_bytes(word) == value {
+            return;
+        }
+        if let Some(e) = dpa.error() {
+            panic!("the DPA failed waiting for {value}: {e}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the spin kernel never wrote {value}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn debuggee_spin() {
+    if !debuggee() {
+        return;
+    }
+    // Room to spin for seconds, yet bounded: a Ctrl-C that never stops it ends in SIGXCPU.
+    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
+        .app(&faulty::APP)
+        .exec_mode(ExecMode::Isa)
+        .isa_budget(2_000_000_000)
+        .start()
+        .unwrap();
+    let (thread, _wake, flags) = spinning(&dpa);
+    wait_for_word(&dpa, flags, 1);
+    eprintln!("{SPINS}");
+    wait_for_word(&dpa, flags, 2);
+    let mut release = [0u8; 8];
+    dpa.d2h_memcpy(&mut release, dpakit::dpa::DevPtr(flags.raw() + 8))
+        .unwrap();
+    assert_eq!(u64::from_le_bytes(release), RELEASE);
+    thread.stop().unwrap();
+    dpa.check().unwrap();
+    println!("debuggee: released with {RELEASE}");
+}
+
+/// Which fatal error `debuggee_fault` makes.
+const FAULT: &str = "DPAKIT_TEST_FAULT";
+
+/// Fatal errors an RPC makes, as (name, kernel, what the DPA's error says).
+const FAULTS: [(&str, &str, &str); 4] = [
+    ("panic", "panics_rpc", "an RPC bug on purpose (5)"),
+    ("budget", "spin_until_released", "without making progress"),
+    ("illegal", "illegal_rpc", "an illegal instruction"),
+    ("bad call", "notify", "notification completion"),
+];
+
+/// One RPC that makes the fatal error `DPAKIT_TEST_FAULT` names; its error must name the kernel
+/// and say what [`FAULTS`] says.
+#[test]
+fn debuggee_fault() {
+    if !debuggee() {
+        return;
+    }
+    let fault = std::env::var(FAULT).unwrap();
+    let (_, kernel, says) = FAULTS.iter().find(|f| f.0 == fault).unwrap();
+    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
+        .app(&faulty::APP)
+        .exec_mode(ExecMode::Isa)
+        .isa_budget(1_000_000)
+        .start()
+        .unwrap();
+    let e = match fault.as_str() {
+        "panic" => dpa.rpc(&faulty::PANICS_RPC, (5,)).unwrap_err(),
+        "illegal" => dpa.rpc(&faulty::ILLEGAL_RPC, ()).unwrap_err(),
+        "bad call" => dpa
+            .rpc(&faulty::NOTIFY, (faulty::BOGUS_NOTIFICATION,))
+            .unwrap_err(),
+        _ => {
+            // Never released: the budget ends it.
+            let _spinning = spinning(&dpa);
+            let deadline = Instant::now() + WAIT;
+            loop {
+                if let Some(e) = dpa.error() {
+                    break e;
+                }
+                assert!(Instant::now() < deadline, "the budget never ran out");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    };
+    let text = e.to_string();
+    assert!(text.contains(kernel) && text.contains(says), "{text}");
+    let failed = dpa.error().unwrap();
+    assert!(e.message().ends_with(failed.message()), "{e} / {failed}");
+    println!("debuggee: the DPA failed: {e}");
+}
+
 /// A free port on the loopback.
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -104,7 +223,20 @@ fn free_port() -> u16 {
 /// output must say each of `gdb_says`; returns the debuggee's output (it must succeed). gdb is
 /// not told the image: the soft device names it (`qXfer:exec-file`).
 fn debug(name: &str, commands: &[&str], gdb_says: &[&str]) -> String {
-    let addr = format!("127.0.0.1:{}", free_port());
+    debug_with(name, &[], commands, gdb_says, None)
+}
+
+/// [`debug`], the debuggee given `env` too; with `ctrl_c`, once the debuggee's stderr says it
+/// the test sends gdb SIGINT, as a terminal does on Ctrl-C.
+fn debug_with(
+    name: &str,
+    env: &[(&str, &str)],
+    commands: &[&str],
+    gdb_says: &[&str],
+    ctrl_c: Option<&'static str>,
+) -> String {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
     let mut program = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", name, "--nocapture", "--test-threads=1"])
         .env(DEBUGGEE, "1")
@@ -116,6 +248,7 @@ fn debug(name: &str, commands: &[&str], gdb_says: &[&str]) -> String {
             },
             &addr,
         )
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -134,12 +267,6 @@ fn debug(name: &str, commands: &[&str], gdb_says: &[&str]) -> String {
             break;
         }
     }
-    // The rest of its stderr, read as it comes so the program never blocks on a full pipe.
-    let drain = std::thread::spawn(move || {
-        let mut rest = String::new();
-        let _ = std::io::Read::read_to_string(&mut stderr, &mut rest);
-        rest
-    });
     let mut gdb = Command::new("gdb-multiarch");
     gdb.args([
         "-batch",
@@ -153,14 +280,54 @@ fn debug(name: &str, commands: &[&str], gdb_says: &[&str]) -> String {
     for c in commands {
         gdb.args(["-ex", c]);
     }
-    let gdb = gdb
-        .output()
+    // gdb's output, in a file (the port makes its name this session's own).
+    let gdb_out = std::env::temp_dir().join(format!("dpakit-gdb-test-{port}.out"));
+    let out_file = std::fs::File::create(&gdb_out).unwrap();
+    let mut gdb = gdb
+        .stdin(Stdio::null())
+        .stdout(out_file.try_clone().unwrap())
+        .stderr(out_file)
+        .spawn()
         .expect("gdb-multiarch (cargo xtask test installs it)");
-    let gdb_said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&gdb.stdout),
-        String::from_utf8_lossy(&gdb.stderr)
-    );
+    // The rest of the program's stderr, read as it comes so it never blocks on a full pipe.
+    let (saw_ctrl_c_line, ctrl_c_due) = std::sync::mpsc::channel();
+    let drain = std::thread::spawn(move || {
+        let mut ctrl_c = ctrl_c;
+        let mut rest = String::new();
+        let mut line = String::new();
+        while stderr.read_line(&mut line).unwrap_or(0) > 0 {
+            if ctrl_c.take_if(|when| line.contains(*when)).is_some() {
+                let _ = saw_ctrl_c_line.send(());
+            }
+            rest.push_str(&line);
+            line.clear();
+        }
+        rest
+    });
+    // Signalled from here, between polls, so gdb is never reaped before its kill(2).
+    let deadline = Instant::now() + SESSION;
+    let status = loop {
+        if let Some(status) = gdb.try_wait().unwrap() {
+            break status;
+        }
+        if ctrl_c_due.try_recv().is_ok() {
+            let pid = libc::pid_t::try_from(gdb.id()).unwrap();
+            // SAFETY: kill(2) on our child gdb, which try_wait found not yet reaped.
+            assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+        }
+        if Instant::now() > deadline {
+            let _ = gdb.kill();
+            let _ = program.kill();
+            panic!(
+                "gdb and the program still ran after {SESSION:?}; gdb said:\n{}",
+                std::fs::read_to_string(&gdb_out).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let gdb_said = std::fs::read_to_string(&gdb_out).unwrap();
+    let _ = std::fs::remove_file(&gdb_out);
+    assert!(status.success(), "gdb failed ({status}):\n{gdb_said}");
     let out = program.wait_with_output().unwrap();
     let rest = drain.join().unwrap();
     let program_said = format!("{}{said}{rest}", String::from_utf8_lossy(&out.stdout));
@@ -285,4 +452,61 @@ fn gdb_breaks_in_the_c_echo_kernel_at_its_source_line() {
         &["Breakpoint 1", "echo_c", "echo.c:"],
     );
     assert!(program.contains("3 echoes"), "{program}");
+}
+
+#[test]
+fn ctrl_c_in_gdb_stops_a_spinning_kernel_which_gdb_then_releases() {
+    if debuggee() {
+        return;
+    }
+    // Once the kernel spins the test presses Ctrl-C: gdb's `continue` returns with the kernel
+    // stopped in its loop, and gdb writes the word it waits for.
+    let release = format!("set var *(unsigned long long *)(arg + 8) = {RELEASE}");
+    let program = debug_with(
+        "debuggee_spin",
+        &[],
+        &[
+            "continue",
+            "bt",
+            "info threads",
+            "set language c",
+            &release,
+            "detach",
+        ],
+        &["SIGINT", "spin_until_released", "lib.rs:"],
+        Some(SPINS),
+    );
+    assert!(program.contains("released with 7"), "{program}");
+}
+
+#[test]
+fn each_kind_of_fatal_error_stops_in_gdb_at_the_kernel_that_made_it() {
+    if debuggee() {
+        return;
+    }
+    let signals = ["SIGABRT", "SIGXCPU", "SIGILL", "SIGSYS"];
+    for ((fault, kernel, says), signal) in FAULTS.into_iter().zip(signals) {
+        // `info threads` names the kernel and says the error.
+        let program = debug_with(
+            "debuggee_fault",
+            &[(FAULT, fault)],
+            &[
+                "continue",
+                "bt",
+                "info threads",
+                "info registers pc",
+                "detach",
+            ],
+            &[
+                signal,
+                &format!("kernel {kernel}: "),
+                says,
+                "lib.rs:",
+                "pc ",
+            ],
+            None,
+        );
+        assert!(program.contains("the DPA failed"), "{fault}: {program}");
+        assert!(program.contains(says), "{fault}: {program}");
+    }
 }

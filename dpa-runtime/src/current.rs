@@ -18,7 +18,15 @@ pub struct Current<'a> {
     /// The kernel's name, for diagnostics.
     pub kernel: &'static str,
     yielder: &'a Yielder<(), Ending>,
+    /// Called with a device function's fatal error before it ends the activation: set around
+    /// each device call of an ISA kernel under the debugger ([`with_fatal_hook`]).
+    fatal_hook: Cell<Option<FatalHook>>,
 }
+
+/// A borrowed `dyn Fn(&str)` with its lifetime erased: [`with_fatal_hook`] keeps it set only
+/// while the closure lives.
+#[derive(Clone, Copy)]
+struct FatalHook(*const (dyn Fn(&str) + 'static));
 
 impl std::fmt::Debug for Current<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -87,6 +95,7 @@ impl<'a> Current<'a> {
             launch,
             kernel,
             yielder,
+            fatal_hook: Cell::new(None),
         }
     }
 
@@ -100,6 +109,11 @@ impl<'a> Current<'a> {
     /// Records a fatal error naming the kernel and ends the activation. The activation's stack is
     /// left without unwinding: a caller drops what it owns (strings, vectors) before calling.
     pub fn fault(&self, code: ErrorCode, message: String) -> ! {
+        if let Some(hook) = self.fatal_hook.take() {
+            // SAFETY: `with_fatal_hook` sets the pointer for the span of a call that borrows the
+            // closure, and this runs inside that call (on the activation's own OS thread).
+            unsafe { (*hook.0)(&message) };
+        }
         let error = err(code, format!("kernel `{}`: {message}", self.kernel));
         // The activation ends by switching stacks, not by unwinding: what this frame owns must
         // be dropped before, or it leaks.
@@ -107,6 +121,28 @@ impl<'a> Current<'a> {
         self.dpa.set_fatal(error);
         self.end(Ending::Fault)
     }
+}
+
+/// Runs `call` with `hook` to be called first should a device function inside it end the
+/// running activation with a fatal error ([`Current::fault`]). Outside an activation `call` just
+/// runs.
+pub fn with_fatal_hook<R>(hook: &dyn Fn(&str), call: impl FnOnce() -> R) -> R {
+    let ptr = CURRENT.with(Cell::get);
+    if ptr.is_null() {
+        return call();
+    }
+    // SAFETY: as in `with_current`: the running activation's Current outlives this call.
+    let current = unsafe { &*ptr };
+    let hook: *const (dyn Fn(&str) + '_) = hook;
+    // SAFETY: only the lifetime changes. The pointer is taken back below, before `hook`'s borrow
+    // ends; if `call` never returns (the activation ended), the Current goes with the activation.
+    let hook = unsafe {
+        std::mem::transmute::<*const (dyn Fn(&str) + '_), *const (dyn Fn(&str) + 'static)>(hook)
+    };
+    let outer = current.fatal_hook.replace(Some(FatalHook(hook)));
+    let result = call();
+    current.fatal_hook.set(outer);
+    result
 }
 
 /// Makes `current` the running activation for the lifetime of the guard.

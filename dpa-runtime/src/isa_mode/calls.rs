@@ -65,17 +65,56 @@ fn immediate(
     Ok(buf.as_ptr())
 }
 
+/// What the interpreter does with a device function's fatal error before the activation ends:
+/// show it to the debugger, with the bus to read the kernel's memory through.
+pub(crate) type OnFatal = dyn Fn(&mut DeviceBus<'_>, &str);
+
 /// Serves device call `f` with the arguments in the hart's registers `x` (`instret`: its
 /// retired count) and sets its return value; true when the kernel made progress by it (took a
 /// message or a completion, posted a send or a copy), which starts its instruction budget
-/// afresh. Functions that end the activation do not return.
+/// afresh. Functions that end the activation do not return; under the debugger `on_fatal` is
+/// called first, with the bus and the error (a bad handle, say).
 pub(crate) fn serve(
     f: DeviceFn,
     x: &mut [u64; 32],
     instret: u64,
     bus: &mut DeviceBus<'_>,
+    on_fatal: Option<&OnFatal>,
+) -> Result<bool, MemFault> {
+    let Some(on_fatal) = on_fatal else {
+        // SAFETY: an exclusive borrow, alive for the call.
+        return unsafe { serve_call(f, x, instret, bus) };
+    };
+    // Both the call and the hook reach the bus through this one pointer: the hook runs inside
+    // the call, which never goes on using the bus after a fatal error (it does not return).
+    let bus: *mut DeviceBus<'_> = bus;
+    // SAFETY: `bus` is the caller's exclusive borrow, alive for this whole call; `serve_call`
+    // holds no borrow of it across a device function, where the hook runs.
+    let hook = |what: &str| on_fatal(unsafe { &mut *bus }, what);
+    // SAFETY: as above; the hook is the only other user, inside a device function.
+    crate::current::with_fatal_hook(&hook, || unsafe { serve_call(f, x, instret, bus) })
+}
+
+/// [`serve`]'s work, given the bus as a pointer so that no borrow of it spans a device function.
+///
+/// # Safety
+/// `bus` is valid for the call, and used by nobody else but a fatal hook run inside a device
+/// function.
+unsafe fn serve_call(
+    f: DeviceFn,
+    x: &mut [u64; 32],
+    instret: u64,
+    bus: *mut DeviceBus<'_>,
 ) -> Result<bool, MemFault> {
     use DeviceFn as D;
+    // A fresh borrow per use, each ending within its statement.
+    macro_rules! bus {
+        () => {
+            // SAFETY: `bus` is valid for this call and no other borrow of it is live here
+            // (the function's contract).
+            unsafe { &mut *bus }
+        };
+    }
     let a = |n: usize| x[A0 + n];
     let progress = matches!(
         f,
@@ -90,16 +129,16 @@ pub(crate) fn serve(
             let mut element = 0u64;
             let got = native::doca_dpa_dev_comch_consumer_get_completion(a(0), &mut element);
             if got != 0 {
-                bus.write_out(a(1), 8, element)?;
+                bus!().write_out(a(1), 8, element)?;
             }
             got as i64 as u64
         }
         D::doca_dpa_dev_comch_consumer_get_completion_imm => {
             let mut len = 0u32;
             let imm = native::doca_dpa_dev_comch_consumer_get_completion_imm(a(0), &mut len);
-            bus.grant_immediate(imm as u64, u64::from(len));
+            bus!().grant_immediate(imm as u64, u64::from(len));
             if a(1) != 0 {
-                bus.write_out(a(1), 4, u64::from(len))?;
+                bus!().write_out(a(1), 4, u64::from(len))?;
             }
             imm as u64
         }
@@ -119,7 +158,7 @@ pub(crate) fn serve(
         }
         D::doca_dpa_dev_comch_producer_post_send_imm_only => {
             let mut buf = [0u8; 32];
-            let imm = immediate(bus, a(2), a(3) as u32, &mut buf)?;
+            let imm = immediate(bus!(), a(2), a(3) as u32, &mut buf)?;
             native::doca_dpa_dev_comch_producer_post_send_imm_only(
                 a(0),
                 a(1) as u32,
@@ -130,9 +169,9 @@ pub(crate) fn serve(
             0
         }
         D::doca_dpa_dev_comch_producer_dma_copy => {
-            let (imm_len, flags) = (arg(x, bus, 8)? as u32, arg(x, bus, 9)? as u32);
+            let (imm_len, flags) = (arg(x, bus!(), 8)? as u32, arg(x, bus!(), 9)? as u32);
             let mut buf = [0u8; 32];
-            let imm = immediate(bus, a(7), imm_len, &mut buf)?;
+            let imm = immediate(bus!(), a(7), imm_len, &mut buf)?;
             native::doca_dpa_dev_comch_producer_dma_copy(
                 a(0),
                 a(1) as u32,
@@ -149,14 +188,14 @@ pub(crate) fn serve(
         }
         D::doca_dpa_dev_mmap_get_external_ptr => {
             let ptr = native::doca_dpa_dev_mmap_get_external_ptr(a(0) as u32, a(1));
-            bus.grant_mmap(a(0) as u32);
+            bus!().grant_mmap(a(0) as u32);
             ptr
         }
         D::doca_dpa_dev_get_completion => {
             let mut element = 0u64;
             let got = native::doca_dpa_dev_get_completion(a(0), &mut element);
             if got != 0 {
-                bus.write_out(a(1), 8, element)?;
+                bus!().write_out(a(1), 8, element)?;
             }
             got as i64 as u64
         }
@@ -188,14 +227,14 @@ pub(crate) fn serve(
         D::dpakit_soft_thread_time => native::dpakit_soft_thread_time(),
         D::doca_dpa_dev_log => {
             let mut text = [0u8; printf::MAX_MESSAGE];
-            let len = printf::format(x, bus, &mut text)?;
+            let len = printf::format(x, bus!(), &mut text)?;
             native::dpakit_emu_dev_log(a(0) as u32, text.as_ptr().cast(), len);
             0
         }
         D::doca_dpa_dev_sync_event_get => {
             let mut value = 0u64;
             native::doca_dpa_dev_sync_event_get(a(0), &mut value);
-            bus.write_out(a(1), 8, value)?;
+            bus!().write_out(a(1), 8, value)?;
             0
         }
         D::doca_dpa_dev_sync_event_update_add => {

@@ -23,13 +23,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-/// The signals a fatal error shows as in gdb.
-pub(crate) const SIGILL: u8 = 4;
-pub(crate) const SIGTRAP: u8 = 5;
-pub(crate) const SIGABRT: u8 = 6;
-pub(crate) const SIGSEGV: u8 = 11;
-pub(crate) const SIGXCPU: u8 = 24;
-pub(crate) const SIGSYS: u8 = 31;
+/// The signals a fatal error shows as in gdb, in the remote protocol's numbering (GDB's own,
+/// which is not Linux's for every signal: SIGSYS is 12 there, 31 on Linux).
+pub(crate) const SIGILL: u8 = gdbstub::common::Signal::SIGILL.0;
+pub(crate) const SIGTRAP: u8 = gdbstub::common::Signal::SIGTRAP.0;
+pub(crate) const SIGABRT: u8 = gdbstub::common::Signal::SIGABRT.0;
+pub(crate) const SIGSEGV: u8 = gdbstub::common::Signal::SIGSEGV.0;
+pub(crate) const SIGXCPU: u8 = gdbstub::common::Signal::SIGXCPU.0;
+pub(crate) const SIGSYS: u8 = gdbstub::common::Signal::SIGSYS.0;
 
 /// Why an activation stopped, as GDB hears it.
 #[derive(Clone, Debug, PartialEq, Eq)]

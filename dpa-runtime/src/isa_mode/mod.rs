@@ -476,7 +476,21 @@ impl Bus for KernelBus<'_, '_> {
         self.mem.release();
         self.count(instret);
         self.counters.calls[f as usize].fetch_add(1, Ordering::Relaxed);
-        match calls::serve(f, x, instret, &mut self.mem) {
+        // Under the debugger a device function's fatal error (a bad handle, say) stops there
+        // first, at the stub's `ecall`, as a bad argument does below.
+        let (debugger, kernel, regs) = (self.debugger, self.cur.kernel, *x);
+        let stop = move |mem: &mut DeviceBus<'_>, what: &str| {
+            if let Some((hub, tid)) = debugger {
+                let (mut regs, mut at) = (regs, pc);
+                let why = StopWhy::Fatal {
+                    signal: debug::SIGSYS,
+                    what: what.to_owned(),
+                };
+                hub.park(tid, kernel, &mut regs, &mut at, mem, why);
+            }
+        };
+        let on_fatal = debugger.map(|_| &stop as &calls::OnFatal);
+        match calls::serve(f, x, instret, &mut self.mem, on_fatal) {
             Ok(true) => self.progress = instret,
             Ok(false) => {}
             Err(e) => {
