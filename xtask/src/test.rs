@@ -118,25 +118,71 @@ pub fn run() -> Result {
     user_projects::c_dpacc_project(&prefix)?;
     user_projects::c_kernel_launch_project(&prefix)?;
     user_projects::rust_template()?;
+    reclaim(&["new-project-cargo", "xtask-tests"]);
     clock.lap("user projects");
     // The public API is what api/<crate>.txt says (a change is blessed on purpose).
     match setup::ensure_nightly_component("rustc") {
         Ok(()) => api::run(false)?,
         Err(why) => eprintln!("note: the API check skipped: {why}"),
     }
+    reclaim(&["api"]);
     clock.lap("public API");
     let miri = start_miri();
     loom()?;
+    reclaim(&["loom"]);
     clock.lap("loom (miri beside it)");
     // Each fuzz target for 30 s: regression inputs first, then new ones.
     fuzz::in_test();
+    // The fuzzers' builds; their corpora stay.
+    reclaim(&["fuzz/release", "fuzz/x86_64-unknown-linux-gnu"]);
     clock.lap("fuzz (miri beside it)");
     if let Some(miri) = miri {
         miri.finish()?;
     }
+    reclaim(&["miri"]);
     clock.lap("the rest of miri");
     clock.report();
     Ok(())
+}
+
+/// Below this much free disk, a stage's own build output goes once the stage passed. A run's
+/// build output peaks near 7 GiB on a fresh machine, of which these directories are about 2.
+const LOW_DISK: u64 = 16 << 30;
+
+/// Removes the directories `dirs` under target/ when the disk is low ([`LOW_DISK`]): output that
+/// only its own stage uses (a later run builds it again).
+fn reclaim(dirs: &[&str]) {
+    let target = workspace_root().join("target");
+    let free = match free_disk(&target) {
+        Some(free) if free < LOW_DISK => free,
+        _ => return,
+    };
+    for dir in dirs {
+        let dir = target.join(dir);
+        if dir.exists() {
+            eprintln!(
+                "note: {:.1} GiB of disk free: removing {}",
+                free as f64 / f64::from(1 << 30),
+                dir.display()
+            );
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                eprintln!("note: cannot remove {}: {e}", dir.display());
+            }
+        }
+    }
+}
+
+/// Bytes free for an unprivileged user on the file system of `path`.
+fn free_disk(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: all-zero is a valid statvfs (integers only).
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a statvfs to fill.
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stat) } != 0 {
+        return None;
+    }
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
 /// A run builds each crate once per configuration, so incremental caches (gigabytes for the
@@ -378,5 +424,34 @@ impl Drop for Background {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::free_disk;
+
+    #[test]
+    fn free_disk_is_what_df_says() {
+        let target = crate::workspace_root().join("target");
+        let ours = free_disk(&target).unwrap();
+        let df = std::process::Command::new("df")
+            .args(["-P", "-B1"])
+            .arg(&target)
+            .output()
+            .unwrap();
+        let df = String::from_utf8(df.stdout).unwrap();
+        let avail: u64 = df
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .nth(3)
+            .unwrap()
+            .parse()
+            .unwrap();
+        // The disk changes under a running test suite: within 1 GiB.
+        assert!(ours.abs_diff(avail) < 1 << 30, "statvfs {ours}, df {avail}");
+        assert!(free_disk(std::path::Path::new("/no/such/dir")).is_none());
     }
 }
