@@ -233,6 +233,49 @@ fn a_server_stopped_in_its_connection_callback_refuses_nobody_afterwards() {
 }
 
 #[test]
+fn a_server_stopped_in_its_connection_callback_takes_no_client_of_the_same_pass() {
+    let d = devs();
+    let (spe, cpe) = (Pe::new().unwrap(), Pe::new().unwrap());
+    let server: Rc<RefCell<Option<Server>>> = Rc::default();
+    let (s2, connects) = (server.clone(), Rc::new(Cell::new(0)));
+    let c2 = connects.clone();
+    let started = Server::builder(&d.arm, &d.rep, "stop-in-connect-backlog", &spe)
+        .on_connect(move |_, _, _| {
+            c2.set(c2.get() + 1);
+            let _ = s2.borrow().as_ref().unwrap().stop();
+        })
+        .on_message(|_, _, _| {})
+        .start()
+        .unwrap();
+    *server.borrow_mut() = Some(started);
+    // Two clients in the server's backlog before it next looks: one accept pass meets both.
+    let clients: Vec<Client> = (0..2)
+        .map(|_| {
+            Client::builder(&d.host, "stop-in-connect-backlog", &cpe)
+                .on_message(|_, _, _| {})
+                .start()
+                .unwrap()
+        })
+        .collect();
+    for _ in 0..8 {
+        cpe.progress();
+    }
+    let state = || server.borrow().as_ref().unwrap().state().unwrap();
+    until(&[&spe, &cpe], "the server to be IDLE", || {
+        state() == CtxState::Idle
+    });
+    until(&[&spe, &cpe], "the clients to stop", || {
+        clients
+            .iter()
+            .all(|c| c.state().unwrap() != CtxState::Running)
+    });
+    // The second client was not taken once the first one's callback stopped the server (a
+    // connection made then outlived the stop, its handle never released).
+    assert_eq!(connects.get(), 1);
+    drop(server.borrow_mut().take());
+}
+
+#[test]
 fn msgq_endpoints_dropped_in_their_own_callbacks() {
     let path = EchoPath::new(
         Dpa::builder(&open_dpa_dev().unwrap())

@@ -50,6 +50,9 @@ use support::Bytes;
 const MAX_OPS: usize = 96;
 
 thread_local! {
+    /// `DPAKIT_FUZZ_TRACE` set: each operation's code goes to stderr (`cargo xtask fuzz` runs
+    /// an input again with it to tell its story).
+    pub static TRACE: bool = std::env::var_os("DPAKIT_FUZZ_TRACE").is_some();
     /// Whether task completion callbacks free their task (calling back into the API).
     static FREE_IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
 }
@@ -153,7 +156,12 @@ pub fn kernel(b: &mut Bytes<'_>) -> doca_dpa_func_t {
 /// One operation: its code picks the family function, which reads its arguments. The codes
 /// (and every choice after them) are the corpus's format: keep them as they are.
 fn op(w: &mut World, b: &mut Bytes<'_>) {
-    match b.u8() % 40 {
+    let code = b.u8() % 40;
+    if TRACE.with(|t| *t) {
+        // Which operations an input runs (with the family's choices, the input's story).
+        eprintln!("op {code} ({} bytes left)", b.len());
+    }
+    match code {
         0 => dev::devices(w, b),
         1 => dev::destroy_list(w),
         2 => dev::open(w, b),

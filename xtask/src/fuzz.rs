@@ -206,7 +206,8 @@ fn fuzz(target: &str, bin: &Path, secs: u64) -> Result {
     };
     Err(format!(
         "fuzz target {target} failed ({status}); crashing input: {inputs}\n  \
-         reproduce with: {} <input>\n  \
+         reproduce with: {} <input> (capi_sequence: DPAKIT_FUZZ_TRACE=1 lists its operations \
+         and the calls its callbacks make)\n  \
          once fixed, keep the (minimized: add -minimize_crash=1 -runs=10000) input in {}/",
         bin.display(),
         regressions.display()

@@ -69,6 +69,12 @@ fn kind_of(ctx: *mut doca_ctx) -> Option<K> {
 pub unsafe fn act(ctx: *mut doca_ctx, task: *mut doca_task, conn: *mut doca_comch_connection) {
     let Some(byte) = next() else { return };
     let sel = next().unwrap_or(0);
+    if crate::TRACE.with(|t| *t) {
+        eprintln!(
+            "  in a callback: call {} ({sel}) on ctx {ctx:p} task {task:p} conn {conn:p}",
+            byte % 12
+        );
+    }
     // SAFETY: handles the soft device gave out or passed to the callback (live or not: every
     // call checks them).
     unsafe {

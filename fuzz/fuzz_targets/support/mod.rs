@@ -43,6 +43,11 @@ impl<'a> Bytes<'a> {
         self.0.is_empty()
     }
 
+    /// Bytes left.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// Up to `n` bytes (fewer at the end of the input).
     pub fn take(&mut self, n: usize) -> &'a [u8] {
         let (head, rest) = self.0.split_at(n.min(self.0.len()));

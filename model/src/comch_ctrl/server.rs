@@ -93,6 +93,10 @@ impl Server {
         let me = unsafe { libc::getuid() };
         let mut n = 0;
         for _ in 0..ACCEPTS_PER_PASS {
+            if face.state() != CtxState::Running {
+                // A connection callback of this loop stopped the server: the backlog waits.
+                break;
+            }
             let Some(sock) = self.listener.accept()? else {
                 break;
             };
@@ -246,6 +250,13 @@ impl Server {
     }
 
     fn establish(&self, face: &impl Face, sock: SeqPacket) -> usize {
+        if face.state() != CtxState::Running {
+            // Stopped by a callback of this pass: `stop` closed the connections it had, and a
+            // new one would outlive the server's stop (never reported as ended).
+            let refusal = proto::refuse(ErrorCode::BadState.raw(), "the server is stopping");
+            let _ = sock.send(&[&refusal], &[]);
+            return 0;
+        }
         if !matches!(sock.send(&[&[proto::TAG_WELCOME]], &[]), Ok(true)) {
             return 0;
         }
