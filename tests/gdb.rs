@@ -145,6 +145,10 @@ fn debuggee_spin() {
         .isa_budget(2_000_000_000)
         .start()
         .unwrap();
+    // A thread that never runs: gdb lists it too, between activations.
+    let _never_run = DpaThread::builder(&dpa, &faulty::SPIN_UNTIL_RELEASED)
+        .start()
+        .unwrap();
     let (thread, _wake, flags) = spinning(&dpa);
     wait_for_word(&dpa, flags, 1);
     eprintln!("{SPINS}");
@@ -460,7 +464,8 @@ fn ctrl_c_in_gdb_stops_a_spinning_kernel_which_gdb_then_releases() {
         return;
     }
     // Once the kernel spins the test presses Ctrl-C: gdb's `continue` returns with the kernel
-    // stopped in its loop, and gdb writes the word it waits for.
+    // stopped in its loop (the thread that never ran listed beside it), and gdb writes the word
+    // it waits for.
     let release = format!("set var *(unsigned long long *)(arg + 8) = {RELEASE}");
     let program = debug_with(
         "debuggee_spin",
@@ -473,7 +478,12 @@ fn ctrl_c_in_gdb_stops_a_spinning_kernel_which_gdb_then_releases() {
             &release,
             "detach",
         ],
-        &["SIGINT", "spin_until_released", "lib.rs:"],
+        &[
+            "SIGINT",
+            "spin_until_released",
+            "lib.rs:",
+            "(kernel spin_until_released: not run, between activations (no registers))",
+        ],
         Some(SPINS),
     );
     assert!(program.contains("released with 7"), "{program}");

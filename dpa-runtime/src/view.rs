@@ -250,16 +250,19 @@ impl ThreadShared {
 }
 
 impl DpaShared {
+    /// The context's threads, as they are now (destroyed ones not included).
+    pub(crate) fn thread_views(&self) -> Vec<ThreadView> {
+        // The host reads the thread table.
+        let _reading = self.sched.grace.host();
+        self.threads
+            .iter()
+            .map(|t| t.view(self.isa.is_some(), false))
+            .collect()
+    }
+
     fn view(&self, destroyed: bool) -> ContextView {
         let isa = self.isa.as_ref();
-        let mut threads = {
-            // The host reads the thread table.
-            let _reading = self.sched.grace.host();
-            self.threads
-                .iter()
-                .map(|t| t.view(isa.is_some(), false))
-                .collect::<Vec<_>>()
-        };
+        let mut threads = self.thread_views();
         // A destroyed thread's record is kept once its slot is free, so a slot is never listed
         // twice; a new thread in a slot comes before the destroyed ones that had it.
         let (ended, threads_forgotten) = lock(&self.ended_threads).list();

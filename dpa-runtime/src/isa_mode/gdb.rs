@@ -27,7 +27,7 @@ use gdbstub::target::ext::thread_extra_info::{ThreadExtraInfo, ThreadExtraInfoOp
 use gdbstub::target::{Target, TargetError, TargetResult};
 use gdbstub_arch::riscv::Riscv64;
 use gdbstub_arch::riscv::reg::RiscvCoreRegs;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -186,9 +186,8 @@ impl MultiThreadBase for DpaTarget {
                 regs.x.copy_from_slice(&parked.regs[..32]);
                 regs.pc = parked.regs[32];
             }
-            // The idle DPA: no kernel, no registers.
-            None if tid_of(tid) == IDLE_TID => *regs = RiscvCoreRegs::default(),
-            None => return Err(TargetError::NonFatal),
+            // A DPA thread between activations, or the idle DPA: no kernel runs, no registers.
+            None => *regs = RiscvCoreRegs::default(),
         }
         Ok(())
     }
@@ -226,18 +225,17 @@ impl MultiThreadBase for DpaTarget {
         }
     }
 
+    /// The activations parked in the debugger, and every DPA thread of the followed context
+    /// (between activations, without registers); the idle DPA if there is neither.
     fn list_active_threads(&mut self, found: &mut dyn FnMut(Tid)) -> Result<(), Self::Error> {
+        let waiting = dpa_threads(self.hub);
         let state = self.hub.lock();
-        if state.parked.is_empty()
-            && let Some(idle) = Tid::new(IDLE_TID)
-        {
-            found(idle);
+        let mut tids: BTreeSet<usize> = state.parked.keys().copied().collect();
+        tids.extend(waiting.iter().map(|t| t.index + 1));
+        if tids.is_empty() {
+            tids.insert(IDLE_TID);
         }
-        for tid in state.parked.keys() {
-            if let Some(tid) = Tid::new(*tid) {
-                found(tid);
-            }
-        }
+        tids.into_iter().filter_map(Tid::new).for_each(found);
         Ok(())
     }
 
@@ -434,21 +432,49 @@ impl ExecFile for DpaTarget {
 
 impl ThreadExtraInfo for DpaTarget {
     fn thread_extra_info(&self, tid: Tid, buf: &mut [u8]) -> Result<usize, Self::Error> {
-        let state = self.hub.lock();
-        let text = match state.parked.get(&tid_of(tid)) {
-            Some(p) => match &p.why {
+        let parked = self
+            .hub
+            .lock()
+            .parked
+            .get(&tid_of(tid))
+            .map(|p| match &p.why {
                 StopWhy::Fatal { what, .. } => format!("kernel {}: {what}", p.kernel),
                 _ => format!("kernel {}", p.kernel),
-            },
+            });
+        // The hub's lock is not held here: `dpa_threads` takes it.
+        let text = match parked {
+            Some(text) => text,
             None if tid_of(tid) == IDLE_TID => {
                 "the DPA, no kernel running (continue runs the program)".to_string()
             }
-            None => String::new(),
+            None => dpa_threads(self.hub)
+                .into_iter()
+                .find(|t| t.index + 1 == tid_of(tid))
+                .map(|t| {
+                    format!(
+                        "kernel {}: {}, between activations (no registers)",
+                        t.kernel,
+                        t.status.name()
+                    )
+                })
+                .unwrap_or_default(),
         };
         let n = text.len().min(buf.len());
         buf[..n].copy_from_slice(&text.as_bytes()[..n]);
         Ok(n)
     }
+}
+
+/// The threads of the DPA context the debugger follows, as the live view sees them.
+fn dpa_threads(hub: &Hub) -> Vec<crate::view::ThreadView> {
+    let Some(program) = hub.lock().program.as_ref().map(|p| p.0) else {
+        return Vec::new();
+    };
+    crate::live_contexts()
+        .iter()
+        .find(|d| d.isa.as_ref().is_some_and(|p| p.id == program))
+        .map(|d| d.thread_views())
+        .unwrap_or_default()
 }
 
 /// The signal GDB shows for a stop.
