@@ -133,18 +133,23 @@ fn wait_for_word(dpa: &Dpa, flags: dpakit::dpa::DevPtr, value: u64) {
     }
 }
 
+/// A DPA context running the fixture's kernels in ISA mode, with an instruction budget.
+fn fixture_dpa(budget: u64) -> Dpa {
+    Dpa::builder(&open_dpa_dev().unwrap())
+        .app(&faulty::APP)
+        .exec_mode(ExecMode::Isa)
+        .isa_budget(budget)
+        .start()
+        .unwrap()
+}
+
 #[test]
 fn debuggee_spin() {
     if !debuggee() {
         return;
     }
     // Room to spin for seconds, yet bounded: a Ctrl-C that never stops it ends in SIGXCPU.
-    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
-        .app(&faulty::APP)
-        .exec_mode(ExecMode::Isa)
-        .isa_budget(2_000_000_000)
-        .start()
-        .unwrap();
+    let dpa = fixture_dpa(2_000_000_000);
     // A thread that never runs: gdb lists it too, between activations.
     let _never_run = DpaThread::builder(&dpa, &faulty::SPIN_UNTIL_RELEASED)
         .start()
@@ -165,7 +170,7 @@ fn debuggee_spin() {
 /// Which fatal error `debuggee_fault` makes.
 const FAULT: &str = "DPAKIT_TEST_FAULT";
 
-/// Fatal errors an RPC makes, as (name, kernel, what the DPA's error says).
+/// Fatal errors a kernel makes, as (name, kernel, what the DPA's error says).
 const FAULTS: [(&str, &str, &str); 4] = [
     ("panic", "panics_rpc", "an RPC bug on purpose (5)"),
     ("budget", "spin_until_released", "without making progress"),
@@ -173,7 +178,7 @@ const FAULTS: [(&str, &str, &str); 4] = [
     ("bad call", "notify", "notification completion"),
 ];
 
-/// One RPC that makes the fatal error `DPAKIT_TEST_FAULT` names; its error must name the kernel
+/// A kernel that makes the fatal error `DPAKIT_TEST_FAULT` names; its error must name the kernel
 /// and say what [`FAULTS`] says.
 #[test]
 fn debuggee_fault() {
@@ -182,12 +187,7 @@ fn debuggee_fault() {
     }
     let fault = std::env::var(FAULT).unwrap();
     let (_, kernel, says) = FAULTS.iter().find(|f| f.0 == fault).unwrap();
-    let dpa = Dpa::builder(&open_dpa_dev().unwrap())
-        .app(&faulty::APP)
-        .exec_mode(ExecMode::Isa)
-        .isa_budget(1_000_000)
-        .start()
-        .unwrap();
+    let dpa = fixture_dpa(1_000_000);
     let e = match fault.as_str() {
         "panic" => dpa.rpc(&faulty::PANICS_RPC, (5,)).unwrap_err(),
         "illegal" => dpa.rpc(&faulty::ILLEGAL_RPC, ()).unwrap_err(),
