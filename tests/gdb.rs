@@ -496,7 +496,8 @@ fn each_kind_of_fatal_error_stops_in_gdb_at_the_kernel_that_made_it() {
     }
     let signals = ["SIGABRT", "SIGXCPU", "SIGILL", "SIGSYS"];
     for ((fault, kernel, says), signal) in FAULTS.into_iter().zip(signals) {
-        // `info threads` names the kernel and says the error.
+        // The backtrace reaches the kernel (a panic's through its handler and `core`), and
+        // `info threads` names it and says the error.
         let program = debug_with(
             "debuggee_fault",
             &[(FAULT, fault)],
@@ -509,6 +510,7 @@ fn each_kind_of_fatal_error_stops_in_gdb_at_the_kernel_that_made_it() {
             ],
             &[
                 signal,
+                &format!("dpakit_fixture_faulty_kernels::{kernel} ("),
                 &format!("kernel {kernel}: "),
                 says,
                 "lib.rs:",

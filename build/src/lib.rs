@@ -259,7 +259,10 @@ impl Plan {
             ],
             env: &[],
         }
-        .run()
+        // Unwind tables (data, not code) also make a function that never returns keep its
+        // return address: a panic's backtrace in gdb then reaches the kernel that panicked,
+        // through the panic handler (instructions per message are unchanged).
+        .run_with(&["-C".into(), "force-unwind-tables=yes".into()])
     }
 
     /// The soft app library, `<out_dir>/soft/lib<lib_name>.so`: the kernels compiled for the
