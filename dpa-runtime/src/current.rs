@@ -140,9 +140,18 @@ pub fn with_fatal_hook<R>(hook: &dyn Fn(&str), call: impl FnOnce() -> R) -> R {
         std::mem::transmute::<*const (dyn Fn(&str) + '_), *const (dyn Fn(&str) + 'static)>(hook)
     };
     let outer = current.fatal_hook.replace(Some(FatalHook(hook)));
-    let result = call();
-    current.fatal_hook.set(outer);
-    result
+    // Put back on the way out, an unwinding one too: a pointer left set would dangle.
+    let _restore = Restore(&current.fatal_hook, outer);
+    call()
+}
+
+/// Sets a fatal hook cell back to what it held ([`with_fatal_hook`]).
+struct Restore<'c>(&'c Cell<Option<FatalHook>>, Option<FatalHook>);
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.1);
+    }
 }
 
 /// Makes `current` the running activation for the lifetime of the guard.
