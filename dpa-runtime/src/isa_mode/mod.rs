@@ -476,20 +476,20 @@ impl Bus for KernelBus<'_, '_> {
         self.mem.release();
         self.count(instret);
         self.counters.calls[f as usize].fetch_add(1, Ordering::Relaxed);
-        // Under the debugger a device function's fatal error (a bad handle, say) stops there
-        // first, at the stub's `ecall`, as a bad argument does below.
-        let (debugger, kernel, regs) = (self.debugger, self.cur.kernel, *x);
-        let stop = move |mem: &mut DeviceBus<'_>, what: &str| {
-            if let Some((hub, tid)) = debugger {
-                let (mut regs, mut at) = (regs, pc);
-                let why = StopWhy::Fatal {
-                    signal: debug::SIGSYS,
-                    what: what.to_owned(),
+        // Under the debugger a device function's fatal error (a bad handle, say) stops at the
+        // stub's `ecall` first, as a bad argument does below. Only then are the registers kept.
+        let stop;
+        let on_fatal: Option<&calls::OnFatal> = match self.debugger {
+            Some(debugger) => {
+                let (kernel, regs) = (self.cur.kernel, *x);
+                stop = move |mem: &mut DeviceBus<'_>, what: &str| {
+                    let mut regs = regs;
+                    park_bad_call(debugger, kernel, &mut regs, pc, mem, what)
                 };
-                hub.park(tid, kernel, &mut regs, &mut at, mem, why);
+                Some(&stop)
             }
+            None => None,
         };
-        let on_fatal = debugger.map(|_| &stop as &calls::OnFatal);
         match calls::serve(f, x, instret, &mut self.mem, on_fatal) {
             Ok(true) => self.progress = instret,
             Ok(false) => {}
@@ -499,19 +499,32 @@ impl Bus for KernelBus<'_, '_> {
                     f.name(),
                     describe_fault(&e, &self.mem)
                 );
-                if let Some((hub, tid)) = self.debugger {
-                    let mut at = pc;
-                    let why = StopWhy::Fatal {
-                        signal: debug::SIGSYS,
-                        what: what.clone(),
-                    };
-                    hub.park(tid, self.cur.kernel, x, &mut at, &mut self.mem, why);
+                if let Some(debugger) = self.debugger {
+                    park_bad_call(debugger, self.cur.kernel, x, pc, &mut self.mem, &what);
                 }
                 fault(self.cur, &self.program.image, pc, what);
             }
         }
         true
     }
+}
+
+/// Shows the debugger a bad device call (`SIGSYS`) at the stub's `ecall` at `pc`, before the
+/// activation fails with `what`.
+fn park_bad_call(
+    (hub, tid): (&'static Hub, usize),
+    kernel: &'static str,
+    x: &mut [u64; 32],
+    pc: u64,
+    mem: &mut DeviceBus<'_>,
+    what: &str,
+) {
+    let why = StopWhy::Fatal {
+        signal: debug::SIGSYS,
+        what: what.to_owned(),
+    };
+    let mut at = pc;
+    hub.park(tid, kernel, x, &mut at, mem, why);
 }
 
 /// A kernel's panic (`dpakit_dev::panic::report`): its message and location, read from the
