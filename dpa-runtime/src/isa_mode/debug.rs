@@ -23,14 +23,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-/// The signals a fatal error shows as in gdb, in the remote protocol's numbering (GDB's own,
-/// which is not Linux's for every signal: SIGSYS is 12 there, 31 on Linux).
-pub(crate) const SIGILL: u8 = gdbstub::common::Signal::SIGILL.0;
-pub(crate) const SIGTRAP: u8 = gdbstub::common::Signal::SIGTRAP.0;
-pub(crate) const SIGABRT: u8 = gdbstub::common::Signal::SIGABRT.0;
-pub(crate) const SIGSEGV: u8 = gdbstub::common::Signal::SIGSEGV.0;
-pub(crate) const SIGXCPU: u8 = gdbstub::common::Signal::SIGXCPU.0;
-pub(crate) const SIGSYS: u8 = gdbstub::common::Signal::SIGSYS.0;
+/// The signals a fatal error shows as in gdb: gdbstub's, in the remote protocol's numbering
+/// (GDB's own, which is not Linux's for every signal: SIGSYS is 12 there, 31 on Linux).
+pub(crate) use gdbstub::common::Signal;
 
 /// Why an activation stopped, as GDB hears it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,7 +41,7 @@ pub(crate) enum StopWhy {
     /// A fatal error, before the DPA context gets it: the signal GDB shows (`SIGSEGV` for an
     /// access fault, `SIGILL`, `SIGABRT` for a panic, `SIGXCPU` for the instruction budget,
     /// `SIGSYS` for a bad device call, `SIGTRAP` for an `ebreak`) and the error.
-    Fatal { signal: u8, what: String },
+    Fatal { signal: Signal, what: String },
 }
 
 /// How the debugger lets a parked activation go.

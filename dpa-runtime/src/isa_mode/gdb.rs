@@ -503,7 +503,7 @@ fn stop_reason(tid: usize, why: &StopWhy) -> MultiThreadStopReason<u64> {
         },
         StopWhy::Fatal { signal, .. } => MultiThreadStopReason::SignalWithThread {
             tid,
-            signal: Signal(*signal),
+            signal: *signal,
         },
     }
 }

@@ -327,7 +327,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
             }
             match stop {
                 // The device calls were served in the run ([`KernelBus`]).
-                Stop::Ecall => debug_fault(&mut bus, &mut hart, debug::SIGSYS, "an `ecall` outside the device runtime (kernels call DOCA device functions; they make no system calls)".into()),
+                Stop::Ecall => debug_fault(&mut bus, &mut hart, debug::Signal::SIGSYS, "an `ecall` outside the device runtime (kernels call DOCA device functions; they make no system calls)".into()),
                 Stop::Returned => return hart.x[10],
                 // A slice ran out: a stopped thread's activation ends here, between two
                 // instructions (nothing is held), instead of running on to its budget.
@@ -340,7 +340,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                 Stop::Budget => debug_fault(
                     &mut bus,
                     &mut hart,
-                    debug::SIGXCPU,
+                    debug::Signal::SIGXCPU,
                     format!(
                         "ran {} instructions in one activation without making progress (taking \
                          a message or a completion, posting a send or a copy): the ISA budget, \
@@ -350,7 +350,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                         program.budget
                     ),
                 ),
-                Stop::Ebreak => debug_fault(&mut bus, &mut hart, debug::SIGTRAP, "a breakpoint (`ebreak`)".into()),
+                Stop::Ebreak => debug_fault(&mut bus, &mut hart, debug::Signal::SIGTRAP, "a breakpoint (`ebreak`)".into()),
                 Stop::Illegal { pc, .. }
                     if program
                         .panic_trap
@@ -361,7 +361,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                 Stop::Illegal { raw, .. } => debug_fault(
                     &mut bus,
                     &mut hart,
-                    debug::SIGILL,
+                    debug::Signal::SIGILL,
                     format!(
                         "an illegal instruction {raw:#010x} (not RV64IMAC, or a trap the \
                          compiler placed: a Rust abort or C __builtin_trap)"
@@ -369,7 +369,7 @@ pub(crate) fn run(program: &Program, counters: &Counters, entry: u64, args: &[u6
                 ),
                 Stop::Fault { fault: f, .. } => {
                     let message = describe_fault(&f, &bus.mem);
-                    debug_fault(&mut bus, &mut hart, debug::SIGSEGV, message)
+                    debug_fault(&mut bus, &mut hart, debug::Signal::SIGSEGV, message)
                 }
             }
         }
@@ -520,7 +520,7 @@ fn park_bad_call(
     what: &str,
 ) {
     let why = StopWhy::Fatal {
-        signal: debug::SIGSYS,
+        signal: debug::Signal::SIGSYS,
         what: what.to_owned(),
     };
     let mut at = pc;
@@ -546,7 +546,7 @@ fn panicked(cur: &Current<'_>, hart: &mut Hart, kbus: &mut KernelBus<'_, '_>) ->
     let report = super::current::panicked(&message, at);
     if let Some((hub, tid)) = kbus.debugger {
         let why = StopWhy::Fatal {
-            signal: debug::SIGABRT,
+            signal: debug::Signal::SIGABRT,
             what: report.clone(),
         };
         hub.park(
@@ -565,7 +565,12 @@ fn panicked(cur: &Current<'_>, hart: &mut Hart, kbus: &mut KernelBus<'_, '_>) ->
 
 /// A fatal error at the hart's pc: shown to the debugger first (as `signal`, the activation
 /// parked until gdb lets it go), then recorded as [`fault`] does.
-fn debug_fault(bus: &mut KernelBus<'_, '_>, hart: &mut Hart, signal: u8, what: String) -> ! {
+fn debug_fault(
+    bus: &mut KernelBus<'_, '_>,
+    hart: &mut Hart,
+    signal: debug::Signal,
+    what: String,
+) -> ! {
     if let Some((hub, tid)) = bus.debugger {
         let why = StopWhy::Fatal {
             signal,
