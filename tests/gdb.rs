@@ -113,24 +113,25 @@ fn spinning(dpa: &Dpa) -> (DpaThread, NotificationCompletion, dpakit::dpa::DevPt
     (thread, wake, flags)
 }
 
-/// Waits until the first word at `flags` is `value`, or `dpa` failed.
-fn wait_for_word(dpa: &Dpa, flags: dpakit::dpa::DevPtr, value: u64) {
+/// Waits, at most [`WAIT`], until `done`.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + WAIT;
-    loop {
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits until the first word at `flags` is `value`; `dpa` must not fail meanwhile.
+fn wait_for_word(dpa: &Dpa, flags: dpakit::dpa::DevPtr, value: u64) {
+    wait_until(&format!("the spin kernel to write {value}"), || {
         let mut word = [0u8; 8];
         dpa.d2h_memcpy(&mut word, flags).unwrap();
-        if u64::from_le_bytes(word) == value {
-            return;
-        }
         if let Some(e) = dpa.error() {
             panic!("the DPA failed waiting for {value}: {e}");
         }
-        assert!(
-            Instant::now() < deadline,
-            "the spin kernel never wrote {value}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+        u64::from_le_bytes(word) == value
+    });
 }
 
 /// A DPA context running the fixture's kernels in ISA mode, with an instruction budget.
@@ -170,12 +171,23 @@ fn debuggee_spin() {
 /// Which fatal error `debuggee_fault` makes.
 const FAULT: &str = "DPAKIT_TEST_FAULT";
 
-/// Fatal errors a kernel makes, as (name, kernel, what the DPA's error says).
-const FAULTS: [(&str, &str, &str); 4] = [
-    ("panic", "panics_rpc", "an RPC bug on purpose (5)"),
-    ("budget", "spin_until_released", "without making progress"),
-    ("illegal", "illegal_rpc", "an illegal instruction"),
-    ("bad call", "notify", "notification completion"),
+/// Fatal errors a kernel makes, as (name, kernel, what the DPA's error says, the signal gdb
+/// shows).
+const FAULTS: [(&str, &str, &str, &str); 4] = [
+    (
+        "panic",
+        "panics_rpc",
+        "an RPC bug on purpose (5)",
+        "SIGABRT",
+    ),
+    (
+        "budget",
+        "spin_until_released",
+        "without making progress",
+        "SIGXCPU",
+    ),
+    ("illegal", "illegal_rpc", "an illegal instruction", "SIGILL"),
+    ("bad call", "notify", "notification completion", "SIGSYS"),
 ];
 
 /// A kernel that makes the fatal error `DPAKIT_TEST_FAULT` names; its error must name the kernel
@@ -186,7 +198,7 @@ fn debuggee_fault() {
         return;
     }
     let fault = std::env::var(FAULT).unwrap();
-    let (_, kernel, says) = FAULTS.iter().find(|f| f.0 == fault).unwrap();
+    let (_, kernel, says, _) = FAULTS.iter().find(|f| f.0 == fault).unwrap();
     let dpa = fixture_dpa(1_000_000);
     let e = match fault.as_str() {
         "panic" => dpa.rpc(&faulty::PANICS_RPC, (5,)).unwrap_err(),
@@ -197,14 +209,8 @@ fn debuggee_fault() {
         _ => {
             // Never released: the budget ends it.
             let _spinning = spinning(&dpa);
-            let deadline = Instant::now() + WAIT;
-            loop {
-                if let Some(e) = dpa.error() {
-                    break e;
-                }
-                assert!(Instant::now() < deadline, "the budget never ran out");
-                std::thread::sleep(Duration::from_millis(5));
-            }
+            wait_until("the budget to run out", || dpa.error().is_some());
+            dpa.error().unwrap()
         }
     };
     let text = e.to_string();
@@ -494,8 +500,7 @@ fn each_kind_of_fatal_error_stops_in_gdb_at_the_kernel_that_made_it() {
     if debuggee() {
         return;
     }
-    let signals = ["SIGABRT", "SIGXCPU", "SIGILL", "SIGSYS"];
-    for ((fault, kernel, says), signal) in FAULTS.into_iter().zip(signals) {
+    for (fault, kernel, says, signal) in FAULTS {
         // The backtrace reaches the kernel (a panic's through its handler and `core`), and
         // `info threads` names it and says the error.
         let program = debug_with(
