@@ -50,8 +50,8 @@ use support::Bytes;
 const MAX_OPS: usize = 96;
 
 thread_local! {
-    /// `DPAKIT_FUZZ_TRACE` set: each operation's code goes to stderr (`cargo xtask fuzz` runs
-    /// an input again with it to tell its story).
+    /// `DPAKIT_FUZZ_TRACE` set: each operation's code, and each call a callback makes, goes to
+    /// stderr: a crashing input's story (`cargo xtask fuzz` says so when a target fails).
     pub static TRACE: bool = std::env::var_os("DPAKIT_FUZZ_TRACE").is_some();
     /// Whether task completion callbacks free their task (calling back into the API).
     static FREE_IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
